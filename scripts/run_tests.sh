@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up everything the tests need, then run them all. Safe to run again.
+#   - a virtualenv in .venv with budgetlens and its test/dev extras
+#   - Debian's neovim when `nvim` is missing (the Neovim tests drive real headless Neovim)
+#   - the VS Code extension's node modules (npm ci) and its checks
+# Nothing is skipped for a missing tool: a missing tool is installed or the run fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+log() { printf '\n==> %s\n' "$*"; }
+
+need_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  python3 -m venv .venv
+fi
+log "installing budgetlens[test,dev] into .venv"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,dev]"
+
+if ! command -v nvim >/dev/null 2>&1; then
+  log "installing Debian's neovim"
+  need_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive need_root apt-get install -y -qq neovim >/dev/null
+fi
+
+if [ -f editor-clients/vscode/package.json ] && [ -x editor-clients/vscode/scripts/test.sh ]; then
+  log "VS Code extension: npm ci, type-check, lint, unit tests, package"
+  editor-clients/vscode/scripts/test.sh
+fi
+
+log "pytest"
+export PATH="$ROOT/.venv/bin:$PATH"
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"

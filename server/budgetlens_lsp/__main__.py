@@ -1,0 +1,3 @@
+from budgetlens_lsp.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The ``budgetlens`` command: one module per subcommand, each with ``register(subparsers)``."""

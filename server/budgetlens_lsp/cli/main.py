@@ -1,0 +1,64 @@
+"""Entry point of the ``budgetlens`` console script.
+
+Exit status: 0 when nothing is wrong, 1 when the input has errors (a diagnostic of severity
+error, an unparseable file), 2 on bad usage or an internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from budgetlens_lsp import __version__
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+# Each name is a module of this package defining ``register(subparsers)``; the parser it adds
+# sets ``run`` (a callable taking the parsed args and returning an exit status).
+SUBCOMMANDS: tuple[str, ...] = (
+    "tokens",
+)
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input named on the command line (exit status 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="budgetlens",
+        description="Token budgets of LLM pipelines: check, clamp, count, and read cut JSON.")
+    parser.add_argument("--version", action="version", version=f"budgetlens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"budgetlens_lsp.cli.{name}_cmd").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exc.code or 0)
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.run(args))
+    except UsageError as exc:
+        print(f"budgetlens: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception:  # an internal failure is reported, never a bare traceback
+        print("budgetlens: internal error (please report it):", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_USAGE

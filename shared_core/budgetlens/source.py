@@ -1,0 +1,169 @@
+"""Source positions, ranges, diagnostics and text edits: the plain data every core result carries.
+
+Positions are 0-based lines and characters counted in Unicode code points (Python ``str``
+indices). The language server converts them to the negotiated LSP encoding in one place.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int
+    character: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"line": self.line, "character": self.character}
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Position
+    end: Position
+
+    @classmethod
+    def at(cls, line: int, character: int, end_line: int | None = None,
+           end_character: int | None = None) -> Range:
+        return cls(Position(line, character),
+                   Position(line if end_line is None else end_line,
+                            character if end_character is None else end_character))
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {"start": self.start.to_dict(), "end": self.end.to_dict()}
+
+
+FILE_START = Range.at(0, 0)
+
+
+@dataclass(frozen=True)
+class Location:
+    """A range in a file. ``file`` is a filesystem path as a string."""
+
+    file: str
+    range: Range = FILE_START
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "range": self.range.to_dict()}
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFORMATION = "information"
+    HINT = "hint"
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place that makes up a diagnostic (an inherited setting, a prompt file, ...)."""
+
+    location: Location
+    message: str
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    file: str
+    range: Range
+    severity: Severity
+    code: str
+    message: str
+    pipeline: str | None = None
+    step: str | None = None
+    related: tuple[Related, ...] = ()
+    data: dict[str, Any] | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "range": self.range.to_dict(),
+            "severity": self.severity.value,
+            "code": self.code,
+            "message": self.message,
+            "pipeline": self.pipeline,
+            "step": self.step,
+        }
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace ``range`` of ``file`` with ``new_text`` (an empty range inserts)."""
+
+    file: str
+    range: Range
+    new_text: str
+
+
+class LineIndex:
+    """Maps code-point offsets of a text to (line, character) positions and back.
+
+    Lines end at ``\\n``; a ``\\r`` before it belongs to the line, as in LSP.
+    """
+
+    __slots__ = ("_starts", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        self._starts = starts
+
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)
+
+    def position(self, offset: int) -> Position:
+        offset = max(0, min(offset, len(self._text)))
+        line = bisect.bisect_right(self._starts, offset) - 1
+        return Position(line, offset - self._starts[line])
+
+    def offset(self, position: Position) -> int:
+        if position.line >= len(self._starts):
+            return len(self._text)
+        start = self._starts[max(position.line, 0)]
+        end = self.line_end(position.line)
+        return min(start + max(position.character, 0), end)
+
+    def line_end(self, line: int) -> int:
+        """Offset of the end of ``line`` (before its ``\\r\\n`` or ``\\n``)."""
+        if line + 1 < len(self._starts):
+            end = self._starts[line + 1] - 1
+            if end > 0 and self._text[end - 1] == "\r":
+                end -= 1
+            return end
+        return len(self._text)
+
+    def line_text(self, line: int) -> str:
+        if not 0 <= line < len(self._starts):
+            return ""
+        return self._text[self._starts[line]:self.line_end(line)]
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(self.position(start), self.position(end))
+
+
+def apply_text_edits(text: str, edits: list[TextEdit] | tuple[TextEdit, ...]) -> str:
+    """Apply non-overlapping edits (all for the same file) to ``text``.
+
+    Edits are applied from the end of the text backwards, so their ranges all refer to
+    the original text. Overlapping edits raise ``ValueError``.
+    """
+    index = LineIndex(text)
+    spans = sorted(((index.offset(e.range.start), index.offset(e.range.end), e.new_text)
+                    for e in edits), key=lambda s: (s[0], s[1]))
+    for (_, prev_end, _), (start, _, _) in zip(spans, spans[1:]):
+        if start < prev_end:
+            raise ValueError("overlapping text edits")
+    out = text
+    for start, end, new_text in reversed(spans):
+        out = out[:start] + new_text + out[end:]
+    return out

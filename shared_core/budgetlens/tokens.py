@@ -1,0 +1,201 @@
+"""Exact, offline token counting.
+
+The tiktoken encodings budgetlens supports (``cl100k_base``, ``o200k_base``) ship inside the
+package as ``.tiktoken`` rank files whose sha256 matches the one tiktoken publishes; nothing
+is ever downloaded. A tokenizer is chosen by encoding name, by model name (``gpt-4o`` ->
+``o200k_base``), or by the path of a local Hugging Face ``tokenizer.json`` (needs the optional
+``tokenizers`` extra).
+
+Counting treats special-token text such as ``<|endoftext|>`` as plain text
+(``encode_ordinary``): a prompt file is text, and it costs what its text costs.
+
+>>> get_tokenizer("cl100k_base").encode("hello world")
+[15339, 1917]
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+DEFAULT_TOKENIZER = "cl100k_base"
+SHIPPED_ENCODINGS = ("cl100k_base", "o200k_base")
+_DATA = Path(__file__).resolve().parent / "encodings"
+
+
+class TokenizerError(ValueError):
+    """The tokenizer named in a config or setting cannot be used; the message says why."""
+
+
+class Tokenizer(Protocol):
+    """What budgetlens needs from a tokenizer."""
+
+    @property
+    def name(self) -> str: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def count(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class TiktokenTokenizer:
+    name: str
+    _encoding: object  # tiktoken.Encoding; typed loosely so mypy needs no stubs for it
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(text)  # type: ignore[attr-defined, no-any-return]
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class HuggingFaceTokenizer:
+    name: str
+    _tokenizer: object  # tokenizers.Tokenizer
+
+    def encode(self, text: str) -> list[int]:
+        enc = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
+        return list(enc.ids)
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+
+def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected_sha256:
+        raise TokenizerError(
+            f"{path.name} is damaged (sha256 {digest[:12]}..., expected {expected_sha256[:12]}...);"
+            " reinstall budgetlens or run scripts/vendor_encodings.py")
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split(b" ")
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=None)
+def _load_encoding(name: str) -> TiktokenTokenizer:
+    # Loaded encodings are immutable; this per-process memo is what tiktoken does too.
+    import tiktoken
+
+    meta = json.loads((_DATA / "encodings.json").read_text("utf-8"))["encodings"][name]
+    with _LOAD_LOCK:
+        ranks = _read_ranks(_DATA / meta["file"], meta["sha256"])
+        encoding = tiktoken.Encoding(name=name, pat_str=meta["pat_str"], mergeable_ranks=ranks,
+                                     special_tokens=meta["special_tokens"])
+    return TiktokenTokenizer(name, encoding)
+
+
+def _encoding_for_model(model: str) -> str | None:
+    try:
+        from tiktoken.model import encoding_name_for_model
+    except ImportError:  # pragma: no cover - tiktoken always has it
+        return None
+    try:
+        return encoding_name_for_model(model)
+    except KeyError:
+        return None
+
+
+@lru_cache(maxsize=16)
+def _load_hf(path: str) -> HuggingFaceTokenizer:
+    try:
+        from tokenizers import Tokenizer as HFTokenizer
+    except ImportError as exc:
+        raise TokenizerError(
+            f"tokenizer {path!r} is a Hugging Face tokenizer.json; install the extra:"
+            " pip install 'budgetlens[tokenizers]'") from exc
+    try:
+        return HuggingFaceTokenizer(path, HFTokenizer.from_file(path))
+    except Exception as exc:  # the library raises plain Exception subclasses
+        raise TokenizerError(f"cannot load tokenizer file {path!r}: {exc}") from exc
+
+
+def resolve_tokenizer_name(spec: str | None, *, base_dir: Path | None = None) -> str:
+    """The canonical name of a tokenizer spec: an encoding name, or an absolute file path."""
+    spec = (spec or DEFAULT_TOKENIZER).strip()
+    if spec in SHIPPED_ENCODINGS:
+        return spec
+    if spec.endswith(".json") or "/" in spec or "\\" in spec:
+        path = Path(spec)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        return str(path.resolve())
+    encoding = _encoding_for_model(spec)
+    if encoding is None:
+        raise TokenizerError(
+            f"unknown tokenizer {spec!r}: use {' or '.join(SHIPPED_ENCODINGS)}, a model name"
+            " such as 'gpt-4o', or the path of a tokenizer.json")
+    if encoding not in SHIPPED_ENCODINGS:
+        raise TokenizerError(
+            f"model {spec!r} uses encoding {encoding!r}, which budgetlens does not ship;"
+            f" use {' or '.join(SHIPPED_ENCODINGS)} or a tokenizer.json path")
+    return encoding
+
+
+def get_tokenizer(spec: str | None = None, *, base_dir: Path | None = None) -> Tokenizer:
+    """The tokenizer for ``spec`` (default ``cl100k_base``); raises ``TokenizerError``.
+
+    ``base_dir`` resolves a relative ``tokenizer.json`` path (the folder of config.json).
+    """
+    name = resolve_tokenizer_name(spec, base_dir=base_dir)
+    if name in SHIPPED_ENCODINGS:
+        return _load_encoding(name)
+    if not Path(name).is_file():
+        raise TokenizerError(f"tokenizer file not found: {name}")
+    return _load_hf(name)
+
+
+def content_hash(text: str) -> str:
+    """A stable hash of a text, the key of every token-count cache."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class TokenCounter:
+    """Counts tokens with one tokenizer, caching each count by the text's content hash.
+
+    The caller owns the object (an editor session keeps one per tokenizer, a CLI run one per
+    run): an unchanged text is never encoded twice. Safe to share between threads.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, *, max_entries: int = 65536) -> None:
+        self.tokenizer = tokenizer
+        self._cache: dict[str, int] = {}
+        self._max = max_entries
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        return self.tokenizer.name
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        key = content_hash(text)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        n = self.tokenizer.count(text)
+        with self._lock:
+            if len(self._cache) >= self._max:
+                self._cache.clear()
+            self._cache[key] = n
+            self.misses += 1
+        return n
