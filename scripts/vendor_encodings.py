@@ -1,4 +1,4 @@
-"""Rebuild the tiktoken rank files that ship inside the package, reproducibly and offline-verifiable.
+"""Rebuild the tiktoken rank files shipped inside the package, reproducibly and verifiably.
 
 Source: the npm package ``tiktoken`` (its ``encoders/<name>.json`` hold ``pat_str``,
 ``special_tokens`` and a compressed ``bpe_ranks`` string of lines ``! <offset> <b64> <b64> ...``

@@ -7,6 +7,7 @@ indices). The language server converts them to the negotiated LSP encoding in on
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -160,7 +161,7 @@ def apply_text_edits(text: str, edits: list[TextEdit] | tuple[TextEdit, ...]) ->
     index = LineIndex(text)
     spans = sorted(((index.offset(e.range.start), index.offset(e.range.end), e.new_text)
                     for e in edits), key=lambda s: (s[0], s[1]))
-    for (_, prev_end, _), (start, _, _) in zip(spans, spans[1:]):
+    for (_, prev_end, _), (start, _, _) in itertools.pairwise(spans):
         if start < prev_end:
             raise ValueError("overlapping text edits")
     out = text

@@ -20,7 +20,7 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -87,7 +87,7 @@ def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
 _LOAD_LOCK = threading.Lock()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_encoding(name: str) -> TiktokenTokenizer:
     # Loaded encodings are immutable; this per-process memo is what tiktoken does too.
     import tiktoken
