@@ -1,0 +1,22 @@
+-- budgetlens language server config for Neovim 0.11+:
+--   vim.lsp.enable("budgetlens")
+-- (override fields with vim.lsp.config("budgetlens", { ... })). Needs this plugin on the
+-- runtimepath. Neovim 0.7-0.10: use require("budgetlens").setup() instead.
+local util = require("budgetlens.util")
+
+return {
+  cmd = { "budgetlens", "serve" },
+  filetypes = { "yaml", "json", "text" },
+  root_markers = { "config.json" },
+  -- attach only inside a root marked by config.json, and *.txt only in its prompts folder
+  -- (root_dir takes precedence over root_markers, which stays for tools that read it)
+  root_dir = function(bufnr, on_dir)
+    local root = util.root_for_buffer(bufnr, { "config.json" }, { "yaml", "json", "text" })
+    if root then
+      on_dir(root)
+    end
+  end,
+  settings = {
+    budgetlens = {},
+  },
+}
