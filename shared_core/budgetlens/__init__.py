@@ -4,6 +4,27 @@ The public API is re-exported here; every function takes and returns plain typed
 The core is pure: no language-server imports, no network, no global mutable state.
 """
 
+from budgetlens.cache import BudgetCache
+from budgetlens.clamp import ClampChange, ClampPlan, apply_edits, apply_plan, clamp_plan
+from budgetlens.codes import CODES
+from budgetlens.config import WorkspaceConfig
+from budgetlens.contract import (
+    CheckOptions,
+    ClampValues,
+    PipelineReport,
+    StepBudget,
+    Term,
+    check_pipeline,
+    compute_clamp,
+    find_pipelines,
+)
+from budgetlens.files import (
+    DiskFiles,
+    FileSource,
+    OverlayFiles,
+    SourceError,
+)
+from budgetlens.history import HistoryTrim, trim_history
 from budgetlens.injection import (
     Bucket,
     BucketFile,
@@ -20,6 +41,8 @@ from budgetlens.overlap import (
     background_covered_by_cards,
     detect_bucket_overlap,
 )
+from budgetlens.pipeline import Pipeline, Settings, Step, UserParts
+from budgetlens.policy import Policy
 from budgetlens.source import (
     Diagnostic,
     LineIndex,
@@ -31,6 +54,7 @@ from budgetlens.source import (
     TextEdit,
     apply_text_edits,
 )
+from budgetlens.template import parse_template
 from budgetlens.tokens import (
     DEFAULT_TOKENIZER,
     TokenCounter,
@@ -47,21 +71,39 @@ from budgetlens.unified_budget import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CODES",
     "DEFAULT_TOKENIZER",
     "Bucket",
     "BucketFile",
     "BucketFileRef",
+    "BudgetCache",
+    "CheckOptions",
+    "ClampChange",
+    "ClampPlan",
+    "ClampValues",
     "Diagnostic",
+    "DiskFiles",
+    "FileSource",
+    "HistoryTrim",
     "InjectionPlan",
     "InjectionRequest",
     "KnowledgeCardCandidate",
     "LineIndex",
     "Location",
     "OverlapResult",
+    "OverlayFiles",
+    "Pipeline",
+    "PipelineReport",
+    "Policy",
     "Position",
     "Range",
     "Related",
+    "Settings",
     "Severity",
+    "SourceError",
+    "Step",
+    "StepBudget",
+    "Term",
     "TextEdit",
     "TierThresholds",
     "TokenCounter",
@@ -70,10 +112,20 @@ __all__ = [
     "UnifiedBudget",
     "UnifiedContextBudgetPolicy",
     "UnifiedInjectionManifest",
+    "UserParts",
+    "WorkspaceConfig",
+    "apply_edits",
+    "apply_plan",
     "apply_text_edits",
     "background_covered_by_cards",
+    "check_pipeline",
+    "clamp_plan",
+    "compute_clamp",
     "compute_unified_budget",
     "detect_bucket_overlap",
+    "find_pipelines",
     "get_tokenizer",
+    "parse_template",
     "plan_injection",
+    "trim_history",
 ]

@@ -1,0 +1,187 @@
+"""``config.json``: the model's limits and the workspace's settings.
+
+The config of a pipeline is the nearest ``config.json`` at or above the pipeline's folder
+(up to the workspace root, when one is known); a caller may name another one explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from budgetlens import codes
+from budgetlens.files import FileMissing, FileSource, SourceError
+from budgetlens.source import Diagnostic, Location, Range, Severity
+from budgetlens.validation import validate_lenient
+from budgetlens.yaml_source import parse_yaml
+
+CONFIG_NAME = "config.json"
+DEFAULT_PROMPTS_DIR = "prompts"
+#: Tokens added to every step's fixed cost for the chat format: role markers and separators
+#: of ChatML (about 4 per message and 3 to prime the reply) or the ``[INST]``/``<<SYS>>``
+#: wrappers of Llama-style templates (about 15). 32 covers a system and a user message in
+#: either style with room to spare; set ``format_overhead_tokens`` to your own measurement.
+DEFAULT_FORMAT_OVERHEAD_TOKENS = 32
+
+PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
+StrictStr = Annotated[str, Field(strict=True)]
+StrictBool = Annotated[bool, Field(strict=True)]
+
+
+class WorkspaceConfig(BaseModel):
+    """The workspace's ``config.json``. Unknown keys are kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
+
+    model_context_window: PositiveInt = Field(
+        description="The model's context window in tokens: prompt and generation together.")
+    model_max_tokens: PositiveInt | None = Field(
+        None, description="Default output limit of a call_model step that sets neither"
+                          " max_output_tokens nor max_tokens.")
+    model_max_output_tokens: PositiveInt | None = Field(
+        None, description="The model's hard ceiling on output tokens; a step asking for more"
+                          " is an error.")
+    prompts_dir: StrictStr = Field(
+        DEFAULT_PROMPTS_DIR, description="Folder of the system prompt files"
+                                         " (<prompts_dir>/<prompt_key>.txt), relative to"
+                                         " config.json.")
+    development: StrictBool | None = Field(
+        None, validation_alias=AliasChoices("development", "developement"),
+        description="Development mode: true gives the fail_fast policy, false auto_clamp."
+                    " The misspelling 'developement' is accepted too.")
+    format_overhead_tokens: NonNegativeInt = Field(
+        DEFAULT_FORMAT_OVERHEAD_TOKENS,
+        description="Tokens added to every step's fixed cost for role markers, [INST]"
+                    " wrappers and separators (conservative default 32).")
+    tokenizer: StrictStr | None = Field(
+        None, description="cl100k_base, o200k_base, a model name (gpt-4o) or the path of a"
+                          " local Hugging Face tokenizer.json (default cl100k_base).")
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A config.json as read: its values (``None`` when unusable) and where each one is."""
+
+    path: str
+    config: WorkspaceConfig | None
+    window_ok: bool
+    value_ranges: dict[str, Range] = field(default_factory=dict)
+    key_ranges: dict[str, Range] = field(default_factory=dict)
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path) or "."
+
+    def location(self, key: str) -> Location:
+        if key == "development" and key not in self.value_ranges:
+            key = "developement"
+        return Location(self.path, self.value_ranges.get(key, Range.at(0, 0)))
+
+
+def _diag(path: str, rng: Range, code: str, message: str,
+          severity: Severity = Severity.ERROR) -> Diagnostic:
+    return Diagnostic(path, rng, severity, code, message)
+
+
+def load_config(path: str, text: str) -> LoadedConfig:
+    """Parse and validate the text of a config.json."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        rng = Range.at(max(exc.lineno - 1, 0), max(exc.colno - 1, 0))
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, rng, codes.CONFIG_INVALID, f"config.json is not valid JSON: {exc.msg}"),))
+    except RecursionError:
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID, "config.json nested too deeply"),))
+    if not isinstance(data, dict):
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID,
+            f"config.json must hold a JSON object, not {type(data).__name__}"),))
+    value_ranges: dict[str, Range] = {}
+    key_ranges: dict[str, Range] = {}
+    doc, _ = parse_yaml(text)  # JSON is YAML: positions of the top-level keys, best effort
+    if doc is not None:
+        for pth, span in doc.spans.items():
+            if len(pth) == 1 and isinstance(pth[0], str):
+                value_ranges[pth[0]] = span.value
+                key_ranges[pth[0]] = span.key or span.value
+    diagnostics: list[Diagnostic] = []
+    work = dict(data)
+    window_ok = True
+    window = work.get("model_context_window")
+    where = value_ranges.get("model_context_window", Range.at(0, 0))
+    if "model_context_window" not in work:
+        window_ok = False
+        diagnostics.append(_diag(path, Range.at(0, 0), codes.WINDOW_INVALID,
+                                 "config.json has no model_context_window (an integer > 0,"
+                                 " the model's context window in tokens)"))
+    elif isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        window_ok = False
+        diagnostics.append(_diag(path, where, codes.WINDOW_INVALID,
+                                 f"model_context_window must be an integer > 0, got {window!r}"))
+    if not window_ok:
+        work["model_context_window"] = 1
+    model, errors = validate_lenient(WorkspaceConfig, work)
+    for err in errors:
+        key = str(err.path[0]) if err.path else ""
+        if key == "development" and key not in value_ranges:
+            key = "developement"
+        diagnostics.append(_diag(path, value_ranges.get(key, Range.at(0, 0)),
+                                 codes.CONFIG_VALUE_INVALID, f"config.json {err.message}"))
+    return LoadedConfig(path, model, window_ok, value_ranges, key_ranges, tuple(diagnostics))
+
+
+def read_config(path: str, files: FileSource) -> LoadedConfig:
+    """Read and load ``path``; an unreadable file gives a config with a diagnostic."""
+    try:
+        text = files.read_text(Path(path))
+    except SourceError as exc:
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID, f"config.json cannot be used: {exc}"),))
+    return load_config(path, text)
+
+
+def find_config(start_dir: str, files: FileSource, *, stop_at: str | None = None,
+                ) -> tuple[LoadedConfig | None, list[str]]:
+    """The nearest config.json at or above ``start_dir``, and every path probed for one.
+
+    The search stops at ``stop_at`` (the workspace root) when given, else at the filesystem
+    root. Paths keep the form they were given in (relative stays relative).
+    """
+    probed: list[str] = []
+    current = os.path.normpath(start_dir or ".")
+    stop = os.path.abspath(stop_at) if stop_at is not None else None
+    for _ in range(256):
+        candidate = os.path.normpath(os.path.join(current, CONFIG_NAME))
+        probed.append(candidate)
+        try:
+            text = files.read_text(Path(candidate))
+        except FileMissing:
+            pass
+        except SourceError as exc:
+            return LoadedConfig(candidate, None, False, diagnostics=(_diag(
+                candidate, Range.at(0, 0), codes.CONFIG_INVALID,
+                f"config.json cannot be used: {exc}"),)), probed
+        else:
+            return load_config(candidate, text), probed
+        absolute = os.path.abspath(current)
+        if (stop is not None and absolute == stop) or os.path.dirname(absolute) == absolute:
+            break
+        if stop is not None and not (absolute + os.sep).startswith(stop + os.sep):
+            break
+        current = os.path.normpath(os.path.join(current, os.pardir))
+    return None, probed
+
+
+def config_value(config: LoadedConfig | None, key: str) -> Any:
+    if config is None or config.config is None:
+        return None
+    return getattr(config.config, key, None)

@@ -1,0 +1,176 @@
+"""Where the core reads files from: the disk, or the disk with editor buffers on top.
+
+A ``FileSource`` reads UTF-8 text and gives a cheap fingerprint of a file, so a caller can
+tell whether anything a result depends on changed. Reading never hangs and never returns
+garbage: a missing path, a directory, a FIFO, a binary or non-UTF-8 file, a file above the
+size cap and a path that leaves the workspace each raise a ``SourceError`` subclass whose
+message says what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from budgetlens.tokens import content_hash
+
+#: Files above this size are refused, not read: a prompt of 8 MiB is ~2 million tokens,
+#: more than any model's context window, so counting it exactly would tell nothing new.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+MISSING_FINGERPRINT = "missing"
+
+
+class SourceError(Exception):
+    """A file cannot be used as text. ``reason`` is a stable word; ``str()`` says why."""
+
+    reason = "unreadable"
+
+    def __init__(self, path: Path | str, message: str) -> None:
+        super().__init__(message)
+        self.path = str(path)
+        self.message = message
+
+
+class FileMissing(SourceError):
+    reason = "missing"
+
+
+class NotAFile(SourceError):
+    reason = "not_a_file"
+
+
+class NotText(SourceError):
+    reason = "not_text"
+
+
+class FileTooLarge(SourceError):
+    reason = "too_large"
+
+
+class OutsideRoot(SourceError):
+    reason = "outside_root"
+
+
+class Unreadable(SourceError):
+    reason = "unreadable"
+
+
+class FileSource(Protocol):
+    """Text and fingerprints of files, as the core needs them."""
+
+    def read_text(self, path: Path) -> str:
+        """The UTF-8 text of ``path``; raises a ``SourceError`` subclass if it has none."""
+        ...
+
+    def fingerprint(self, path: Path) -> str:
+        """A string that changes whenever the text of ``path`` may have changed."""
+        ...
+
+
+def decode_text(data: bytes, path: Path | str) -> str:
+    """Decode file bytes as UTF-8 (a leading BOM is dropped); ``NotText`` if they are not."""
+    if b"\x00" in data:
+        raise NotText(path, f"{path}: binary file (contains NUL bytes), expected UTF-8 text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise NotText(path, f"{path}: not UTF-8 text (invalid byte 0x{data[exc.start]:02x}"
+                            f" at offset {exc.start})") from None
+
+
+def is_inside(path: Path | str, root: Path | str) -> bool:
+    """Whether ``path`` is inside ``root`` both as written and after resolving symlinks."""
+    p = Path(os.path.abspath(path))
+    r = Path(os.path.abspath(root))
+    if not p.is_relative_to(r):
+        return False
+    try:
+        return Path(p).resolve().is_relative_to(r.resolve())
+    except (OSError, RuntimeError):  # a symlink loop: treat as leaving the root
+        return False
+
+
+def _key(path: Path | str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+class DiskFiles:
+    """Files on disk. With a ``root``, a path that resolves outside it raises ``OutsideRoot``."""
+
+    def __init__(self, root: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES) -> None:
+        self.root = Path(root) if root is not None else None
+        self.max_bytes = max_bytes
+
+    def read_text(self, path: Path) -> str:
+        if self.root is not None and not is_inside(path, self.root):
+            raise OutsideRoot(path, f"{path}: resolves outside the workspace root {self.root}")
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise FileMissing(path, f"{path}: no such file") from None
+        except NotADirectoryError:
+            raise FileMissing(path, f"{path}: no such file (a parent is not a folder)") from None
+        except OSError as exc:
+            raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise NotAFile(path, f"{path}: is a directory, expected a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise NotAFile(path, f"{path}: not a regular file")
+        if st.st_size > self.max_bytes:
+            raise FileTooLarge(path, f"{path}: {st.st_size} bytes, above the"
+                                     f" {self.max_bytes} byte cap for a text input")
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(self.max_bytes + 1)
+        except OSError as exc:
+            raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
+        if len(data) > self.max_bytes:
+            raise FileTooLarge(path, f"{path}: above the {self.max_bytes} byte cap"
+                                     " for a text input")
+        return decode_text(data, path)
+
+    def fingerprint(self, path: Path) -> str:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return MISSING_FINGERPRINT
+        return f"disk:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
+
+
+class OverlayFiles:
+    """Editor buffers over another source: a path in ``overlay`` reads its in-memory text.
+
+    The overlay is copied when the object is made (keys normalised to absolute paths), so a
+    caller makes a new ``OverlayFiles`` when its buffers change. In-memory texts are
+    fingerprinted by content hash, disk files by the base source.
+    """
+
+    def __init__(self, base: FileSource, overlay: Mapping[Path, str] | Mapping[str, str], *,
+                 max_chars: int = MAX_FILE_BYTES) -> None:
+        self.base = base
+        self.max_chars = max_chars
+        self._texts: dict[str, str] = {_key(p): t for p, t in overlay.items()}
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, (str, Path)) and _key(path) in self._texts
+
+    def read_text(self, path: Path) -> str:
+        text = self._texts.get(_key(path))
+        if text is None:
+            return self.base.read_text(path)
+        if len(text) > self.max_chars:
+            raise FileTooLarge(path, f"{path}: above the {self.max_chars} character cap"
+                                     " for a text input")
+        if "\x00" in text:
+            raise NotText(path, f"{path}: binary text (contains NUL characters)")
+        return text[1:] if text.startswith("\ufeff") else text
+
+    def fingerprint(self, path: Path) -> str:
+        text = self._texts.get(_key(path))
+        if text is None:
+            return self.base.fingerprint(path)
+        return "mem:" + content_hash(text)

@@ -1,0 +1,313 @@
+"""Pipeline files: the pydantic models of a pipeline, and its ``extends`` chain.
+
+A pipeline file is YAML with ``extends`` (a parent pipeline, relative to this file),
+``settings`` and ``steps``. Unknown keys are kept: pipelines carry other settings.
+Settings merge key by key along the chain, the child winning; a child with ``steps``
+replaces its parent's steps, a child without inherits them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from budgetlens import codes
+from budgetlens.config import NonNegativeInt, PositiveInt, StrictBool, StrictStr
+from budgetlens.files import FileSource, SourceError, is_inside
+from budgetlens.source import Diagnostic, Location, Range, Related, Severity
+from budgetlens.validation import validate_lenient
+from budgetlens.yaml_source import YamlDocument, YamlPath, parse_yaml
+
+DEFAULT_SAFETY_MARGIN_TOKENS = 128
+MAX_EXTENDS_DEPTH = 32
+CALL_MODEL = "call_model"
+
+
+class UserParts(BaseModel):
+    """The user message of a step."""
+
+    model_config = ConfigDict(extra="allow")
+
+    template: StrictStr | None = Field(
+        None, description="User message template; placeholders are {identifier}, '{{' and"
+                          " '}}' are literal braces.")
+
+
+class Step(BaseModel):
+    """One step of a pipeline. Only ``type: call_model`` steps have a token budget."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: StrictStr | None = Field(None, description="The step's name (preferred).")
+    name: StrictStr | None = Field(None, description="The step's name when it has no id.")
+    type: StrictStr | None = Field(None, description="Step type; 'call_model' calls the model.")
+    prompt_key: StrictStr | None = Field(
+        None, description="System prompt file: <prompts_dir>/<prompt_key>.txt.")
+    user_parts: UserParts | None = Field(None, description="The user message of the step.")
+    max_output_tokens: PositiveInt | None = Field(
+        None, description="Output limit of the step (wins over max_tokens).")
+    max_tokens: PositiveInt | None = Field(
+        None, description="Output limit of the step when max_output_tokens is not set.")
+    use_history: StrictBool | None = Field(
+        None, description="Put the conversation history (up to max_history_tokens) in the"
+                          " prompt.")
+
+
+class Settings(BaseModel):
+    """Budget settings of a pipeline; merged key by key along the extends chain."""
+
+    model_config = ConfigDict(extra="allow")
+
+    max_context_tokens: PositiveInt | None = Field(
+        None, description="Token limit of the retrieved context of every call_model step"
+                          " (required, here or in a parent).")
+    max_history_tokens: NonNegativeInt | None = Field(
+        None, description="Token limit of the history of a use_history step.")
+    budget_safety_margin_tokens: NonNegativeInt | None = Field(
+        None, description=f"Tokens kept free in every step (default"
+                          f" {DEFAULT_SAFETY_MARGIN_TOKENS}).")
+    min_context_tokens: NonNegativeInt | None = Field(
+        None, description="Lowest max_context_tokens the clamp may set (default: half of"
+                          " max_context_tokens); below it, output limits are lowered.")
+
+
+class Pipeline(BaseModel):
+    """A pipeline file. Unknown top-level keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    extends: StrictStr | None = Field(
+        None, description="Parent pipeline file, relative to this one.")
+    settings: Settings | None = Field(None, description="Budget settings.")
+    steps: list[Step] | None = Field(
+        None, description="The steps; when present they replace the parent's.")
+
+
+def step_name(step: Step, index: int) -> str:
+    """A step is named by its ``id``, else its ``name``, else ``#<index>`` (0-based)."""
+    return step.id or step.name or f"#{index}"
+
+
+@dataclass(frozen=True)
+class PipelineFile:
+    """One pipeline file as read and validated."""
+
+    path: str
+    doc: YamlDocument | None
+    model: Pipeline | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    invalid: frozenset[YamlPath] = frozenset()
+
+    @property
+    def usable(self) -> bool:
+        return self.model is not None and self.doc is not None
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+    def location(self, path: YamlPath) -> Location:
+        rng = self.doc.value_range(path) if self.doc else None
+        return Location(self.path, rng or Range.at(0, 0))
+
+    def key_location(self, path: YamlPath) -> Location:
+        rng = self.doc.key_range(path) if self.doc else None
+        return Location(self.path, rng or Range.at(0, 0))
+
+    def head_range(self) -> Range:
+        """The range of the first top-level key (where file-wide problems are shown)."""
+        if self.doc is not None and isinstance(self.doc.value, dict):
+            for key in self.doc.value:
+                rng = self.doc.key_range((key,))
+                if rng is not None:
+                    return rng
+        return Range.at(0, 0)
+
+
+def _field_code(path: tuple[str | int, ...]) -> str:
+    if path[:2] == ("settings", "max_context_tokens"):
+        return codes.CONTEXT_INVALID
+    return codes.INVALID_VALUE
+
+
+def load_pipeline_text(path: str, text: str) -> PipelineFile:
+    """Parse and validate a pipeline file's text; every problem becomes a diagnostic."""
+    doc, problems = parse_yaml(text)
+    diags = [Diagnostic(path, p.range, Severity.ERROR if p.fatal else Severity.WARNING,
+                        p.code, p.message) for p in problems]
+    if doc is None:
+        return PipelineFile(path, None, None, tuple(diags))
+    if doc.value is None:
+        diags.append(Diagnostic(path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_SHAPE,
+                                "pipeline file is empty: expected a mapping with settings and"
+                                " steps"))
+        return PipelineFile(path, doc, None, tuple(diags))
+    if not isinstance(doc.value, dict):
+        diags.append(Diagnostic(path, doc.value_range(()) or Range.at(0, 0), Severity.ERROR,
+                                codes.PIPELINE_SHAPE,
+                                f"a pipeline file must be a mapping, not a"
+                                f" {type(doc.value).__name__}"))
+        return PipelineFile(path, doc, None, tuple(diags))
+    model, errors = validate_lenient(Pipeline, doc.value)
+    invalid: set[YamlPath] = set()
+    for err in errors:
+        where = err.path
+        while where and doc.span(where) is None:
+            where = where[:-1]
+        rng = doc.value_range(where) or Range.at(0, 0)
+        diags.append(Diagnostic(path, rng, Severity.ERROR, _field_code(err.path), err.message))
+        invalid.add(err.path)
+    if model is None:  # pragma: no cover - every Pipeline field is optional
+        model = Pipeline.model_validate({})
+    return PipelineFile(path, doc, model, tuple(diags), frozenset(invalid))
+
+
+def read_pipeline(path: str, files: FileSource) -> PipelineFile:
+    """Read and load ``path``; an unreadable file gives a file with a diagnostic."""
+    try:
+        text = files.read_text(Path(path))
+    except SourceError as exc:
+        return PipelineFile(path, None, None, (Diagnostic(
+            path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
+            f"pipeline cannot be read: {exc}"),))
+    return load_pipeline_text(path, text)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A pipeline and its ancestors, child first, with the problems of the links."""
+
+    files: tuple[PipelineFile, ...]
+    diagnostics: tuple[Diagnostic, ...] = ()
+    broken: bool = False
+    dependencies: tuple[str, ...] = field(default=())  # every file read, missing ones too
+
+    @property
+    def pipeline(self) -> PipelineFile:
+        return self.files[0]
+
+
+def resolve_extends(child: str, value: str) -> str:
+    return os.path.normpath(os.path.join(os.path.dirname(child), value))
+
+
+def load_chain(path: str, files: FileSource, *, root: str | None,
+               load: Callable[[str], PipelineFile] | None = None) -> Chain:
+    """Load ``path`` and follow ``extends`` up its chain.
+
+    Errors are reported at the ``extends`` value of the child: a missing or unreadable
+    parent, a cycle (naming the chain), a parent outside ``root``, a broken parent.
+    """
+    loader = load or (lambda p: read_pipeline(p, files))
+    first = loader(path)
+    chain = [first]
+    deps = [path]
+    diags: list[Diagnostic] = []
+    broken = False
+    current = first
+    while current.usable and current.model is not None and current.model.extends:
+        ext_loc = current.location(("extends",))
+        parent_path = resolve_extends(current.path, current.model.extends)
+        names = [f.path for f in chain]
+
+        def fail(code: str, message: str, loc: Location = ext_loc) -> None:
+            diags.append(Diagnostic(loc.file, loc.range, Severity.ERROR, code, message))
+
+        if parent_path in names or os.path.abspath(parent_path) in map(os.path.abspath, names):
+            start = names.index(parent_path) if parent_path in names else 0
+            cycle = [*names[start:], parent_path]
+            fail(codes.EXTENDS_CYCLE, "extends cycle: " + " -> ".join(cycle))
+            broken = True
+            break
+        if len(chain) > MAX_EXTENDS_DEPTH:
+            fail(codes.EXTENDS_CYCLE, f"extends chain deeper than {MAX_EXTENDS_DEPTH} files")
+            broken = True
+            break
+        if root is not None and not is_inside(parent_path, root):
+            fail(codes.EXTENDS_OUTSIDE, f"extends {current.model.extends!r} resolves to"
+                                        f" {parent_path}, outside the workspace root {root}")
+            broken = True
+            break
+        deps.append(parent_path)
+        parent = loader(parent_path)
+        unreadable = [d for d in parent.diagnostics if d.code == codes.PIPELINE_UNREADABLE]
+        if unreadable:
+            reason = unreadable[0].message.removeprefix("pipeline cannot be read: ")
+            code = codes.EXTENDS_MISSING
+            if "no such file" in reason:
+                reason = f"parent pipeline {parent_path} does not exist"
+            fail(code, f"extends {current.model.extends!r}: {reason}")
+            broken = True
+            break
+        chain.append(parent)
+        if not parent.usable or parent.has_errors:
+            first_error = next((d for d in parent.diagnostics
+                                if d.severity is Severity.ERROR), None)
+            related: tuple[Related, ...] = ()
+            if first_error is not None:
+                related = (Related(Location(first_error.file, first_error.range),
+                                   first_error.message),)
+            diags.append(Diagnostic(ext_loc.file, ext_loc.range, Severity.ERROR,
+                                    codes.EXTENDS_PARENT_BROKEN,
+                                    f"parent pipeline {parent_path} has errors",
+                                    related=related))
+            diags.extend(parent.diagnostics)
+            if not parent.usable:
+                broken = True
+                break
+        else:
+            diags.extend(parent.diagnostics)
+        current = parent
+    link_errors = [d for d in diags if d.code in _LINK_CODES]
+    if broken and link_errors and link_errors[-1].file != path and first.model is not None:
+        # the pipeline itself shows why its chain is broken, at its own extends value
+        last = link_errors[-1]
+        loc = first.location(("extends",))
+        diags.append(Diagnostic(loc.file, loc.range, Severity.ERROR, last.code, last.message,
+                                related=(Related(Location(last.file, last.range),
+                                                 last.message),)))
+    return Chain(tuple(chain), tuple(diags), broken, tuple(deps))
+
+
+_LINK_CODES = (codes.EXTENDS_CYCLE, codes.EXTENDS_MISSING, codes.EXTENDS_OUTSIDE)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A merged setting: its value and the file and range that set it."""
+
+    value: Any
+    location: Location
+    key_location: Location
+    depth: int  # 0 = the pipeline itself, 1 = its parent, ...
+
+
+def merged_settings(chain: Chain) -> dict[str, Setting]:
+    """Settings merged key by key along the chain, the child winning; bad values skipped."""
+    out: dict[str, Setting] = {}
+    for depth, pf in enumerate(chain.files):
+        if pf.model is None or pf.model.settings is None:
+            continue
+        values = pf.model.settings.model_dump(exclude_unset=True)
+        for key, value in values.items():
+            if key in out or ("settings", key) in pf.invalid:
+                continue
+            out[key] = Setting(value, pf.location(("settings", key)),
+                               pf.key_location(("settings", key)), depth)
+    return out
+
+
+def steps_owner(chain: Chain) -> PipelineFile | None:
+    """The file whose ``steps`` the pipeline runs: the nearest one in the chain that has any."""
+    for pf in chain.files:
+        if pf.model is not None and pf.model.steps is not None:
+            return pf
+        if pf.model is None:
+            return None
+    return None
+

@@ -1,0 +1,81 @@
+"""Validating plain data against a pydantic model without losing the good parts.
+
+A wrong value is reported at its path and dropped, then the rest is validated again, so one
+typo does not hide every other setting.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: Path_
+    message: str
+    kind: str  # pydantic's error type, e.g. "missing", "int_type", "greater_than"
+
+
+def dotted(path: Path_) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _delete(data: Any, path: Path_) -> bool:
+    """Remove the deepest existing element of ``path`` from ``data``."""
+    parents: list[tuple[Any, str | int]] = []
+    node = data
+    for part in path:
+        in_dict = isinstance(node, dict) and isinstance(part, str) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not (in_dict or in_list):
+            break
+        parents.append((node, part))
+        node = node[part]
+    if not parents:
+        return False
+    container, last = parents[-1]
+    if isinstance(container, list):
+        # keep the indices of later items: replace with an empty mapping
+        container[last] = {}  # type: ignore[index]
+    else:
+        del container[last]
+    return True
+
+
+def validate_lenient(model: type[M], data: dict[str, Any],
+                     *, rounds: int = 5) -> tuple[M | None, list[FieldError]]:
+    """Validate ``data``; wrong values are reported and dropped until the rest validates."""
+    errors: list[FieldError] = []
+    work = copy.deepcopy(data)
+    for _ in range(rounds):
+        try:
+            return model.model_validate(work), errors
+        except ValidationError as exc:
+            progressed = False
+            for err in exc.errors(include_url=False):
+                loc = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+                msg = str(err["msg"])
+                msg = msg[:1].lower() + msg[1:]
+                if err["type"] != "missing":
+                    msg = f"{msg} (got {_shown(err.get('input'))})"
+                errors.append(FieldError(loc, f"{dotted(loc)}: {msg}", str(err["type"])))
+                if err["type"] != "missing" and _delete(work, loc):
+                    progressed = True
+            if not progressed:
+                return None, errors
+    return None, errors

@@ -1,0 +1,239 @@
+"""YAML read with its source positions, safely.
+
+PyYAML's composer builds a node graph with the start and end of every key and value; this
+module turns that graph into plain values (dict, list, str, int, float, bool, None) and keeps
+a map from each value's path (``("steps", 0, "max_output_tokens")``) to its ranges.
+
+Nothing is ever constructed from a tag: any tag outside YAML's plain types (``!!python/...``,
+``!custom``, ``!!binary``, ...) refuses the whole document. Aliases are followed, but the
+number of node visits is capped, so an alias bomb ("billion laughs") is refused after a
+bounded amount of work and memory; so are documents nested too deeply or too large.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from budgetlens.codes import DUPLICATE_KEY as YAML_DUPLICATE_KEY
+from budgetlens.codes import YAML_LIMIT, YAML_REFUSED, YAML_SYNTAX
+from budgetlens.source import LineIndex, Range
+
+#: Largest YAML text parsed (characters). Pipelines are small; a bigger file is refused.
+MAX_YAML_CHARS = 2 * 1024 * 1024
+#: Most nodes visited while following aliases; beyond it the document is refused.
+MAX_NODE_VISITS = 20_000
+#: Deepest nesting accepted.
+MAX_DEPTH = 64
+
+YamlPath = tuple[str | int, ...]
+
+_STD = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {f"{_STD}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
+_MERGE = f"{_STD}merge"
+
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a value sits: its range, its key's range (for a mapping entry), its node kind."""
+
+    value: Range
+    start: int  # code-point offsets of the value in the text
+    end: int
+    kind: str  # "scalar" | "mapping" | "sequence"
+    flow: bool = False
+    key: Range | None = None
+    key_start: int | None = None
+    style: str | None = None  # a scalar's style: None (plain), "'", '"', "|", ">"
+
+
+@dataclass(frozen=True)
+class YamlProblem:
+    code: str
+    range: Range
+    message: str
+    fatal: bool = True
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    text: str
+    value: Any
+    spans: Mapping[YamlPath, Span]
+    index: LineIndex
+
+    def span(self, path: YamlPath) -> Span | None:
+        return self.spans.get(path)
+
+    def value_range(self, path: YamlPath) -> Range | None:
+        span = self.spans.get(path)
+        return span.value if span else None
+
+    def key_range(self, path: YamlPath) -> Range | None:
+        span = self.spans.get(path)
+        if span is None:
+            return None
+        return span.key or span.value
+
+    def node(self, path: YamlPath) -> Any:
+        """The plain value at ``path`` (``None`` when absent)."""
+        value: Any = self.value
+        for part in path:
+            if isinstance(part, int):
+                if not isinstance(value, list) or not 0 <= part < len(value):
+                    return None
+            elif not isinstance(value, dict) or part not in value:
+                return None
+            value = value[part]
+        return value
+
+
+class _Refused(Exception):
+    def __init__(self, code: str, node: Node | None, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.node = node
+        self.message = message
+
+
+class _Converter:
+    def __init__(self, text: str, index: LineIndex) -> None:
+        self.text = text
+        self.index = index
+        self.spans: dict[YamlPath, Span] = {}
+        self.visits = 0
+        self.warnings: list[YamlProblem] = []
+        self.constructor = SafeConstructor()
+
+    def range(self, node: Node) -> Range:
+        return self.index.range(node.start_mark.index, node.end_mark.index)
+
+    def convert(self, node: Node, path: YamlPath, depth: int, key: Node | None) -> Any:
+        self.visits += 1
+        if self.visits > MAX_NODE_VISITS:
+            raise _Refused(YAML_LIMIT, node, f"document expands to more than {MAX_NODE_VISITS}"
+                           " values through aliases (an alias bomb?); refused")
+        if depth > MAX_DEPTH:
+            raise _Refused(YAML_LIMIT, node, f"nested deeper than {MAX_DEPTH} levels; refused")
+        kind = ("scalar" if isinstance(node, ScalarNode)
+                else "sequence" if isinstance(node, SequenceNode) else "mapping")
+        if path not in self.spans:
+            self.spans[path] = Span(
+                value=self.range(node), start=node.start_mark.index, end=node.end_mark.index,
+                kind=kind, flow=bool(getattr(node, "flow_style", False)),
+                key=self.range(key) if key is not None else None,
+                key_start=key.start_mark.index if key is not None else None,
+                style=node.style if isinstance(node, ScalarNode) else None)
+        if isinstance(node, ScalarNode):
+            return self.scalar(node)
+        if isinstance(node, SequenceNode):
+            if node.tag != f"{_STD}seq":
+                raise _Refused(YAML_REFUSED, node, f"YAML tag {node.tag!r} is not allowed")
+            return [self.convert(item, (*path, i), depth + 1, None)
+                    for i, item in enumerate(node.value)]
+        if not isinstance(node, MappingNode) or node.tag != f"{_STD}map":
+            raise _Refused(YAML_REFUSED, node, f"YAML tag {node.tag!r} is not allowed")
+        result: dict[str, Any] = {}
+        merges: list[Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                merges.append(value_node)
+                continue
+            if not isinstance(key_node, ScalarNode):
+                raise _Refused(YAML_REFUSED, key_node, "a mapping key must be a plain scalar")
+            if key_node.tag not in _SCALAR_TAGS:
+                raise _Refused(YAML_REFUSED, key_node, f"YAML tag {key_node.tag!r} is not allowed")
+            name = str(key_node.value)
+            if name in result:
+                self.warnings.append(YamlProblem(
+                    YAML_DUPLICATE_KEY, self.range(key_node),
+                    f"duplicate key {name!r}: the last one wins", fatal=False))
+                self.spans.pop((*path, name), None)
+            result[name] = self.convert(value_node, (*path, name), depth + 1, key_node)
+        for merge in merges:
+            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
+            for source in sources:
+                if not isinstance(source, MappingNode):
+                    raise _Refused(YAML_REFUSED, source, "a merge key '<<' needs a mapping")
+                merged = self.convert(source, path, depth + 1, None)
+                for name, value in merged.items():
+                    result.setdefault(name, value)
+        return result
+
+    def scalar(self, node: ScalarNode) -> Any:
+        tag = node.tag
+        if tag not in _SCALAR_TAGS:
+            raise _Refused(YAML_REFUSED, node, f"YAML tag {tag!r} is not allowed")
+        try:
+            if tag == f"{_STD}int":
+                return self.constructor.construct_yaml_int(node)
+            if tag == f"{_STD}float":
+                return self.constructor.construct_yaml_float(node)
+            if tag == f"{_STD}bool":
+                return self.constructor.construct_yaml_bool(node)
+        except ValueError:
+            raise _Refused(YAML_LIMIT, node, "number too long to read") from None
+        if tag == f"{_STD}null":
+            return None
+        return str(node.value)
+
+
+def _mark_range(index: LineIndex, mark: Any) -> Range:
+    if mark is None:
+        return Range.at(0, 0)
+    offset = getattr(mark, "index", None)
+    if isinstance(offset, int):
+        return index.range(offset, offset)
+    return Range.at(int(getattr(mark, "line", 0)), int(getattr(mark, "column", 0)))
+
+
+def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
+    """Parse one YAML document with positions.
+
+    Returns the document (``None`` when it cannot be used) and the problems found; a problem
+    with ``fatal`` set is why the document is ``None``.
+    """
+    index = LineIndex(text)
+    if len(text) > MAX_YAML_CHARS:
+        return None, [YamlProblem(YAML_LIMIT, Range.at(0, 0),
+                                  f"YAML file of {len(text)} characters is above the"
+                                  f" {MAX_YAML_CHARS} character cap; refused")]
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        message = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        return None, [YamlProblem(YAML_SYNTAX, _mark_range(index, mark),
+                                  f"YAML syntax error: {message}")]
+    except yaml.reader.ReaderError as exc:
+        char = exc.character
+        code = ord(char) if isinstance(char, str) else int(char)
+        return None, [YamlProblem(YAML_SYNTAX, index.range(exc.position, exc.position + 1),
+                                  f"YAML syntax error: character #x{code:04x} is not allowed"
+                                  " in YAML text")]
+    except yaml.YAMLError as exc:
+        return None, [YamlProblem(YAML_SYNTAX, Range.at(0, 0), f"YAML syntax error: {exc}")]
+    except RecursionError:
+        return None, [YamlProblem(YAML_LIMIT, Range.at(0, 0),
+                                  "YAML nested too deeply to read; refused")]
+    if root is None:
+        return YamlDocument(text, None, {}, index), []
+    converter = _Converter(text, index)
+    try:
+        value = converter.convert(root, (), 0, None)
+    except _Refused as exc:
+        rng = converter.range(exc.node) if exc.node is not None else Range.at(0, 0)
+        if exc.code == YAML_LIMIT and exc.node is not None:
+            rng = index.range(exc.node.start_mark.index, exc.node.start_mark.index)
+        return None, [YamlProblem(exc.code, rng, exc.message)]
+    except RecursionError:
+        return None, [YamlProblem(YAML_LIMIT, Range.at(0, 0),
+                                  "YAML nested too deeply to read; refused")]
+    return YamlDocument(text, value, converter.spans, index), converter.warnings
+
