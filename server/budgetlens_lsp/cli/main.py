@@ -22,6 +22,7 @@ EXIT_USAGE = 2
 # sets ``run`` (a callable taking the parsed args and returning an exit status).
 SUBCOMMANDS: tuple[str, ...] = (
     "tokens",
+    "schema",
 )
 
 

@@ -1,0 +1,40 @@
+"""The JSON Schema of pipeline files, generated from the pipeline's pydantic models.
+
+Editors use it for completion and checks of pipeline YAML (Red Hat's YAML extension through the
+VS Code extension's ``yamlValidation``, or a ``# yaml-language-server: $schema=...`` comment).
+A copy is committed as ``budgetlens/schema/pipeline.schema.json`` (and in the VS Code
+extension); a test fails when the copies drift from what this module generates.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from budgetlens.pipeline import Pipeline
+
+#: draft-07: what editors' YAML/JSON language services support best. pydantic's output only uses
+#: keywords of that draft (``$defs`` is reached through ``$ref`` JSON pointers).
+SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"
+
+
+def pipeline_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft-07) of a budgetlens pipeline file."""
+    body = Pipeline.model_json_schema(mode="validation")
+    schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT}
+    schema.update(body)
+    schema["title"] = "budgetlens pipeline"
+    schema["description"] = (
+        "A budgetlens pipeline file (pipelines/*.yaml): an optional parent to extend, the budget"
+        " settings, and the steps. For every call_model step, fixed + history +"
+        " max_context_tokens + output + safety margin must fit the model_context_window of"
+        " config.json. Keys not listed here are allowed and kept.")
+    return schema
+
+
+def pipeline_json_schema_text() -> str:
+    """The schema as the committed file holds it: 2-space indented JSON and a final newline."""
+    return json.dumps(pipeline_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = ["SCHEMA_DIALECT", "pipeline_json_schema", "pipeline_json_schema_text"]
