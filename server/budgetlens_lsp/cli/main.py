@@ -21,6 +21,8 @@ EXIT_USAGE = 2
 # Each name is a module of this package defining ``register(subparsers)``; the parser it adds
 # sets ``run`` (a callable taking the parsed args and returning an exit status).
 SUBCOMMANDS: tuple[str, ...] = (
+    "check",
+    "clamp",
     "tokens",
     "schema",
 )

@@ -1,0 +1,117 @@
+"""``budgetlens clamp PATH... [--diff | --write] [--edit-parent]``: the clamp plan.
+
+Without ``--diff`` or ``--write`` the plan is listed (one line per clamped value); ``--diff``
+prints it as a unified diff; ``--write`` applies it to the files. Pipelines are planned one
+after the other over the edits of the ones before, so two children of one parent never get
+conflicting edits. Exit status: 0 when no contract violation remains after the plan, 1 when
+errors remain (a step that cannot fit, or other errors in the input), 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from budgetlens.cache import BudgetCache
+from budgetlens.clamp import ClampPlan, apply_edits, clamp_plan
+from budgetlens.contract import PipelineReport, check_pipeline
+from budgetlens.files import DiskFiles, OverlayFiles, SourceError
+from budgetlens.source import Severity
+from budgetlens_lsp.cli.check_cmd import add_common_arguments, collect_pipelines, options_from
+from budgetlens_lsp.cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "clamp", help="show or apply the clamp plan of pipelines",
+        description="Lower max_context_tokens, then per-step output limits, until every"
+                    " call_model step fits the window. Only the numbers change; inherited"
+                    " values are overridden in the child unless --edit-parent.")
+    add_common_arguments(p)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print the plan as a unified diff")
+    mode.add_argument("--write", action="store_true", help="apply the plan to the files")
+    p.add_argument("--edit-parent", action="store_true",
+                   help="change an inherited value in the file that sets it, not in the child")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="format of the plan listing (default text)")
+    p.set_defaults(run=run)
+
+
+def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineReport],
+                                                 dict[str, str], dict[str, str]]:
+    """Plan every pipeline over the edits of the previous ones.
+
+    Returns the plans, the reports after all edits, the original and the new text of every
+    edited file.
+    """
+    disk = DiskFiles()
+    options = options_from(args)
+    pipelines = collect_pipelines(args.paths)
+    originals: dict[str, str] = {}
+    edited: dict[str, str] = {}
+    plans: list[ClampPlan] = []
+    cache = BudgetCache()
+    for path in pipelines:
+        files = OverlayFiles(disk, {Path(k): v for k, v in edited.items()})
+        report = check_pipeline(path, files=files, options=options, cache=cache)
+        plan = clamp_plan(report, files=files, edit_parent=args.edit_parent)
+        plans.append(plan)
+        for file in plan.files:
+            try:
+                text = files.read_text(Path(file))
+            except SourceError as exc:  # pragma: no cover - the plan was just read from it
+                raise UsageError(str(exc)) from None
+            originals.setdefault(file, disk.read_text(Path(file)))
+            edited[file] = apply_edits(text, plan.edits_for(file))
+    files = OverlayFiles(disk, {Path(k): v for k, v in edited.items()})
+    after = [check_pipeline(p, files=files, options=options, cache=cache) for p in pipelines]
+    return plans, after, originals, edited
+
+
+def _write(path: str, text: str) -> None:
+    raw = Path(path).read_bytes()
+    bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(bom + text)
+
+
+def run(args: argparse.Namespace) -> int:
+    plans, after, originals, edited = plan_all(args)
+    out = sys.stdout
+    changes = [c for p in plans for c in p.changes]
+    if args.diff:
+        for file in sorted(edited):
+            out.writelines(difflib.unified_diff(
+                originals[file].splitlines(keepends=True), edited[file].splitlines(keepends=True),
+                fromfile=f"a/{file}", tofile=f"b/{file}"))
+    elif args.format == "json":
+        json.dump({"version": 1, "plans": [p.to_dict() for p in plans if p.changes or p.notes]},
+                  out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        for c in changes:
+            where = f"{c.file}:{c.range.start.line + 1}:{c.range.start.character + 1}"
+            before = "unset" if c.before is None else str(c.before)
+            step = f" (step {c.step!r})" if c.step else ""
+            out.write(f"{where}: {c.key}{step} {before} -> {c.after}: {c.reason}\n")
+    for p in plans:
+        for note in p.notes:
+            print(f"budgetlens: note: {note}", file=sys.stderr)
+    if args.write:
+        for file in sorted(edited):
+            _write(file, edited[file])
+    if not args.diff and args.format == "text":
+        files = len(edited)
+        verb = "applied" if args.write else "planned"
+        hint = "" if args.write or not changes else "; --write applies them, --diff shows them"
+        out.write(f"{len(changes)} change{'s' if len(changes) != 1 else ''} {verb} in {files}"
+                  f" file{'s' if files != 1 else ''}{hint}\n")
+    remaining = any(d.severity is Severity.ERROR and d.code != "BL050"
+                    for r in after for d in r.diagnostics)
+    violations = any(not s.fits for r in after for s in r.steps)
+    return EXIT_FINDINGS if remaining or violations else EXIT_OK
