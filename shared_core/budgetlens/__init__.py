@@ -8,6 +8,13 @@ from budgetlens.cache import BudgetCache
 from budgetlens.clamp import ClampChange, ClampPlan, apply_edits, apply_plan, clamp_plan
 from budgetlens.codes import CODES
 from budgetlens.config import WorkspaceConfig
+from budgetlens.continuation import (
+    CONTINUATION_TEMPLATE,
+    ContinuationResult,
+    Iteration,
+    build_continuation_prompt,
+    continue_json,
+)
 from budgetlens.contract import (
     CheckOptions,
     ClampValues,
@@ -35,11 +42,32 @@ from budgetlens.injection import (
     UnifiedInjectionManifest,
     plan_injection,
 )
+from budgetlens.input_errors import InputError
+from budgetlens.json_contexts import (
+    DEFAULT_BUDGET,
+    DEFAULT_MARKER,
+    JsonContexts,
+    JsonCut,
+    JsonProblem,
+    get_contexts,
+)
+from budgetlens.json_cut import CutKind
+from budgetlens.json_merge import MIN_OVERLAP, MergeResult, merge_with_overlap
 from budgetlens.overlap import (
     BucketFileRef,
     OverlapResult,
     background_covered_by_cards,
     detect_bucket_overlap,
+)
+from budgetlens.packer import (
+    IntentMap,
+    PackDoc,
+    PackResult,
+    default_intent_map,
+    load_intent_map,
+    pack_context,
+    parse_docs,
+    resolve_intent,
 )
 from budgetlens.pipeline import Pipeline, Settings, Step, UserParts
 from budgetlens.policy import Policy
@@ -72,7 +100,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CODES",
+    "CONTINUATION_TEMPLATE",
+    "DEFAULT_BUDGET",
+    "DEFAULT_MARKER",
     "DEFAULT_TOKENIZER",
+    "MIN_OVERLAP",
     "Bucket",
     "BucketFile",
     "BucketFileRef",
@@ -81,17 +113,28 @@ __all__ = [
     "ClampChange",
     "ClampPlan",
     "ClampValues",
+    "ContinuationResult",
+    "CutKind",
     "Diagnostic",
     "DiskFiles",
     "FileSource",
     "HistoryTrim",
     "InjectionPlan",
     "InjectionRequest",
+    "InputError",
+    "IntentMap",
+    "Iteration",
+    "JsonContexts",
+    "JsonCut",
+    "JsonProblem",
     "KnowledgeCardCandidate",
     "LineIndex",
     "Location",
+    "MergeResult",
     "OverlapResult",
     "OverlayFiles",
+    "PackDoc",
+    "PackResult",
     "Pipeline",
     "PipelineReport",
     "Policy",
@@ -118,14 +161,23 @@ __all__ = [
     "apply_plan",
     "apply_text_edits",
     "background_covered_by_cards",
+    "build_continuation_prompt",
     "check_pipeline",
     "clamp_plan",
     "compute_clamp",
     "compute_unified_budget",
+    "continue_json",
+    "default_intent_map",
     "detect_bucket_overlap",
     "find_pipelines",
+    "get_contexts",
     "get_tokenizer",
+    "load_intent_map",
+    "merge_with_overlap",
+    "pack_context",
+    "parse_docs",
     "parse_template",
     "plan_injection",
+    "resolve_intent",
     "trim_history",
 ]

@@ -24,6 +24,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "check",
     "clamp",
     "tokens",
+    "inject",
+    "pack",
     "schema",
 )
 
