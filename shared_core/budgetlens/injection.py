@@ -141,8 +141,8 @@ class InjectionRequest(BaseModel):
     model_config = _INPUT
 
     trace_id: Str120 = ""
-    timestamp: datetime | None = None
-    """Stamped on the manifest; default: the time of the call (UTC)."""
+    timestamp: datetime | None = Field(default=None, strict=False)
+    """ISO 8601, stamped on the manifest; default: the time of the call (UTC)."""
     model_context_window: int = Field(gt=0)
     tokens_used_before: int = Field(ge=0)
     bucket_is_direct_target: bool = False
