@@ -205,14 +205,14 @@ def find_pipelines(root: Path | str) -> list[Path]:
     found: list[Path] = []
     if root.name == "pipelines":
         for pattern in PIPELINE_GLOBS:
-            found.extend(p for p in root.glob(pattern) if p.is_file())
+            found.extend(root.glob(pattern))
     for dirpath, dirnames, _ in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames
                              if not d.startswith(".") and d not in _SKIP_DIRS)
         if "pipelines" in dirnames:
             folder = Path(dirpath) / "pipelines"
             for pattern in PIPELINE_GLOBS:
-                found.extend(p for p in folder.glob(pattern) if p.is_file())
+                found.extend(folder.glob(pattern))
     return sorted(set(found))
 
 
