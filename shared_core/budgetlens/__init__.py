@@ -53,6 +53,12 @@ from budgetlens.packer import (
     resolve_intent,
 )
 from budgetlens.pipeline import Pipeline, Settings, Step, UserParts
+from budgetlens.pipeline_injection import (
+    INJECTION_CODES,
+    InjectionCheck,
+    StepInjection,
+    check_injection,
+)
 from budgetlens.policy import Policy
 from budgetlens.source import (
     Diagnostic,
@@ -84,6 +90,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CODES",
     "DEFAULT_TOKENIZER",
+    "INJECTION_CODES",
     "Bucket",
     "BucketFile",
     "BucketFileRef",
@@ -96,6 +103,7 @@ __all__ = [
     "DiskFiles",
     "FileSource",
     "HistoryTrim",
+    "InjectionCheck",
     "InjectionPlan",
     "InjectionRequest",
     "InputError",
@@ -118,6 +126,7 @@ __all__ = [
     "SourceError",
     "Step",
     "StepBudget",
+    "StepInjection",
     "Term",
     "TextEdit",
     "TierThresholds",
@@ -133,6 +142,7 @@ __all__ = [
     "apply_plan",
     "apply_text_edits",
     "background_covered_by_cards",
+    "check_injection",
     "check_pipeline",
     "clamp_plan",
     "compute_clamp",
