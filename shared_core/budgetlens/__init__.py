@@ -8,6 +8,13 @@ from budgetlens.cache import BudgetCache
 from budgetlens.clamp import ClampChange, ClampPlan, apply_edits, apply_plan, clamp_plan
 from budgetlens.codes import CODES
 from budgetlens.config import WorkspaceConfig
+from budgetlens.continuation import (
+    CONTINUATION_TEMPLATE,
+    ContinuationResult,
+    Iteration,
+    build_continuation_prompt,
+    continue_json,
+)
 from budgetlens.contract import (
     CheckOptions,
     ClampValues,
@@ -36,6 +43,16 @@ from budgetlens.injection import (
     plan_injection,
 )
 from budgetlens.input_errors import InputError
+from budgetlens.json_contexts import (
+    DEFAULT_BUDGET,
+    DEFAULT_MARKER,
+    JsonContexts,
+    JsonCut,
+    JsonProblem,
+    get_contexts,
+)
+from budgetlens.json_cut import CutKind
+from budgetlens.json_merge import MIN_OVERLAP, MergeResult, merge_with_overlap
 from budgetlens.overlap import (
     BucketFileRef,
     OverlapResult,
@@ -89,8 +106,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CODES",
+    "CONTINUATION_TEMPLATE",
+    "DEFAULT_BUDGET",
+    "DEFAULT_MARKER",
     "DEFAULT_TOKENIZER",
     "INJECTION_CODES",
+    "MIN_OVERLAP",
     "Bucket",
     "BucketFile",
     "BucketFileRef",
@@ -99,6 +120,8 @@ __all__ = [
     "ClampChange",
     "ClampPlan",
     "ClampValues",
+    "ContinuationResult",
+    "CutKind",
     "Diagnostic",
     "DiskFiles",
     "FileSource",
@@ -108,9 +131,14 @@ __all__ = [
     "InjectionRequest",
     "InputError",
     "IntentMap",
+    "Iteration",
+    "JsonContexts",
+    "JsonCut",
+    "JsonProblem",
     "KnowledgeCardCandidate",
     "LineIndex",
     "Location",
+    "MergeResult",
     "OverlapResult",
     "OverlayFiles",
     "PackDoc",
@@ -142,16 +170,20 @@ __all__ = [
     "apply_plan",
     "apply_text_edits",
     "background_covered_by_cards",
+    "build_continuation_prompt",
     "check_injection",
     "check_pipeline",
     "clamp_plan",
     "compute_clamp",
     "compute_unified_budget",
+    "continue_json",
     "default_intent_map",
     "detect_bucket_overlap",
     "find_pipelines",
+    "get_contexts",
     "get_tokenizer",
     "load_intent_map",
+    "merge_with_overlap",
     "pack_context",
     "parse_docs",
     "parse_template",

@@ -1,0 +1,120 @@
+"""``merge_with_overlap``: stitch a continuation fragment onto the cut text it continues.
+
+A continuation repeats the end of the text it continues (the overlap) and then goes on. The
+merge finds the longest suffix of the base that the fragment starts with (at least
+``min_overlap`` characters, default ``MIN_OVERLAP`` = 1) and appends the rest of the fragment.
+
+Tolerated in the fragment: leading whitespace and a Markdown code fence around it (tried
+when the fragment as given does not overlap); trailing whitespace of the base is tried
+without it in the same way. A fragment that starts the whole document again from the top
+(its first ``RESTART_PREFIX`` characters, blanks aside, equal the base's, further than any
+overlap reaches) is a restart: the merged text is the fragment alone, ``restarted`` is true.
+
+>>> merge_with_overlap('{"a": [1, 2', '[1, 2, 3]}').merged
+'{"a": [1, 2, 3]}'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MIN_OVERLAP = 1
+RESTART_PREFIX = 16
+_PROBE = 8
+_FENCE_OPEN = re.compile(r"[ \t\r\n]*```[^\n]*\n")
+_FENCE_CLOSE = re.compile(r"\n?[ \t]*```[ \t\r\n]*\Z")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The merged text and how it was found."""
+
+    merged: str
+    has_overlap: bool
+    overlap_length: int
+    restarted: bool = False
+    fragment_trimmed: int = 0     # characters dropped from the fragment's start (blanks, fence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"merged": self.merged, "has_overlap": self.has_overlap,
+                "overlap_length": self.overlap_length, "restarted": self.restarted}
+
+
+def longest_overlap(base: str, fragment: str, min_overlap: int = MIN_OVERLAP) -> int:
+    """Length of the longest suffix of ``base`` that ``fragment`` starts with (>= min), or 0."""
+    limit = min(len(base), len(fragment))
+    if limit < max(min_overlap, 1):
+        return 0
+    tail = base[len(base) - limit:]
+    if limit >= _PROBE:
+        probe = fragment[:_PROBE]
+        at = tail.find(probe)
+        while at != -1:
+            if fragment.startswith(tail[at:]):
+                return limit - at
+            at = tail.find(probe, at + 1)
+    for length in range(min(limit, _PROBE - 1), max(min_overlap, 1) - 1, -1):
+        if base.endswith(fragment[:length]):
+            return length
+    return 0
+
+
+def _body_span(fragment: str) -> tuple[int, int]:
+    """The fragment without a surrounding code fence and leading blanks, as a span."""
+    start, end = 0, len(fragment)
+    m = _FENCE_OPEN.match(fragment)
+    if m is not None:
+        start = m.end()
+        close = _FENCE_CLOSE.search(fragment, start)
+        if close is not None:
+            end = close.start()
+    while start < end and fragment[start] in " \t\r\n":
+        start += 1
+    return start, end
+
+
+def _common_prefix(a: str, b: str, limit: int) -> int:
+    n = min(len(a), len(b), limit)
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def merge_with_overlap(base: str, fragment: str, *,
+                       min_overlap: int = MIN_OVERLAP) -> MergeResult:
+    """Append ``fragment`` to ``base`` without repeating their overlap (see module docs).
+
+    When no overlap is found, ``merged`` is ``base + fragment`` (blanks and fence trimmed)
+    and ``has_overlap`` is false: do not trust it.
+    """
+    trimmed, body_end = _body_span(fragment)
+    cleaned = fragment[trimmed:body_end]
+    attempts = ((base, fragment, 0), (base, cleaned, trimmed),
+                (base.rstrip(), cleaned, trimmed))
+    best: tuple[str, str, int, int] | None = None
+    for b, f, cut in attempts:
+        if not f:
+            continue
+        length = longest_overlap(b, f, min_overlap)
+        if length:
+            best = (b, f, length, cut)
+            break
+    # A restart: the fragment begins like the document itself, further than the overlap.
+    stripped_base = base.lstrip()
+    if cleaned and stripped_base:
+        need = min(RESTART_PREFIX, len(stripped_base))
+        same = _common_prefix(stripped_base, cleaned, max(need, RESTART_PREFIX) + 1)
+        overlap = best[2] if best else 0
+        whole_base = best is not None and overlap >= len(best[0])
+        if same >= need and same > overlap and not whole_base:
+            return MergeResult(merged=cleaned, has_overlap=False, overlap_length=0,
+                               restarted=True, fragment_trimmed=trimmed)
+    if best is None:
+        return MergeResult(merged=base + cleaned, has_overlap=False, overlap_length=0,
+                           fragment_trimmed=trimmed)
+    b, f, length, cut = best
+    return MergeResult(merged=b + f[length:], has_overlap=True, overlap_length=length,
+                       fragment_trimmed=cut)

@@ -1,0 +1,249 @@
+"""Cut detection and the closing rules, one case per cut kind (expectations written by hand)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from budgetlens import CutKind, LineIndex, get_contexts
+from budgetlens.json_cut import position_at
+
+# (text, kind, path, complete_part) -- see the closing-rules table in docs/json-continuation.md
+CASES = [
+    # inside a string: closed and kept
+    ('{"a": "xy', CutKind.STRING, ("a",), '{"a": "xy"}'),
+    ('["xy', CutKind.STRING, (0,), '["xy"]'),
+    # right after a backslash, inside \uXXXX, inside a surrogate pair: the escape is dropped
+    ('{"a": "xy\\', CutKind.STRING_ESCAPE, ("a",), '{"a": "xy"}'),
+    ('{"a": "xy\\u00', CutKind.STRING_ESCAPE, ("a",), '{"a": "xy"}'),
+    ('{"a": "xy\\u', CutKind.STRING_ESCAPE, ("a",), '{"a": "xy"}'),
+    ('{"a": "x\\ud83d', CutKind.STRING_ESCAPE, ("a",), '{"a": "x"}'),
+    ('{"a": "x\\ud83d\\', CutKind.STRING_ESCAPE, ("a",), '{"a": "x"}'),
+    ('{"a": "x\\ud83d\\udc', CutKind.STRING_ESCAPE, ("a",), '{"a": "x"}'),
+    # an escaped backslash before the cut is a complete escape: kept
+    ('{"a": "x\\\\', CutKind.STRING, ("a",), '{"a": "x\\\\"}'),
+    # inside a key, after a key, after a colon: the member is dropped
+    ('{"a": 1, "ti', CutKind.KEY, (), '{"a": 1}'),
+    ('{"ti', CutKind.KEY, (), "{}"),
+    ('{"a": 1, "title"', CutKind.AFTER_KEY, ("title",), '{"a": 1}'),
+    ('{"a": 1, "title":', CutKind.AFTER_COLON, ("title",), '{"a": 1}'),
+    ('{"a": 1, "title": ', CutKind.AFTER_COLON, ("title",), '{"a": 1}'),
+    # after a comma, object and array: the comma is dropped
+    ('{"a": 1,', CutKind.AFTER_COMMA, (), '{"a": 1}'),
+    ("[1, 2,", CutKind.AFTER_COMMA, (), "[1, 2]"),
+    # inside a number: kept only when its prefix is a valid number
+    ("[0, -", CutKind.NUMBER, (1,), "[0]"),
+    ("[0, 1.", CutKind.NUMBER, (1,), "[0]"),
+    ("[0, 1e", CutKind.NUMBER, (1,), "[0]"),
+    ("[0, 1e+", CutKind.NUMBER, (1,), "[0]"),
+    ("[0, 1.5E", CutKind.NUMBER, (1,), "[0]"),
+    ("[0, 12", CutKind.NUMBER, (1,), "[0, 12]"),
+    ("[0, -0.5", CutKind.NUMBER, (1,), "[0, -0.5]"),
+    ('{"n": 1e+5', CutKind.NUMBER, ("n",), '{"n": 1e+5}'),
+    # inside true / false / null: dropped
+    ("[1, t", CutKind.LITERAL, (1,), "[1]"),
+    ("[1, tru", CutKind.LITERAL, (1,), "[1]"),
+    ('{"a": fals', CutKind.LITERAL, ("a",), "{}"),
+    ('{"a": nul', CutKind.LITERAL, ("a",), "{}"),
+    # right after an opening brace or bracket
+    ("{", CutKind.AFTER_OPEN, (), "{}"),
+    ("[", CutKind.AFTER_OPEN, (), "[]"),
+    ('{"a": [', CutKind.AFTER_OPEN, ("a",), '{"a": []}'),
+    ('{"a": {', CutKind.AFTER_OPEN, ("a",), '{"a": {}}'),
+    # after a complete value, before a comma or closer
+    ("[1, true", CutKind.AFTER_VALUE, (1,), "[1, true]"),
+    ('{"a": [1, 2]', CutKind.AFTER_VALUE, ("a",), '{"a": [1, 2]}'),
+    ('{"a": "x"', CutKind.AFTER_VALUE, ("a",), '{"a": "x"}'),
+    # trailing whitespace: the kind is what precedes it; the whitespace is not kept
+    ('{"a": 1 ', CutKind.AFTER_VALUE, ("a",), '{"a": 1}'),
+    ('{"a": 1,\n  ', CutKind.AFTER_COMMA, (), '{"a": 1}'),
+    ("[\n  ", CutKind.AFTER_OPEN, (), "[]"),
+    ('{"a": "x"\n\n', CutKind.AFTER_VALUE, ("a",), '{"a": "x"}'),
+    # top-level scalars
+    ('"abc', CutKind.STRING, (), '"abc"'),
+    ("tr", CutKind.LITERAL, (), "null"),
+    ("-", CutKind.NUMBER, (), "null"),
+    # nested: the path runs through keys and indices
+    ('{"a": {"b": [1, {"c": "d', CutKind.STRING, ("a", "b", 1, "c"),
+     '{"a": {"b": [1, {"c": "d"}]}}'),
+    ('{"a": {"b": [1, {"c":', CutKind.AFTER_COLON, ("a", "b", 1, "c"), '{"a": {"b": [1, {}]}}'),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "path", "closed"), CASES)
+def test_cut_kind_path_and_closing(text: str, kind: CutKind, path: tuple[object, ...],
+                                   closed: str) -> None:
+    ctx = get_contexts(text)
+    assert ctx.cut is not None
+    assert ctx.cut.kind is kind
+    assert ctx.cut.path == path
+    assert ctx.complete_part == closed
+    assert ctx.json_parsing_success is True
+    json.loads(ctx.complete_part)
+    assert ctx.hierarchy_context == text
+    assert ctx.overlap_context == text[-48:]
+    assert ctx.cut.offset == len(text)
+
+
+def test_complete_json_has_no_cut_and_empty_overlap() -> None:
+    ctx = get_contexts('{"a": [1, 2]}\n')
+    assert ctx.cut is None
+    assert ctx.overlap_context == ""
+    assert ctx.complete_part == '{"a": [1, 2]}'
+    assert ctx.json_parsing_success and ctx.is_complete
+    assert ctx.description == "complete JSON"
+
+
+def test_top_level_number_at_the_end_is_complete() -> None:
+    ctx = get_contexts("-12.5e3")
+    assert ctx.is_complete
+    assert ctx.complete_part == "-12.5e3"
+
+
+def test_every_value_completed_before_the_cut_is_kept_exactly() -> None:
+    text = '{"x": 1.50, "y": "\\u00e9\\n", "z": [true, null, {"k": -0.0e1}], "w": "cu'
+    ctx = get_contexts(text)
+    assert ctx.complete_part == ('{"x": 1.50, "y": "\\u00e9\\n", "z": [true, null, '
+                                 '{"k": -0.0e1}], "w": "cu"}')
+
+
+def test_cut_line_and_character_are_code_points() -> None:
+    text = '{\n  "emoji": "😀😀 数据'
+    ctx = get_contexts(text)
+    assert ctx.cut is not None
+    # line 1 is '  "emoji": "😀😀 数据': 2 + 8 + 1 + 1 + 2 + 1 + 2 = 17 code points
+    assert (ctx.cut.line, ctx.cut.character) == (1, 17)
+    assert ctx.complete_part == '{\n  "emoji": "😀😀 数据"}'
+
+
+def test_position_at_matches_line_index() -> None:
+    text = 'a\r\nbc\n\n😀d\n'
+    index = LineIndex(text)
+    for offset in range(len(text) + 1):
+        assert position_at(text, offset) == index.position(offset)
+
+
+def test_multibyte_character_right_at_the_cut() -> None:
+    ctx = get_contexts('["€', budget=500)
+    assert ctx.complete_part == '["€"]'
+    assert ctx.overlap_context == '["€'
+    assert '"€<<<CUT>>>' in ctx.hierarchy_context_for_prompt
+
+
+def test_raw_lone_high_surrogate_at_the_cut_is_dropped() -> None:
+    # a UTF-16 cut can leave half of a surrogate pair at the end of the text
+    ctx = get_contexts('["ab\ud83d')
+    assert ctx.complete_part == '["ab"]'
+
+
+def test_deep_nesting_does_not_recurse() -> None:
+    depth = 10_000
+    text = '{"a": ' * depth + "[" * depth + '"x'
+    ctx = get_contexts(text, budget=100)
+    assert ctx.cut is not None
+    assert ctx.cut.kind is CutKind.STRING
+    assert ctx.cut.path == ("a",) * depth + (0,) * depth
+    assert ctx.complete_part == text + '"' + "]" * depth + "}" * depth
+    assert ctx.hierarchy_context_for_prompt.endswith('"x<<<CUT>>>')
+
+
+def test_deep_complete_document() -> None:
+    depth = 10_000
+    ctx = get_contexts("[" * depth + "]" * depth)
+    assert ctx.is_complete
+    ctx = get_contexts("[" * depth + "]" * (depth - 1))
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.AFTER_VALUE
+    assert ctx.complete_part == "[" * depth + "]" * depth
+
+
+def test_code_fence_before_the_json_is_skipped_and_reported() -> None:
+    text = '```json\n{"a": [1, 2'
+    ctx = get_contexts(text)
+    assert ctx.skipped_prefix == "```json\n"
+    assert ctx.json_start == 8
+    assert ctx.complete_part == '{"a": [1, 2]}'
+    assert ctx.hierarchy_context == '{"a": [1, 2'
+    assert ctx.cut is not None and ctx.cut.offset == len(text)
+    assert (ctx.cut.line, ctx.cut.character) == (1, 11)
+
+
+def test_prose_before_the_json_is_skipped_and_reported() -> None:
+    text = 'Sure! Here is the JSON you asked for:\n\n{"ok": tr'
+    ctx = get_contexts(text)
+    assert ctx.skipped_prefix == "Sure! Here is the JSON you asked for:\n\n"
+    assert ctx.complete_part == "{}"
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.LITERAL
+
+
+def test_prose_that_starts_like_a_literal_is_still_prose() -> None:
+    ctx = get_contexts('the answer: [1, 2]')
+    assert ctx.is_complete
+    assert ctx.skipped_prefix == "the answer: "
+    assert ctx.complete_part == "[1, 2]"
+
+
+def test_fenced_complete_json_reports_the_closing_fence_as_suffix() -> None:
+    ctx = get_contexts('```json\n{"a": 1}\n```\n')
+    assert ctx.is_complete
+    assert ctx.complete_part == '{"a": 1}'
+    assert ctx.skipped_suffix == "\n```\n"
+    assert "text after it skipped" in ctx.description
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "empty text: no JSON value"),
+    ("   \n", "empty text: no JSON value"),
+    ("I cannot help with that.", "no JSON value found"),
+])
+def test_no_json_at_all(text: str, message: str) -> None:
+    ctx = get_contexts(text)
+    assert ctx.json_parsing_success is False
+    assert ctx.error is not None and ctx.error.message == message
+    assert ctx.complete_part == ""
+    assert ctx.cut is None
+
+
+@pytest.mark.parametrize(("text", "offset", "message", "closed"), [
+    ("[1,,2]", 3, "expected a value, found ','", "[1]"),
+    ('{"a" 1}', 5, "expected ':' after a key, found '1'", "{}"),
+    ("[01]", 1, "invalid number", "[]"),
+    ('{"a": [1, 2}', 11, "expected ',' or ']', found '}'", '{"a": [1, 2]}'),
+    ('["a\tb"]', 3, "control character U+0009 in a string (escape it)", "[]"),
+    ('["a\\x"]', 3, "invalid escape sequence in a string", "[]"),
+    ("[NaN]", 1, "expected a value, found 'N'", "[]"),
+])
+def test_invalid_json_says_what_and_where(text: str, offset: int, message: str,
+                                          closed: str) -> None:
+    ctx = get_contexts(text)
+    assert ctx.json_parsing_success is False
+    assert ctx.error is not None
+    assert (ctx.error.offset, ctx.error.message) == (offset, message)
+    assert ctx.complete_part == closed  # the valid part before the error, closed
+    assert ctx.description.startswith("invalid JSON at line 1, character")
+
+
+def test_description_and_path_text() -> None:
+    ctx = get_contexts('{"document": {"sections": [{}, {"content": "abc')
+    assert ctx.cut is not None
+    assert ctx.cut.path_text == "document.sections[1].content"
+    assert ctx.cut.description == "cut inside a string at document.sections[1].content"
+    ctx = get_contexts('{"a b": ["x')
+    assert ctx.cut is not None and ctx.cut.path_text == '["a b"][0]'
+    ctx = get_contexts("[")
+    assert ctx.cut is not None and ctx.cut.path_text == "$"
+    assert ctx.cut.description == "cut right after an opening brace or bracket at the top level"
+
+
+def test_negative_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="budget must be >= 0"):
+        get_contexts("[", budget=-1)
+
+
+def test_to_dict_has_the_documented_keys() -> None:
+    data = get_contexts('{"a": "b').to_dict()
+    assert {"overlap_context", "hierarchy_context", "hierarchy_context_for_prompt",
+            "complete_part", "json_parsing_success", "cut", "budget"} <= set(data)
+    assert {"offset", "line", "character", "path", "kind", "path_text",
+            "description"} <= set(data["cut"])
+    json.dumps(data)
