@@ -297,7 +297,7 @@ def requests(draw: st.DrawFn) -> InjectionRequest:
 COUNTER = TokenCounter(ENC)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_nothing_rendered_exceeds_its_budget_and_totals_are_sums(req: InjectionRequest) -> None:
     p = plan_injection(req, counter=COUNTER, now=NOW)

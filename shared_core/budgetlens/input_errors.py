@@ -31,6 +31,10 @@ _EXPECTED = {
 }
 
 
+_PLUMBING = frozenset({"str", "int", "float", "bool", "list", "dict"})
+MAX_PATH_CHARS = 120
+
+
 class InputError(ValueError):
     """Input that does not describe what it should; ``messages`` name each bad field."""
 
@@ -63,10 +67,12 @@ def field_path(root: str, loc: Sequence[str | int]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part.startswith(("function-", "json-or-python")) or part in {"str", "int"}:
-            continue  # validator plumbing, not a field
+        elif part.startswith(("function-", "json-or-python")) or part in _PLUMBING:
+            continue  # validator plumbing (union members of JSON values), not a field
         else:
             out = f"{out}.{part}" if out else part
+    if len(out) > MAX_PATH_CHARS:
+        out = out[:MAX_PATH_CHARS] + "..."
     return out or "(top level)"
 
 
