@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from budgetlens import get_tokenizer
-from budgetlens_lsp.cli import pack_cmd
+from budgetlens_lsp.cli import inject_cmd, pack_cmd
 from budgetlens_lsp.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,3 +206,12 @@ def test_pack_huge_input_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtur
                                          "data": "x" * (3 * 1024 * 1024)}])
     code, _, err = run(capsys, "pack", path, "--intent", "general")
     assert code == 2 and "larger than 2 MiB" in err
+
+
+def test_inject_huge_input_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inject_cmd, "MAX_PLAN_CHARS", 1024 * 1024)
+    path = write(tmp_path, "big.json", {"model_context_window": 10, "tokens_used_before": 0,
+                                        "trace_id": "x" * (2 * 1024 * 1024)})
+    code, _, err = run(capsys, "inject", path)
+    assert code == 2 and "larger than 1 MiB" in err
