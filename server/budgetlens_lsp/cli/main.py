@@ -26,6 +26,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "tokens",
     "inject",
     "pack",
+    "serve",
     "schema",
 )
 

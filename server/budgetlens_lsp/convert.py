@@ -1,0 +1,206 @@
+"""Every conversion from core data to LSP types (and LSP positions back), in one place.
+
+Core positions count Unicode code points (Python ``str`` indices). LSP positions count code
+units of the negotiated ``positionEncoding``: UTF-16 by default (an emoji is 2 units, a CJK
+character 1), UTF-8 (a CJK character is 3 units, an emoji 4) or UTF-32 (code points, the same
+as the core). The fix-ups need the text of the line, so a :class:`Converter` is built with a
+function that returns a file's current text (the editor buffer when open, else the disk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls import uris
+
+from budgetlens.source import Diagnostic, LineIndex, Location, Position, Range, Severity, TextEdit
+
+UTF8 = types.PositionEncodingKind.Utf8.value
+UTF16 = types.PositionEncodingKind.Utf16.value
+UTF32 = types.PositionEncodingKind.Utf32.value
+SOURCE = "budgetlens"
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFORMATION: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+
+# --- paths and URIs ---------------------------------------------------------------------------
+
+def uri_from_path(path: str | Path) -> str:
+    uri = uris.from_fs_path(str(path))
+    return uri if uri is not None else Path(path).resolve().as_uri()
+
+
+def path_from_uri(uri: str) -> Path | None:
+    """The filesystem path of a ``file:`` URI, None for other schemes."""
+    if not uri.startswith("file:"):
+        return None
+    path = uris.to_fs_path(uri)
+    return Path(path) if path else None
+
+
+# --- code units -------------------------------------------------------------------------------
+
+def _units(ch: str, encoding: str) -> int:
+    cp = ord(ch)
+    if encoding == UTF16:
+        return 2 if cp > 0xFFFF else 1
+    if cp < 0x80:
+        return 1
+    if cp < 0x800:
+        return 2
+    if cp < 0x10000:
+        return 3
+    return 4
+
+
+def to_lsp_character(line: str, character: int, encoding: str) -> int:
+    """Code-point column ``character`` of ``line`` as a column in ``encoding`` units."""
+    character = max(0, min(character, len(line)))
+    if encoding == UTF32:
+        return character
+    prefix = line[:character]
+    if prefix.isascii():
+        return character
+    if encoding == UTF16:
+        return len(prefix.encode("utf-16-le", "surrogatepass")) // 2
+    return len(prefix.encode("utf-8", "surrogatepass"))
+
+
+def from_lsp_character(line: str, units: int, encoding: str) -> int:
+    """A column in ``encoding`` units of ``line`` as a code-point column.
+
+    A column inside a character (half of a surrogate pair) moves to the character's end;
+    a column past the end of the line clamps to the end, as the LSP specification says.
+    """
+    if units <= 0:
+        return 0
+    if encoding == UTF32 or line.isascii():
+        return min(units, len(line))
+    seen = 0
+    for i, ch in enumerate(line):
+        if seen >= units:
+            return i
+        seen += _units(ch, encoding)
+    return len(line)
+
+
+# --- the converter ----------------------------------------------------------------------------
+
+class Converter:
+    """Converts core data to LSP types for one negotiated position encoding."""
+
+    def __init__(self, encoding: str, text_of: Callable[[str], str | None]) -> None:
+        self.encoding = encoding if encoding in (UTF8, UTF16, UTF32) else UTF16
+        self._text_of = text_of
+        self._indexes: dict[str, LineIndex | None] = {}
+
+    def _index(self, file: str) -> LineIndex | None:
+        if file not in self._indexes:
+            text = self._text_of(file)
+            self._indexes[file] = LineIndex(text) if text is not None else None
+        return self._indexes[file]
+
+    def line_text(self, file: str, line: int) -> str:
+        index = self._index(file)
+        return index.line_text(line) if index is not None else ""
+
+    # core -> LSP
+    def position(self, file: str, pos: Position) -> types.Position:
+        if self.encoding == UTF32:
+            return types.Position(line=max(pos.line, 0), character=max(pos.character, 0))
+        line = self.line_text(file, pos.line)
+        if not line:
+            return types.Position(line=max(pos.line, 0), character=max(pos.character, 0))
+        return types.Position(line=max(pos.line, 0),
+                              character=to_lsp_character(line, pos.character, self.encoding))
+
+    def range(self, file: str, rng: Range) -> types.Range:
+        return types.Range(start=self.position(file, rng.start),
+                           end=self.position(file, rng.end))
+
+    def location(self, loc: Location) -> types.Location:
+        return types.Location(uri=uri_from_path(loc.file), range=self.range(loc.file, loc.range))
+
+    def diagnostic(self, diag: Diagnostic, *, related: bool = True) -> types.Diagnostic:
+        data: dict[str, Any] = {"pipeline": diag.pipeline, "step": diag.step,
+                                "code": diag.code}
+        if diag.data:
+            data["core"] = _jsonable(diag.data)
+        info = None
+        if related and diag.related:
+            info = [types.DiagnosticRelatedInformation(location=self.location(r.location),
+                                                       message=r.message)
+                    for r in diag.related]
+        return types.Diagnostic(
+            range=self.range(diag.file, diag.range),
+            message=diag.message,
+            severity=_SEVERITY.get(diag.severity, types.DiagnosticSeverity.Warning),
+            code=diag.code,
+            source=SOURCE,
+            related_information=info,
+            data=data,
+        )
+
+    def text_edit(self, edit: TextEdit) -> types.TextEdit:
+        return types.TextEdit(range=self.range(edit.file, edit.range), new_text=edit.new_text)
+
+    def workspace_edit(self, edits: Iterable[TextEdit], *, versions: Mapping[str, int | None],
+                       document_changes: bool) -> types.WorkspaceEdit:
+        """One ``WorkspaceEdit`` for edits across files.
+
+        ``versions`` maps the URI of each open document to its version; with
+        ``document_changes`` the edit is versioned (``documentChanges``), so a client refuses
+        it if the buffer changed since; otherwise it is a plain ``changes`` map.
+        """
+        by_uri: dict[str, list[types.TextEdit]] = {}
+        for edit in edits:
+            by_uri.setdefault(uri_from_path(edit.file), []).append(self.text_edit(edit))
+        if document_changes:
+            return types.WorkspaceEdit(document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=versions.get(uri)),
+                    edits=list(lsp_edits))
+                for uri, lsp_edits in by_uri.items()])
+        return types.WorkspaceEdit(changes=by_uri)
+
+    # LSP -> core
+    def core_position(self, file: str, pos: types.Position) -> Position:
+        if self.encoding == UTF32:
+            return Position(pos.line, pos.character)
+        line = self.line_text(file, pos.line)
+        return Position(pos.line, from_lsp_character(line, pos.character, self.encoding))
+
+    def core_range(self, file: str, rng: types.Range) -> Range:
+        return Range(self.core_position(file, rng.start), self.core_position(file, rng.end))
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` reduced to JSON types (diagnostic data travels to the client and back)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return _jsonable(to_dict())
+    return str(value)
+
+
+def lsp_severity(severity: Severity) -> types.DiagnosticSeverity:
+    return _SEVERITY.get(severity, types.DiagnosticSeverity.Warning)
+
+
+def format_int(n: int) -> str:
+    """Thousands with commas: ``1,204``."""
+    return f"{n:,}"

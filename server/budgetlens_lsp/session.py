@@ -1,0 +1,171 @@
+"""The server's state: open documents, settings, the negotiated position encoding, and the
+workspace index that every feature reads.
+
+Threading: the message loop (asyncio) owns :class:`Session` — documents, versions, settings,
+the set of changed paths. All analysis, and every request that reads analysis results, runs
+on ONE worker thread (:meth:`Session.run`) in submission order, against a snapshot of the
+buffers taken on the loop. So a request queued after an edit always sees that edit, the
+index needs no locks, and the loop never waits on tokenizing or parsing.
+
+Changes are debounced: each edit marks its path dirty and (re)arms a short timer; when it
+fires, one analysis runs over every path changed since the last one, on the newest text.
+A request that arrives while edits are pending flushes them first, so answers are never
+stale and the last state is never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from budgetlens_lsp.convert import UTF16, path_from_uri
+from budgetlens_lsp.settings import Settings
+from budgetlens_lsp.workspace_index import Snapshot, WorkspaceIndex
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass
+class OpenDocument:
+    uri: str
+    path: str | None  # None for non-file URIs (untitled buffers)
+    version: int | None
+    text: str
+    language_id: str = ""
+
+
+def normalize_path(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path.absolute())
+
+
+class Session:
+    def __init__(self) -> None:
+        self.settings = Settings()
+        self.encoding: str = UTF16
+        self.roots: list[str] = []
+        self.documents: dict[str, OpenDocument] = {}  # by URI
+        self.index = WorkspaceIndex()  # touched only on the worker thread
+        self._executor = ThreadPoolExecutor(max_workers=1,
+                                            thread_name_prefix="budgetlens-analysis")
+        self._dirty: set[str] = set()
+        self._full = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._running: asyncio.Task[None] | None = None
+        self.on_results: Callable[[Any], Awaitable[None]] | None = None
+        self.generation = 0
+
+    # --- documents --------------------------------------------------------------------------
+    def path_of(self, uri: str) -> str | None:
+        doc = self.documents.get(uri)
+        if doc is not None:
+            return doc.path
+        path = path_from_uri(uri)
+        return normalize_path(path) if path is not None else None
+
+    def open(self, uri: str, version: int | None, text: str, language_id: str) -> None:
+        path = self.path_of(uri)
+        self.documents[uri] = OpenDocument(uri, path, version, text, language_id)
+        if path:
+            self.mark_dirty([path])
+
+    def change(self, uri: str, version: int | None, text: str) -> None:
+        doc = self.documents.get(uri)
+        if doc is None:  # a change for a document never opened: treat it as opened now
+            self.open(uri, version, text, "")
+            return
+        doc.version, doc.text = version, text
+        if doc.path:
+            self.mark_dirty([doc.path])
+
+    def close(self, uri: str) -> None:
+        doc = self.documents.pop(uri, None)
+        if doc is not None and doc.path:
+            self.mark_dirty([doc.path])  # the disk text is the truth again
+
+    def versions(self) -> dict[str, int | None]:
+        return {uri: doc.version for uri, doc in self.documents.items()}
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            overlay={doc.path: doc.text for doc in self.documents.values() if doc.path},
+            open_uris={doc.path: doc.uri for doc in self.documents.values() if doc.path},
+            versions={doc.uri: doc.version for doc in self.documents.values()},
+            settings=self.settings,
+            roots=tuple(self.roots),
+            encoding=self.encoding,
+        )
+
+    # --- scheduling -------------------------------------------------------------------------
+    def mark_dirty(self, paths: Iterable[str], *, full: bool = False) -> None:
+        self._dirty.update(paths)
+        self._full = self._full or full
+        self._arm()
+
+    def _arm(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_later(self.settings.debounce_ms / 1000, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self._running is None or self._running.done():
+            self._running = asyncio.ensure_future(self._analyze_pending())
+
+    async def _analyze_pending(self) -> None:
+        while self._dirty or self._full:
+            changed, full = self._dirty, self._full
+            self._dirty, self._full = set(), False
+            snapshot = self.snapshot()
+            self.generation += 1
+            try:
+                results = await self.run(self.index.update, snapshot, frozenset(changed), full)
+            except Exception:
+                log.exception("analysis failed for %d changed file(s)", len(changed))
+                continue
+            if self.on_results is not None:
+                try:
+                    await self.on_results(results)
+                except Exception:
+                    log.exception("publishing analysis results failed")
+
+    async def flush(self) -> None:
+        """Analyze every pending change now; returns when the index is current."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        while True:
+            running = self._running
+            if running is not None and not running.done():
+                await asyncio.shield(running)
+                continue
+            if not (self._dirty or self._full):
+                return
+            self._running = asyncio.ensure_future(self._analyze_pending())
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the analysis thread, after everything queued before it."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args))
+
+    async def query(self, fn: Callable[..., T], *args: Any) -> T:
+        """A request that reads the index: flush pending edits first, then run ``fn``."""
+        await self.flush()
+        return await self.run(fn, *args)
+
+    def shutdown(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,270 @@
+"""Starting the real server (``python -m budgetlens_lsp serve``) under a pytest-lsp client.
+
+Every test speaks LSP over stdio to its own server process. Helpers here wait for
+diagnostics, apply ``WorkspaceEdit``s to texts, and copy the ``examples/`` workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+
+from budgetlens.source import LineIndex, Position, Range, TextEdit, apply_text_edits
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+SERVER_COMMAND = (sys.executable, "-m", "budgetlens_lsp", "serve")
+TIMEOUT = 20.0
+
+
+def copy_examples(dest: Path) -> Path:
+    """A private copy of the examples workspace (tests edit files in it)."""
+    root = dest / "workspace"
+    shutil.copytree(EXAMPLES, root)
+    return root
+
+
+def caps(*, encodings: Sequence[str] | None = None, pull: bool = False,
+         apply_edit: bool = True, document_changes: bool = True,
+         configuration: bool = True, watched_files: bool = True,
+         show_document: bool = True, work_done_progress: bool = True,
+         refresh: bool = True) -> types.ClientCapabilities:
+    """Client capabilities with just the switches the tests vary."""
+    general = types.GeneralClientCapabilities(position_encodings=list(encodings)
+                                              if encodings else None)
+    text_document = types.TextDocumentClientCapabilities(
+        synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
+        publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
+            related_information=True),
+        code_action=types.CodeActionClientCapabilities(
+            code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                code_action_kind=types.ClientCodeActionKindOptions(
+                    value_set=[types.CodeActionKind.QuickFix,
+                               types.CodeActionKind.SourceFixAll])),
+            data_support=True),
+        hover=types.HoverClientCapabilities(
+            content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]),
+        code_lens=types.CodeLensClientCapabilities(),
+        diagnostic=types.DiagnosticClientCapabilities(related_document_support=False)
+        if pull else None,
+    )
+    workspace = types.WorkspaceClientCapabilities(
+        apply_edit=apply_edit,
+        workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=document_changes),
+        configuration=configuration,
+        did_change_configuration=types.DidChangeConfigurationClientCapabilities(
+            dynamic_registration=True),
+        did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=watched_files),
+        diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+        if pull and refresh else None,
+        code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
+        workspace_folders=True,
+    )
+    window = types.WindowClientCapabilities(
+        work_done_progress=work_done_progress,
+        show_document=types.ShowDocumentClientCapabilities(support=True)
+        if show_document else None)
+    return types.ClientCapabilities(general=general, text_document=text_document,
+                                    workspace=workspace, window=window)
+
+
+def recorded_caps(name: str) -> types.ClientCapabilities:
+    """Capabilities recorded from a real client (shipped with pytest-lsp)."""
+    return client_capabilities(name)
+
+
+class Editor:
+    """A thin editor model over the pytest-lsp client: buffers, versions, edits."""
+
+    def __init__(self, client: LanguageClient, root: Path, encoding: str) -> None:
+        self.client = client
+        self.root = root
+        self.encoding = encoding
+        self.texts: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.applied_edits: list[types.ApplyWorkspaceEditParams] = []
+        self.apply_edit_result = True
+        self.server_info: types.ServerInfo | None = None
+        self.server_capabilities: types.ServerCapabilities | None = None
+
+    # files and URIs
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def uri(self, rel: str) -> str:
+        return self.path(rel).resolve().as_uri()
+
+    # buffers
+    def open(self, rel: str, text: str | None = None, language_id: str = "yaml") -> str:
+        uri = self.uri(rel)
+        if text is None:
+            text = self.path(rel).read_text("utf-8")
+        self.texts[uri] = text
+        self.versions[uri] = 1
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id=language_id,
+                                                 version=1, text=text)))
+        return uri
+
+    def replace_all(self, uri: str, text: str) -> None:
+        self.versions[uri] += 1
+        self.texts[uri] = text
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri,
+                                                                version=self.versions[uri]),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    def close(self, uri: str) -> None:
+        self.texts.pop(uri, None)
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    def text(self, uri: str) -> str:
+        if uri in self.texts:
+            return self.texts[uri]
+        return Path(uri_to_path(uri)).read_text("utf-8")
+
+    # diagnostics
+    async def wait_diagnostics(self, uri: str, predicate: Callable[[list[types.Diagnostic]],
+                                                                    bool] = bool,
+                               timeout: float = TIMEOUT) -> list[types.Diagnostic]:
+        """Wait until the diagnostics published for ``uri`` satisfy ``predicate``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            current = list(self.client.diagnostics.get(uri, []))
+            if uri in self.client.diagnostics and predicate(current):
+                return current
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AssertionError(f"diagnostics for {uri} never matched; last: {current}")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    self.client.wait_for_notification(
+                        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), min(remaining, 1.0))
+
+    # edits
+    def apply(self, edit: types.WorkspaceEdit) -> dict[str, str]:
+        """Apply a WorkspaceEdit to buffers (open) or files (closed); returns new texts."""
+        changed: dict[str, str] = {}
+        per_uri: list[tuple[str, int | None, list[Any]]] = []
+        if edit.document_changes:
+            for change in edit.document_changes:
+                assert isinstance(change, types.TextDocumentEdit), change
+                per_uri.append((change.text_document.uri, change.text_document.version,
+                                list(change.edits)))
+        for uri, edits in (edit.changes or {}).items():
+            per_uri.append((uri, None, list(edits)))
+        for uri, version, edits in per_uri:
+            if version is not None:
+                assert self.versions.get(uri) == version, (uri, version, self.versions)
+            text = self.text(uri)
+            core_edits = [TextEdit("", to_core_range(text, e.range, self.encoding), e.new_text)
+                          for e in edits]
+            new = apply_text_edits(text, core_edits)
+            changed[uri] = new
+            if uri in self.texts:
+                self.replace_all(uri, new)
+            else:
+                Path(uri_to_path(uri)).write_text(new, "utf-8")
+        return changed
+
+
+def uri_to_path(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+    return unquote(urlparse(uri).path)
+
+
+def _from_units(line: str, units: int, encoding: str) -> int:
+    if encoding == "utf-32":
+        return min(units, len(line))
+    seen = 0
+    for i, ch in enumerate(line):
+        if seen >= units:
+            return i
+        if encoding == "utf-16":
+            seen += 2 if ord(ch) > 0xFFFF else 1
+        else:
+            seen += len(ch.encode("utf-8"))
+    return len(line)
+
+
+def to_core_range(text: str, rng: types.Range, encoding: str) -> Range:
+    index = LineIndex(text)
+
+    def pos(p: types.Position) -> Position:
+        return Position(p.line, _from_units(index.line_text(p.line), p.character, encoding))
+    return Range(pos(rng.start), pos(rng.end))
+
+
+def units(s: str, encoding: str) -> int:
+    """Length of ``s`` in code units of ``encoding`` (independent of the server's code)."""
+    if encoding == "utf-32":
+        return len(s)
+    if encoding == "utf-16":
+        return len(s.encode("utf-16-le")) // 2
+    return len(s.encode("utf-8"))
+
+
+@contextlib.asynccontextmanager
+async def running_server(root: Path, *, capabilities: types.ClientCapabilities | None = None,
+                         init_options: Any = None,
+                         configuration: dict[str, Any] | None = None,
+                         ) -> AsyncIterator[Editor]:
+    """Start the server on ``root`` and yield an :class:`Editor` speaking to it."""
+    client = make_test_lsp_client()
+    if configuration is not None:
+        client.set_configuration(configuration)
+    editor_box: list[Editor] = []
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        ed = editor_box[0]
+        ed.applied_edits.append(params)
+        if not ed.apply_edit_result:
+            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="refused")
+        ed.apply(params.edit)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        client.registrations = [*getattr(client, "registrations", []), *params.registrations]
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(params: None) -> None:
+        client.lens_refreshes = getattr(client, "lens_refreshes", 0) + 1
+
+    await client.start_io(*SERVER_COMMAND)
+    try:
+        result = await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=capabilities or caps(),
+            root_uri=root.resolve().as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.resolve().as_uri(),
+                                                     name=root.name)],
+            initialization_options=init_options)), TIMEOUT)
+        encoding = str(result.capabilities.position_encoding or "utf-16")
+        editor = Editor(client, root, encoding)
+        editor.server_info = result.server_info
+        editor.server_capabilities = result.capabilities
+        editor_box.append(editor)
+        yield editor
+        await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
+    finally:
+        proc = client._server
+        if proc is not None and proc.returncode is None:
+            # the test failed before a clean shutdown: end the server we started
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except asyncio.TimeoutError:
+                proc.kill()
+        await client.stop()
