@@ -24,6 +24,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "check",
     "clamp",
     "tokens",
+    "contexts",
+    "merge",
     "inject",
     "pack",
     "serve",
