@@ -66,12 +66,23 @@ local function split_lines(text)
   return vim.split(text or "", "\n", { plain = true })
 end
 
---- Where `marker` first occurs in `lines`: 0-based row and byte columns, or nil.
+--- Where the cut `marker` is in `lines`: 0-based row and byte columns, or nil. The last
+--- occurrence is the cut (the text ends there; a header line may mention the marker too).
 function M.find_marker(lines, marker)
-  for row, line in ipairs(lines) do
-    local start = line:find(marker, 1, true)
+  for row = #lines, 1, -1 do
+    local line = lines[row]
+    local start, last = nil, nil
+    local from = 1
+    while true do
+      local found = line:find(marker, from, true)
+      if not found then
+        break
+      end
+      start, last = found, found + #marker
+      from = found + 1
+    end
     if start then
-      return row - 1, start - 1, start - 1 + #marker
+      return row - 1, start - 1, last - 1
     end
   end
   return nil

@@ -7,7 +7,7 @@ local commands = require("budgetlens.commands")
 local M = {}
 
 M.defaults = {
-  -- the server command; `budgetlens` must be on PATH (e.g. pipx install budgetlens, or a venv's bin)
+  -- the server command; `budgetlens` must be on PATH (a venv's bin folder), or give a full path
   cmd = util.default_cmd,
   -- buffers to serve: YAML and JSON inside a root, and prompt files (*.txt in the prompts folder)
   filetypes = util.default_filetypes,
@@ -96,7 +96,7 @@ function M.attach(bufnr)
     if not warned_missing then
       warned_missing = true
       util.notify(string.format(
-        "`%s` was not found on PATH. Install budgetlens (e.g. `pipx install budgetlens`) or set "
+        "`%s` was not found on PATH. Install budgetlens (pip install <budgetlens checkout>) or set "
           .. "cmd in require('budgetlens').setup{ cmd = { '/path/to/budgetlens', 'serve' } }.",
         M.config.cmd[1]), vim.log.levels.ERROR)
     end
