@@ -49,6 +49,8 @@ from budgetlens.tokens import DEFAULT_TOKENIZER, TokenCounter, TokenizerError, g
 from budgetlens.yaml_source import Span, YamlPath
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
+#: The lowest max_context_tokens the clamp sets (the setting must be > 0).
+MIN_CONTEXT = 1
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
 
 
@@ -226,7 +228,8 @@ def compute_clamp(steps: list[StepBudget], *, context: int, window: int,
        ``floor`` (``min_context_tokens``, default half of ``max_context_tokens``) unless a
        step cannot fit otherwise even with output 1.
     3. Each step that still does not fit gets its output limit lowered until it fits.
-    A step that cannot fit even with context 0 and output 1 is left alone (``unfit``).
+    ``max_context_tokens`` never goes below 1 (the smallest valid value) and an output limit
+    never below 1; a step that cannot fit even then is left alone (``unfit``).
     """
     outputs = {i: s.output.value for i, s in enumerate(steps)}
     reasons: dict[int, str] = {}
@@ -240,15 +243,16 @@ def compute_clamp(steps: list[StepBudget], *, context: int, window: int,
         s = steps[i]
         return s.fixed.value + s.history.value + s.margin.value
 
-    unfit = tuple(s.step for i, s in enumerate(steps) if base(i) + 1 > window)
-    fittable = [i for i, s in enumerate(steps) if base(i) + 1 <= window]
+    least = MIN_CONTEXT + 1  # the smallest context and output a step can run with
+    unfit = tuple(s.step for i, s in enumerate(steps) if base(i) + least > window)
+    fittable = [i for i, s in enumerate(steps) if base(i) + least <= window]
     new_context = context
     if any(base(i) + context + outputs[i] > window for i in fittable):
         worst = max(base(i) + outputs[i] for i in fittable)
-        new_context = min(context, max(min(floor, context), window - worst))
+        new_context = min(context, max(min(floor, context), window - worst, MIN_CONTEXT))
         # a step that cannot fit at that context even with output 1 lowers the context more
         need = min((window - base(i) - 1 for i in fittable), default=new_context)
-        new_context = max(0, min(new_context, need))
+        new_context = max(MIN_CONTEXT, min(new_context, need))
     for i in fittable:
         total = base(i) + new_context + outputs[i]
         if total > window:
@@ -624,7 +628,6 @@ class _Checker:
 
     def contract(self, steps: list[StepBudget], policy: Policy, clamp: ClampValues,
                  window: Term) -> None:
-        unfit = set(clamp.unfit)
         outputs = {c.index: c for c in clamp.outputs}
         for i, s in enumerate(steps):
             if s.output_source == "missing":
@@ -644,8 +647,8 @@ class _Checker:
                           f" {s.context.value} + output {s.output.value} + margin"
                           f" {s.margin.value} = {s.total}")
             label = f"step {s.step!r}" + (f" (from {s.defined_in})" if s.inherited else "")
-            if s.step in unfit:
-                minimum = s.fixed.value + s.history.value + s.margin.value + 1
+            minimum = s.fixed.value + s.history.value + s.margin.value + 1
+            if minimum > window.value:
                 self.add(where, Severity.ERROR, codes.CANNOT_FIT,
                          f"{label} cannot fit the window of {window.value} tokens even with"
                          f" context 0 and output 1: it needs at least {minimum}"
@@ -666,6 +669,13 @@ class _Checker:
                              f" {clamp.context_after}")
             if i in outputs:
                 parts.append(f"this step's output {outputs[i].before} -> {outputs[i].after}")
+            if s.step in clamp.unfit:
+                clamp_text = ("nothing: the step fits only with max_context_tokens 0, which"
+                              " is not a valid setting")
+                self.add(where, Severity.WARNING, codes.CONTRACT_VIOLATION,
+                         f"{message}; auto_clamp can lower {clamp_text}", s.step, related,
+                         data)
+                continue
             clamp_text = " and ".join(parts) if parts else "nothing"
             self.add(where, Severity.WARNING, codes.CONTRACT_VIOLATION,
                      f"{message}; auto_clamp lowers {clamp_text} at run time", s.step,
