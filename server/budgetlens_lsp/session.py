@@ -20,12 +20,21 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
+from lsprotocol import types
+
 from budgetlens_lsp.convert import UTF16, path_from_uri
+from budgetlens_lsp.diagnostics import publish_params
 from budgetlens_lsp.settings import Settings
-from budgetlens_lsp.workspace_index import Snapshot, WorkspaceIndex
+from budgetlens_lsp.workspace_index import (
+    FULL,
+    INCREMENTAL,
+    REDISCOVER,
+    Snapshot,
+    WorkspaceIndex,
+    norm,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -40,11 +49,8 @@ class OpenDocument:
     language_id: str = ""
 
 
-def normalize_path(path: Path) -> str:
-    try:
-        return str(path.resolve())
-    except OSError:
-        return str(path.absolute())
+_MODE_RANK = {INCREMENTAL: 0, REDISCOVER: 1, FULL: 2}
+ProgressHook = Callable[[int, int], None]
 
 
 class Session:
@@ -57,10 +63,12 @@ class Session:
         self._executor = ThreadPoolExecutor(max_workers=1,
                                             thread_name_prefix="budgetlens-analysis")
         self._dirty: set[str] = set()
-        self._full = False
+        self._mode: str | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._running: asyncio.Task[None] | None = None
-        self.on_results: Callable[[Any], Awaitable[None]] | None = None
+        self.on_results: Callable[[list[types.PublishDiagnosticsParams]],
+                                  Awaitable[None]] | None = None
+        self.progress_hook: Callable[[], ProgressHook | None] | None = None
         self.generation = 0
 
     # --- documents --------------------------------------------------------------------------
@@ -69,7 +77,7 @@ class Session:
         if doc is not None:
             return doc.path
         path = path_from_uri(uri)
-        return normalize_path(path) if path is not None else None
+        return norm(path) if path is not None else None
 
     def open(self, uri: str, version: int | None, text: str, language_id: str) -> None:
         path = self.path_of(uri)
@@ -105,10 +113,15 @@ class Session:
         )
 
     # --- scheduling -------------------------------------------------------------------------
-    def mark_dirty(self, paths: Iterable[str], *, full: bool = False) -> None:
+    def mark_dirty(self, paths: Iterable[str], mode: str = INCREMENTAL) -> None:
         self._dirty.update(paths)
-        self._full = self._full or full
+        if self._mode is None or _MODE_RANK[mode] > _MODE_RANK[self._mode]:
+            self._mode = mode
         self._arm()
+
+    @property
+    def pending(self) -> bool:
+        return self._mode is not None
 
     def _arm(self) -> None:
         try:
@@ -125,13 +138,16 @@ class Session:
             self._running = asyncio.ensure_future(self._analyze_pending())
 
     async def _analyze_pending(self) -> None:
-        while self._dirty or self._full:
-            changed, full = self._dirty, self._full
-            self._dirty, self._full = set(), False
+        while self._mode is not None:
+            changed, mode = self._dirty, self._mode
+            self._dirty, self._mode = set(), None
             snapshot = self.snapshot()
             self.generation += 1
+            progress = self.progress_hook() if self.progress_hook and mode != INCREMENTAL \
+                else None
             try:
-                results = await self.run(self.index.update, snapshot, frozenset(changed), full)
+                results = await self.run(self._analyze, snapshot, frozenset(changed), mode,
+                                         progress)
             except Exception:
                 log.exception("analysis failed for %d changed file(s)", len(changed))
                 continue
@@ -151,9 +167,14 @@ class Session:
             if running is not None and not running.done():
                 await asyncio.shield(running)
                 continue
-            if not (self._dirty or self._full):
+            if self._mode is None:
                 return
             self._running = asyncio.ensure_future(self._analyze_pending())
+
+    def _analyze(self, snapshot: Snapshot, changed: frozenset[str], mode: str,
+                 progress: ProgressHook | None) -> list[types.PublishDiagnosticsParams]:
+        results = self.index.update(snapshot, changed, mode, progress)
+        return publish_params(self.index, results.publish)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the analysis thread, after everything queued before it."""

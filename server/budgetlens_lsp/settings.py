@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from budgetlens.json_contexts import DEFAULT_BUDGET as DEFAULT_HIERARCHY_BUDGET
+from budgetlens.json_contexts import DEFAULT_MARKER as DEFAULT_CUT_MARKER
+
 POLICIES = ("fail_fast", "auto_clamp")
-DEFAULT_HIERARCHY_BUDGET = 2000
-DEFAULT_CUT_MARKER = "<<<CUT>>>"
 DEFAULT_DEBOUNCE_MS = 30
 
 

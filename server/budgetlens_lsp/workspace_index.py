@@ -1,20 +1,44 @@
 """The workspace index: what the server knows about every pipeline, prompt and JSON buffer.
 
-Only the analysis thread touches an index (see ``session.py``). ``update`` takes a snapshot
-of the open buffers and the set of changed paths, re-checks what depends on them, and
-returns the diagnostics to publish.
+Only the analysis thread touches an index (see ``session.py``). :meth:`WorkspaceIndex.update`
+takes a snapshot of the open buffers and the set of changed paths, re-checks every pipeline
+that depends on them (the dependency graph is each report's ``inputs``: the pipeline, its
+``extends`` chain, its prompt files and config.json), and returns the diagnostics whose
+content changed, per file, open or not.
+
+Re-checking goes through the core's ``BudgetCache``: a report whose inputs all have the same
+fingerprint is reused, and a prompt is re-tokenized only when its own text changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlens_lsp.convert import UTF16
+from budgetlens.cache import BudgetCache
+from budgetlens.contract import (
+    CheckOptions,
+    PipelineReport,
+    StepBudget,
+    check_pipeline,
+    find_pipelines,
+)
+from budgetlens.files import DiskFiles, FileSource, OverlayFiles
+from budgetlens.json_contexts import JsonContexts
+from budgetlens.source import Diagnostic
+from budgetlens_lsp.convert import UTF16, Converter
 from budgetlens_lsp.settings import Settings
 
-MAX_READ_BYTES = 64 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+MAX_READ_BYTES = 16 * 1024 * 1024
+PIPELINE_SUFFIXES = (".yaml", ".yml")
+
+# what changed: only these paths / the set of files may have changed / everything
+INCREMENTAL, REDISCOVER, FULL = "incremental", "rediscover", "full"
 
 
 @dataclass(frozen=True)
@@ -22,8 +46,8 @@ class Snapshot:
     """The editor state an analysis runs on (buffers beat disk)."""
 
     overlay: Mapping[str, str] = field(default_factory=dict)
-    open_uris: Mapping[str, str] = field(default_factory=dict)
-    versions: Mapping[str, int | None] = field(default_factory=dict)
+    open_uris: Mapping[str, str] = field(default_factory=dict)  # path -> uri
+    versions: Mapping[str, int | None] = field(default_factory=dict)  # uri -> version
     settings: Settings = field(default_factory=Settings)
     roots: tuple[str, ...] = ()
     encoding: str = UTF16
@@ -31,15 +55,33 @@ class Snapshot:
 
 @dataclass
 class Results:
-    """What one analysis produced for the loop to send."""
+    """What one analysis produced: diagnostics to publish, per path (open or closed)."""
 
-    publish: list[tuple[str, list[object]]] = field(default_factory=list)
+    publish: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    checked: int = 0
+
+
+def norm(path: str | Path) -> str:
+    return os.path.normpath(os.path.abspath(str(path)))
+
+
+def is_pipeline_path(path: str) -> bool:
+    return path.endswith(PIPELINE_SUFFIXES) and os.path.basename(os.path.dirname(path)) \
+        == "pipelines"
 
 
 class WorkspaceIndex:
     def __init__(self) -> None:
         self.snapshot = Snapshot()
+        self.cache = BudgetCache()
+        self.pipelines: set[str] = set()
+        self.reports: dict[str, PipelineReport] = {}
+        self.dependents: dict[str, set[str]] = {}  # input file -> pipelines reading it
+        self.json_docs: dict[str, JsonContexts] = {}  # open .json buffers with a cut
+        self.diagnostics: dict[str, list[Diagnostic]] = {}  # what is shown, per file
+        self._settings_key: tuple[object, ...] | None = None
 
+    # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:
         """The buffer text of ``path`` if open, else its disk text; None if unreadable."""
         text = self.snapshot.overlay.get(path)
@@ -47,12 +89,150 @@ class WorkspaceIndex:
             return text
         try:
             p = Path(path)
-            if p.stat().st_size > MAX_READ_BYTES:
+            if not p.is_file() or p.stat().st_size > MAX_READ_BYTES:
                 return None
             return p.read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             return None
 
-    def update(self, snapshot: Snapshot, changed: frozenset[str], full: bool) -> Results:
+    def converter(self) -> Converter:
+        return Converter(self.snapshot.encoding, self.text_of)
+
+    def root_for(self, path: str) -> str | None:
+        best: str | None = None
+        for root in self.snapshot.roots:
+            if (path == root or path.startswith(root.rstrip(os.sep) + os.sep)) and (
+                    best is None or len(root) > len(best)):
+                best = root
+        return best
+
+    def files_for(self, path: str) -> FileSource:
+        root = self.root_for(path)
+        base = DiskFiles(root) if root else DiskFiles()
+        overlay = {p: t for p, t in self.snapshot.overlay.items()
+                   if p.endswith((*PIPELINE_SUFFIXES, ".txt", ".json"))}
+        return OverlayFiles(base, overlay) if overlay else base
+
+    def options_for(self, path: str) -> CheckOptions:
+        s = self.snapshot.settings
+        root = self.root_for(path)
+        config = s.config_path
+        if config and not os.path.isabs(config) and root:
+            config = os.path.join(root, config)
+        return CheckOptions(policy=s.policy, tokenizer=s.tokenizer,
+                            config_path=norm(config) if config else None,
+                            workspace_root=root)
+
+    def report_for(self, path: str) -> PipelineReport | None:
+        return self.reports.get(path)
+
+    def reports_using(self, path: str) -> list[PipelineReport]:
+        """Reports of every pipeline that reads ``path`` (itself included), sorted."""
+        return [self.reports[p] for p in sorted(self.dependents.get(path, ()))
+                if p in self.reports]
+
+    def steps_using_prompt(self, path: str) -> list[StepBudget]:
+        return [s for r in self.reports_using(path) for s in r.steps if s.prompt_file == path]
+
+    # --- updating --------------------------------------------------------------------------
+    def update(self, snapshot: Snapshot, changed: frozenset[str], mode: str = INCREMENTAL,
+               progress: Callable[[int, int], None] | None = None) -> Results:
+        old_overlay = self.snapshot.overlay
         self.snapshot = snapshot
-        return Results()
+        settings_key = (snapshot.settings.policy, snapshot.settings.tokenizer,
+                        snapshot.settings.config_path, snapshot.roots)
+        if settings_key != self._settings_key:
+            self._settings_key = settings_key
+            mode = FULL
+        if mode in (FULL, REDISCOVER):
+            self.discover()
+        # open pipeline files count even before discovery sees them on disk
+        for path in snapshot.overlay:
+            if is_pipeline_path(path):
+                self.pipelines.add(path)
+        affected: set[str] = set()
+        if mode == FULL:
+            affected = set(self.pipelines)
+        else:
+            for path in changed:
+                affected.update(self.dependents.get(path, ()))
+                if path in self.pipelines:
+                    affected.add(path)
+            if mode == REDISCOVER:
+                affected.update(p for p in self.pipelines if p not in self.reports)
+        gone = {p for p in self.reports if p not in self.pipelines}
+        for path in gone:
+            self._forget(path)
+        results = Results()
+        total = len(affected)
+        for n, path in enumerate(sorted(affected & self.pipelines), 1):
+            try:
+                report = check_pipeline(path, files=self.files_for(path),
+                                        options=self.options_for(path), cache=self.cache)
+            except Exception:  # the core never raises for bad input; log a real bug
+                log.exception("checking %s failed", path)
+                continue
+            self._store(path, report)
+            results.checked += 1
+            if progress is not None and (n % 25 == 0 or n == total):
+                progress(n, total)
+        self._update_json(snapshot, changed | (set(old_overlay) - set(snapshot.overlay)))
+        results.publish = self._refresh_diagnostics(
+            always=[p for p in changed if p in snapshot.overlay])
+        return results
+
+    def discover(self) -> None:
+        found: set[str] = set()
+        for root in self.snapshot.roots:
+            try:
+                found.update(norm(p) for p in find_pipelines(root) if p.is_file())
+            except OSError:
+                log.warning("cannot list pipelines under %s", root)
+        self.pipelines = found
+
+    def _store(self, path: str, report: PipelineReport) -> None:
+        old = self.reports.get(path)
+        if old is not None:
+            for dep in old.inputs:
+                self.dependents.get(norm(dep), set()).discard(path)
+        self.reports[path] = report
+        for dep in report.inputs | {path}:
+            self.dependents.setdefault(norm(dep), set()).add(path)
+
+    def _forget(self, path: str) -> None:
+        old = self.reports.pop(path, None)
+        if old is not None:
+            for dep in old.inputs:
+                self.dependents.get(norm(dep), set()).discard(path)
+
+    def _update_json(self, snapshot: Snapshot, changed: Iterable[str]) -> None:
+        from budgetlens_lsp.json_documents import analyze_json
+
+        for path in changed:
+            if not path.endswith(".json"):
+                continue
+            text = snapshot.overlay.get(path)
+            if text is None or not snapshot.settings.diagnostics.truncated_json:
+                self.json_docs.pop(path, None)
+                continue
+            contexts = analyze_json(text, snapshot.settings)
+            if contexts is None:
+                self.json_docs.pop(path, None)
+            else:
+                self.json_docs[path] = contexts
+        if not snapshot.settings.diagnostics.truncated_json:
+            self.json_docs.clear()
+
+    def _refresh_diagnostics(self, always: Iterable[str] = ()) -> dict[str, list[Diagnostic]]:
+        """Diagnostics of every file whose set changed, plus the edited buffers ``always``
+        (their text moved, so the same code-point ranges may be other LSP columns)."""
+        from budgetlens_lsp.diagnostics import collect
+
+        current = collect(self)
+        changed: dict[str, list[Diagnostic]] = {p: current.get(p, []) for p in always}
+        for path in set(current) | set(self.diagnostics):
+            new = current.get(path, [])
+            if new != self.diagnostics.get(path, []):
+                changed[path] = new
+        self.diagnostics = {p: d for p, d in current.items() if d}
+        return changed

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.harness import caps, running_server
+from .harness import caps, running_server
 
 
 async def test_server_initializes_over_stdio_and_negotiates_utf16_by_default(

@@ -1,0 +1,169 @@
+"""Code actions: quick-fixes from the core's clamp plan, and ``source.fixAll.budgetlens``.
+
+For a budget diagnostic (BL050 over budget, BL051 output above the model's ceiling) of step
+S in pipeline P, with P's report:
+
+- *clamp max_context_tokens* — the plan's context change alone; where the value is
+  inherited, two variants: override it in P, or edit the parent that sets it;
+- *clamp S's output* — the core's clamp computed with the context held where it is
+  (``compute_clamp`` with the floor at the current value), keeping only S's change;
+  for an inherited step also the variant that edits the parent.
+
+``source.fixAll.budgetlens`` applies P's whole plan. Each action is a ``WorkspaceEdit``
+across files, versioned for open documents when the client supports ``documentChanges``.
+All numbers and edits come from ``clamp_plan``; the text edits change only the numbers (or
+insert the override).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from budgetlens import codes
+from budgetlens.clamp import ClampPlan, clamp_plan
+from budgetlens.contract import ClampValues, PipelineReport, compute_clamp
+from budgetlens_lsp import json_documents
+
+if TYPE_CHECKING:
+    from budgetlens_lsp.workspace_index import WorkspaceIndex
+
+FIX_ALL = "source.fixAll.budgetlens"
+FIXABLE = (codes.CONTRACT_VIOLATION, codes.OUTPUT_ABOVE_CEILING)
+
+
+def context_only(report: PipelineReport) -> PipelineReport:
+    return replace(report, clamp=replace(report.clamp, outputs=()))
+
+
+def output_only(report: PipelineReport, step_index: int) -> PipelineReport | None:
+    """The report with a clamp that lowers only the output of ``report.steps[step_index]``,
+    the context held (None when the core would have to lower the context too)."""
+    if report.context is None or report.window is None:
+        return None
+    values = compute_clamp(report.steps, context=report.context.value,
+                           window=report.window.value,
+                           ceiling=report.output_ceiling.value if report.output_ceiling
+                           else None, floor=report.context.value)
+    if values.context_after is not None:
+        return None
+    mine = tuple(oc for oc in values.outputs if oc.index == step_index)
+    if not mine:
+        return None
+    return replace(report, clamp=ClampValues(outputs=mine))
+
+
+class EditContext:
+    """What turning a plan into a ``WorkspaceEdit`` needs from the session."""
+
+    def __init__(self, versions: dict[str, int | None], document_changes: bool) -> None:
+        self.versions = versions
+        self.document_changes = document_changes
+
+
+def workspace_edit(index: WorkspaceIndex, plan: ClampPlan,
+                   ctx: EditContext) -> types.WorkspaceEdit:
+    return index.converter().workspace_edit(plan.edits, versions=ctx.versions,
+                                            document_changes=ctx.document_changes)
+
+
+def _describe(plan: ClampPlan, here: str) -> str:
+    parts = []
+    for c in plan.changes:
+        key = c.key.split(".")[-1]
+        what = f"{key} of step {c.step!r}" if c.step else key
+        where = "" if os.path.normpath(c.file) == here else f" in {os.path.basename(c.file)}"
+        before = "unset" if c.before is None else str(c.before)
+        parts.append(f"{what} {before} → {c.after}{where}")
+    return "; ".join(parts)
+
+
+def _action(index: WorkspaceIndex, title: str, kind: str, plan: ClampPlan,
+            diags: list[types.Diagnostic], ctx: EditContext,
+            preferred: bool = False) -> types.CodeAction:
+    return types.CodeAction(title=title, kind=kind, diagnostics=diags or None,
+                            edit=workspace_edit(index, plan, ctx),
+                            is_preferred=preferred or None,
+                            data={"changes": [c.to_dict() for c in plan.changes]})
+
+
+def quick_fixes(index: WorkspaceIndex, path: str, diag: types.Diagnostic,
+                ctx: EditContext) -> list[types.CodeAction]:
+    data: Any = diag.data
+    if diag.source != "budgetlens" or diag.code not in FIXABLE or not isinstance(data, dict):
+        return []
+    pipeline, step_name = data.get("pipeline"), data.get("step")
+    report = index.report_for(os.path.normpath(pipeline)) if isinstance(pipeline, str) else None
+    if report is None or report.context is None or report.window is None:
+        return []
+    files = index.files_for(report.pipeline)
+    here = report.pipeline
+    out: list[types.CodeAction] = []
+    seen: set[tuple[object, ...]] = set()
+
+    def add(title: str, plan: ClampPlan, preferred: bool = False) -> None:
+        key = tuple((e.file, e.range, e.new_text) for e in plan.edits)
+        if plan.empty or key in seen:
+            return
+        seen.add(key)
+        out.append(_action(index, title, types.CodeActionKind.QuickFix, plan, [diag], ctx,
+                           preferred))
+
+    if diag.code == codes.CONTRACT_VIOLATION and report.clamp.context_after is not None:
+        ctx_report = context_only(report)
+        override = clamp_plan(ctx_report, files=files, edit_parent=False)
+        inherited = report.context.inherited
+        add(f"Clamp {_describe(override, here)}"
+            + (" (override here)" if inherited else ""), override, preferred=True)
+        if inherited:
+            parent = clamp_plan(ctx_report, files=files, edit_parent=True)
+            add(f"Clamp {_describe(parent, here)}", parent)
+    for i, s in enumerate(report.steps):
+        if s.step != step_name:
+            continue
+        out_report = output_only(report, i)
+        if out_report is None:
+            continue
+        plan = clamp_plan(out_report, files=files, edit_parent=False)
+        add(f"Clamp {_describe(plan, here)}"
+            + (" (copy the inherited steps here)" if s.inherited else ""), plan,
+            preferred=diag.code == codes.OUTPUT_ABOVE_CEILING)
+        if s.inherited:
+            parent = clamp_plan(out_report, files=files, edit_parent=True)
+            add(f"Clamp {_describe(parent, here)}", parent)
+    return out
+
+
+def fix_all(index: WorkspaceIndex, path: str, ctx: EditContext) -> list[types.CodeAction]:
+    report = index.report_for(path)
+    if report is None:
+        return []
+    plan = clamp_plan(report, files=index.files_for(path))
+    if plan.empty:
+        return []
+    return [_action(index, f"Clamp every budget of {os.path.basename(path)}: "
+                           f"{_describe(plan, path)}", FIX_ALL, plan, [], ctx)]
+
+
+def _wants(only: list[str] | None, kind: str) -> bool:
+    if not only:
+        return True
+    return any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+def code_actions(index: WorkspaceIndex, path: str | None, uri: str,
+                 params: types.CodeActionParams, ctx: EditContext) -> list[types.CodeAction]:
+    if path is None:
+        return []
+    only = [str(k) for k in params.context.only] if params.context.only else None
+    out: list[types.CodeAction] = []
+    if _wants(only, types.CodeActionKind.QuickFix):
+        for diag in params.context.diagnostics:
+            out.extend(quick_fixes(index, path, diag, ctx))
+        out.extend(json_documents.code_actions(uri, list(params.context.diagnostics)))
+    if path.endswith((".yaml", ".yml")) and _wants(only, FIX_ALL):
+        out.extend(fix_all(index, path, ctx))
+    return out
