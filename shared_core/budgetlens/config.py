@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -150,28 +151,24 @@ def read_config(path: str, files: FileSource) -> LoadedConfig:
 
 
 def find_config(start_dir: str, files: FileSource, *, stop_at: str | None = None,
+                load: Callable[[str], LoadedConfig | None] | None = None,
                 ) -> tuple[LoadedConfig | None, list[str]]:
     """The nearest config.json at or above ``start_dir``, and every path probed for one.
 
     The search stops at ``stop_at`` (the workspace root) when given, else at the filesystem
-    root. Paths keep the form they were given in (relative stays relative).
+    root. Paths keep the form they were given in (relative stays relative). ``load`` reads a
+    candidate (``None`` when it does not exist); by default ``files`` is read directly.
     """
+    loader = load or (lambda path: read_config_if_present(path, files))
     probed: list[str] = []
     current = os.path.normpath(start_dir or ".")
     stop = os.path.abspath(stop_at) if stop_at is not None else None
     for _ in range(256):
         candidate = os.path.normpath(os.path.join(current, CONFIG_NAME))
         probed.append(candidate)
-        try:
-            text = files.read_text(Path(candidate))
-        except FileMissing:
-            pass
-        except SourceError as exc:
-            return LoadedConfig(candidate, None, False, diagnostics=(_diag(
-                candidate, Range.at(0, 0), codes.CONFIG_INVALID,
-                f"config.json cannot be used: {exc}"),)), probed
-        else:
-            return load_config(candidate, text), probed
+        loaded = loader(candidate)
+        if loaded is not None:
+            return loaded, probed
         absolute = os.path.abspath(current)
         if (stop is not None and absolute == stop) or os.path.dirname(absolute) == absolute:
             break
@@ -179,6 +176,18 @@ def find_config(start_dir: str, files: FileSource, *, stop_at: str | None = None
             break
         current = os.path.normpath(os.path.join(current, os.pardir))
     return None, probed
+
+
+def read_config_if_present(path: str, files: FileSource) -> LoadedConfig | None:
+    """Read and load ``path``; ``None`` when there is no such file."""
+    try:
+        text = files.read_text(Path(path))
+    except FileMissing:
+        return None
+    except SourceError as exc:
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID, f"config.json cannot be used: {exc}"),))
+    return load_config(path, text)
 
 
 def config_value(config: LoadedConfig | None, key: str) -> Any:

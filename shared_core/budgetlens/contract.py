@@ -27,8 +27,14 @@ from typing import Any
 
 from budgetlens import codes
 from budgetlens.cache import BudgetCache, RecordingFiles
-from budgetlens.config import LoadedConfig, find_config, load_config
-from budgetlens.files import FileMissing, FileSource, SourceError, is_inside
+from budgetlens.config import LoadedConfig, find_config, load_config, read_config_if_present
+from budgetlens.files import (
+    MISSING_FINGERPRINT,
+    FileMissing,
+    FileSource,
+    SourceError,
+    is_inside,
+)
 from budgetlens.pipeline import (
     CALL_MODEL,
     DEFAULT_SAFETY_MARGIN_TOKENS,
@@ -368,7 +374,13 @@ class _Checker:
                         f"config.json cannot be used: {exc}"),))
             return self.cache.parsed("config", path, self.files, load), path
         start = os.path.dirname(self.pipe) or "."
-        loaded, probed = find_config(start, self.files,
+
+        def load_candidate(path: str) -> LoadedConfig | None:
+            if self.files.fingerprint(Path(path)) == MISSING_FINGERPRINT:
+                return None
+            return self.cache.parsed("config", path, self.files,
+                                     lambda: read_config_if_present(path, self.files))
+        loaded, probed = find_config(start, self.files, load=load_candidate,
                                      stop_at=str(root) if root is not None else None)
         for p in probed:
             self.files.fingerprint(Path(p))
