@@ -268,3 +268,20 @@ async def running_server(root: Path, *, capabilities: types.ClientCapabilities |
             except asyncio.TimeoutError:
                 proc.kill()
         await client.stop()
+
+
+def find(text: str, needle: str, nth: int = 0) -> tuple[int, int]:
+    """(line, code-point column) of the ``nth`` occurrence of ``needle`` in ``text``."""
+    offset = -1
+    for _ in range(nth + 1):
+        offset = text.index(needle, offset + 1)
+    line = text.count("\n", 0, offset)
+    return line, offset - (text.rfind("\n", 0, offset) + 1)
+
+
+def td(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=uri)
+
+
+def codes_of(diags: list[types.Diagnostic]) -> list[str]:
+    return [str(d.code) for d in diags]
