@@ -47,8 +47,8 @@ def register(sub: Any) -> None:
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--policy", choices=[x.value for x in Policy],
-                   help="override the policy (default: config development, or the"
-                        " PIPELINE_LIMITS_POLICY environment variable)")
+                   help="override the policy (default: the PIPELINE_LIMITS_POLICY environment"
+                        " variable, else development in config.json: true = fail_fast)")
     p.add_argument("--tokenizer", help="override the tokenizer of config.json")
     p.add_argument("--config", metavar="FILE", help="use this config.json for every pipeline")
 

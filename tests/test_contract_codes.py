@@ -1,0 +1,28 @@
+"""Every diagnostic code is registered, stable and documented in docs/diagnostics.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from budgetlens.codes import CODES
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT_MODULES = ("codes", "config", "contract", "pipeline", "yaml_source", "clamp", "files")
+
+
+def test_every_code_is_documented_with_its_own_section() -> None:
+    doc = (ROOT / "docs" / "diagnostics.md").read_text("utf-8")
+    for code, info in CODES.items():
+        assert f"\n### {code}\n" in doc, code
+        assert f"| [{code}](#{code.lower()}) |" in doc, code
+        assert re.match(r"BL0\d\d$", code)
+        assert info.summary
+
+
+def test_every_code_written_in_the_core_is_registered() -> None:
+    used: set[str] = set()
+    for name in CONTRACT_MODULES:
+        text = (ROOT / "shared_core" / "budgetlens" / f"{name}.py").read_text("utf-8")
+        used |= set(re.findall(r"\"(BL\d{3})\"", text))
+    assert used and used <= set(CODES)
