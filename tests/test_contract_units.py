@@ -206,3 +206,40 @@ def test_config_json_syntax_error_is_located() -> None:
     loaded = load_config("c.json", '{\n  "model_context_window": 10,\n}')
     (diag,) = loaded.diagnostics
     assert diag.code == "BL011" and diag.range.start.line == 2
+
+
+SAMPLES = [
+    "名前: 🚀\nsettings:\n  max_context_tokens: 4096  # c\n  list: [1, 22]\n",
+    "\ufeffa: 1\r\nb: {x: 'q', y: \"é\"}\r\n",
+    "steps:\n  - id: a\n    t: |\n      line {x}\n      more\n    n: 5\n",
+    "base: &b {x: 1}\nuse:\n  <<: *b\n  y: [*b, *b]\n",
+]
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_pure_python_and_libyaml_composers_agree(text: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from budgetlens import yaml_source
+
+    fast, fast_problems = parse_yaml(text)
+    monkeypatch.setattr(yaml_source, "_LOADER", yaml.SafeLoader)
+    slow, slow_problems = parse_yaml(text)
+    assert fast is not None and slow is not None
+    assert fast.value == slow.value
+    assert dict(fast.spans) == dict(slow.spans)
+    assert fast_problems == slow_problems
+
+
+def test_pure_python_composer_refuses_tags_and_bombs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from budgetlens import yaml_source
+
+    monkeypatch.setattr(yaml_source, "_LOADER", yaml.SafeLoader)
+    assert parse_yaml("a: !!python/object/apply:os.system [x]")[1][0].code == "BL002"
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n"
+        for p, n in zip("abcdefg", "bcdefgh", strict=True))
+    assert parse_yaml(bomb)[1][0].code == "BL003"
