@@ -224,11 +224,27 @@ M.lsp_commands = {
   ["budgetlens.clampAll"] = function(command, ctx)
     M.execute(ctx.bufnr, command.command, command.arguments, nil, ctx.client_id)
   end,
+  -- lenses that point somewhere ({uri, range}): jump here, no round trip to the server
+  ["budgetlens.showLocation"] = function(command, ctx)
+    local target = command.arguments and command.arguments[1]
+    if type(target) ~= "table" or type(target.uri) ~= "string" or type(target.range) ~= "table" then
+      util.notify("budgetlens.showLocation needs {uri, range}", vim.log.levels.WARN)
+      return
+    end
+    jump_to({ uri = target.uri, range = target.range }, ctx.client_id)
+  end,
 }
 
 --- Handlers to give the client (workspace/codeLens/refresh is not built into 0.7-0.9).
 function M.client_handlers()
   return {
+    -- window/showDocument is built in from 0.8; 0.7 gets this one
+    ["window/showDocument"] = not util.has("0.8") and function(_, params, ctx)
+      jump_to({ uri = params.uri, range = params.selection or {
+        start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 0 } } },
+        ctx.client_id)
+      return { success = true }
+    end or nil,
     ["workspace/codeLens/refresh"] = function(_, _, ctx)
       for _, bufnr in ipairs(vim.lsp.get_buffers_by_client_id(ctx.client_id)) do
         M.refresh_lenses(bufnr)
