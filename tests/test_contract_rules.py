@@ -393,3 +393,21 @@ def test_find_pipelines_searches_pipelines_folders(tmp_path: Path) -> None:
                                         tmp_path / "sub" / "pipelines" / "c.yaml"]
     assert find_pipelines(tmp_path / "pipelines" / "b.yaml") == [
         tmp_path / "pipelines" / "b.yaml"]
+
+
+def test_an_explicit_config_path_wins_over_discovery(tmp_path: Path) -> None:
+    path = _ws(tmp_path, BASIC)
+    other = tmp_path / "elsewhere.json"
+    other.write_text('{"model_context_window": 3000, "model_max_tokens": 10}')
+    report = check(path, config_path=other)
+    assert report.config == str(other)
+    assert report.steps[0].window.value == 3000
+
+
+def test_config_discovery_stops_at_the_workspace_root(tmp_path: Path) -> None:
+    make_workspace(tmp_path, config={"model_context_window": WINDOW})
+    inner = tmp_path / "project"
+    make_workspace(inner, pipelines={"p.yaml": BASIC}, prompts={"sys.txt": SYSTEM})
+    assert check(inner / "pipelines" / "p.yaml").config == str(tmp_path / "config.json")
+    report = check(inner / "pipelines" / "p.yaml", workspace_root=inner)
+    assert report.config is None and "BL010" in codes_of(report)
