@@ -12,7 +12,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
@@ -222,6 +222,17 @@ async def running_server(root: Path, *, capabilities: types.ClientCapabilities |
                          ) -> AsyncIterator[Editor]:
     """Start the server on ``root`` and yield an :class:`Editor` speaking to it."""
     client = make_test_lsp_client()
+    converter = client.protocol._converter
+
+    def command_or_action(obj: Any, _: type) -> types.Command | types.CodeAction:
+        # lsprotocol's own hook takes every object with a "command" key for a Command, so a
+        # CodeAction that runs a command (LSP 3.16+) would be mis-read by the test client.
+        if isinstance(obj.get("command"), str):
+            return converter.structure(obj, types.Command)
+        return converter.structure(obj, types.CodeAction)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction],  # noqa: UP007
+                                      command_or_action)
     if configuration is not None:
         client.set_configuration(configuration)
     editor_box: list[Editor] = []
