@@ -216,3 +216,29 @@ def test_rendering_never_exceeds_the_budget_in_value_characters(
         assert rendering.endswith(MARKER) or rendering.rstrip(",").endswith(MARKER)
         shown = non_structure_chars(rendering, _cut_in_key(doc, cut))
         assert shown <= budget, (original[:cut], budget, rendering)
+
+
+SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, TEXT)
+LONG_ARRAYS = st.lists(st.one_of(SCALARS, SCALARS, SCALARS, st.lists(SCALARS, max_size=2)),
+                       min_size=520, max_size=560)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(LONG_ARRAYS, STYLES, st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6),
+       st.integers(min_value=0, max_value=4000))
+def test_long_arrays_skipped_in_bulk_keep_every_item(
+        items: list[Any], style: dict[str, Any], where: list[float], budget: int) -> None:
+    doc = serialise({"k": items}, style)
+    original = doc.text
+    for fraction in where:
+        cut = max(1, min(len(original) - 1, int(len(original) * fraction)))
+        ctx = get_contexts(original[:cut], budget=budget, marker=MARKER)
+        closed = json.loads(ctx.complete_part)
+        for span in doc.values:
+            if span.end <= cut:
+                assert lookup(closed, span.path) == json.loads(original[span.start:span.end])
+        assert non_structure_chars(ctx.hierarchy_context_for_prompt,
+                                   _cut_in_key(doc, cut)) <= budget
+        merged = merge_with_overlap(ctx.hierarchy_context, original[cut - 1:]).merged
+        assert merged == original or merged.endswith(original[cut:])

@@ -157,3 +157,28 @@ def test_complete_json_has_no_prompt_rendering() -> None:
 def test_top_level_cut_string() -> None:
     rendering = get_contexts('"hello', budget=0).hierarchy_context_for_prompt
     assert rendering.splitlines()[1:] == ["<string: 5 chars><<<CUT>>>"]
+
+
+def test_long_array_of_scalars_skipped_in_one_match_renders_like_any_other() -> None:
+    text = "[" + ", ".join(str(i) for i in range(1000))   # cut inside the number 999
+    ctx = get_contexts(text, budget=0)
+    assert ctx.cut is not None and ctx.cut.path == (999,)
+    assert ctx.complete_part == text + "]"
+    assert ctx.hierarchy_context_for_prompt.splitlines()[1:] == [
+        "[", "  <999 items not shown>,", "  <number><<<CUT>>>"]
+    # a budget for everything: 3 for the cut value, 10*1 + 90*2 + 899*3 = 2887 for the items,
+    # and 50 left at the end so that summary mode never starts
+    lines = get_contexts(text, budget=2940).hierarchy_context_for_prompt.splitlines()
+    assert lines[1:] == ["[", *(f"  {i}," for i in range(999)), "  999<<<CUT>>>"]
+    # 100 left after the cut value (3): 17 items of 3 leave 49 < 50: summary mode
+    lines = get_contexts(text, budget=103).hierarchy_context_for_prompt.splitlines()
+    assert lines[1:] == ["[", "  <982 items not shown>,",
+                         *(f"  {i}," for i in range(982, 999)), "  999<<<CUT>>>"]
+
+
+def test_closed_long_array_keeps_its_item_count() -> None:
+    text = '{"a": [' + ", ".join(str(i) for i in range(1000)) + "]"
+    ctx = get_contexts(text, budget=0)
+    assert ctx.cut is not None and ctx.cut.path == ("a",)
+    assert ctx.hierarchy_context_for_prompt.splitlines()[1:] == [
+        "{", '  "a": <array: 1,000 items><<<CUT>>>']

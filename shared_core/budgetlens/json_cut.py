@@ -18,12 +18,13 @@ Offsets are code-point indices into the text (Python ``str`` indices).
 from __future__ import annotations
 
 import json
+import json.decoder
 import json.scanner
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 import pydantic_core
 
@@ -70,10 +71,7 @@ _AFTER = 4   # after a value: ',' or the closer must follow
 
 _WS_CHARS = " \t\n\r"
 _WS = re.compile(r"[ \t\n\r]*")
-_STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
-_STRING_PREFIX = re.compile(
-    r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*'
-    r"(?P<esc>\\(?:u[0-9a-fA-F]{0,3})?)?\Z")
+_DANGLING_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 _STRING_BODY = re.compile(
     r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*')
 _HIGH_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
@@ -87,6 +85,31 @@ _OBJECT_SEP = re.compile(
     r'[^"\\\x00-\x1f]*)*")[ \t\n\r]*:[ \t\n\r]*')
 _VALUE_END = frozenset(" \t\n\r,]}")
 
+# A long array of scalars is skipped by one regular-expression match per array, leaving the
+# last RUN_KEEP items as single children (the renderer expands a run only if it reaches it).
+RUN = "run"
+RUN_MIN = 512
+RUN_KEEP = 256
+_SCALAR = (r'(?:"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
+           r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)")
+_RUN_ITEM = re.compile(r"[ \t\n\r]*(" + _SCALAR + r")[ \t\n\r]*,")
+
+
+def _run_pattern(count: int) -> re.Pattern[str]:
+    return re.compile(r"(?:" + _SCALAR + r"[ \t\n\r]*,[ \t\n\r]*){" + str(count) + "}")
+
+
+def expand_run(text: str, run: Child) -> list[Child]:
+    """The single children a RUN child stands for."""
+    out: list[Child] = []
+    for m in _RUN_ITEM.finditer(text, run.start, run.end):
+        start, end = m.span(1)
+        c = text[start]
+        kind = STRING if c == '"' else LITERAL if c in "tfn" else NUMBER
+        out.append(Child(start, end, kind))
+    return out
+
+
 # Levels on which complete siblings are tried with the C scanner when pydantic_core gave no
 # hint (each failed try re-reads that subtree once, so this bounds the extra work).
 _GREEDY_LEVELS = 32
@@ -97,6 +120,8 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = (  # the C string scanner
+    json.decoder.scanstring)  # type: ignore[attr-defined]
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
     json.JSONDecoder(parse_constant=_reject_constant))  # type: ignore[arg-type]
 
@@ -106,16 +131,20 @@ _KIND_OF_TYPE: dict[type, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Child:
+class Child(NamedTuple):
     """A complete value inside an open container: its span, kind and size."""
 
     start: int
     end: int
     kind: str
-    count: int = 0              # keys of an object, items of an array
+    size: int = 0               # keys of an object, items of an array
     key_start: int = -1         # the key's span (with quotes) for object members
     key_end: int = -1
+
+
+def _child(fields: tuple[int, int, str, int, int, int]) -> Child:
+    """A Child without the Python-level ``__new__`` (the hot loop makes one per sibling)."""
+    return tuple.__new__(Child, fields)
 
 
 @dataclass(slots=True, eq=False)
@@ -129,6 +158,12 @@ class Frame:
     key_start: int = -1                 # key of the member in progress
     key_end: int = -1
     skip: int = 0                       # complete children still to skip with the C scanner
+    extra: int = 0                      # items stood for by RUN children beyond one each
+
+    @property
+    def items(self) -> int:
+        """How many complete children the container has so far."""
+        return len(self.children) + self.extra
 
     @property
     def last_value_end(self) -> int:
@@ -232,8 +267,7 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
         if frames:
             frame = frames[-1]
             if frame.is_object:
-                child = Child(child.start, child.end, child.kind, child.count,
-                              frame.key_start, frame.key_end)
+                child = child._replace(key_start=frame.key_start, key_end=frame.key_end)
             frame.children.append(child)
             frame.state = _AFTER
         else:
@@ -272,9 +306,9 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
                         if kind == NUMBER and (end >= n or text[end] not in _VALUE_END):
                             raise StopIteration  # a number that may go on: tokenize it
-                        children.append(Child(
+                        children.append(_child((
                             pos, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
-                            frame.key_start, frame.key_end))
+                            frame.key_start, frame.key_end)))
                         frame.skip -= 1
                         frame.state = _AFTER
                         pos = end
@@ -285,13 +319,22 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                         frame.state = _VALUE
                         pos = m.end()
                 else:
+                    if RUN_MIN <= frame.skip < _GREEDY:  # a counted hint, not greedy
+                        count = frame.skip - RUN_KEEP
+                        m = _run_pattern(count).match(text, pos)
+                        if m is not None:
+                            children.append(_child((pos, m.end(), RUN, count, -1, -1)))
+                            frame.extra += count - 1
+                            frame.skip -= count
+                            pos = m.end()
                     while True:
                         value, end = scan_once(text, pos)
                         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
                         if kind == NUMBER and (end >= n or text[end] not in _VALUE_END):
                             raise StopIteration  # a number that may go on: tokenize it
-                        children.append(Child(
-                            pos, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0))
+                        children.append(_child((
+                            pos, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
+                            -1, -1)))
                         frame.skip -= 1
                         frame.state = _AFTER
                         pos = end
@@ -310,12 +353,12 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                 pos += 1
                 continue
             if c == '"':
-                m = _STRING.match(text, pos)
-                if m is not None:
-                    add_child(Child(pos, m.end(), STRING))
-                    pos = m.end()
+                end = _string_end(text, pos)
+                if end > 0:
+                    add_child(Child(pos, end, STRING))
+                    pos = end
                     continue
-                if _STRING_PREFIX.match(text, pos):
+                if valid_partial_string(text, pos):
                     result.token_start = pos
                     result.kind = CutKind.STRING
                     return _finish_cut(result)
@@ -362,13 +405,13 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
         assert frame is not None
         if state == _KEY:
             if c == '"':
-                m = _STRING.match(text, pos)
-                if m is not None:
-                    frame.key_start, frame.key_end = m.span()
+                end = _string_end(text, pos)
+                if end > 0:
+                    frame.key_start, frame.key_end = pos, end
                     frame.state = _COLON
-                    pos = m.end()
+                    pos = end
                     continue
-                if _STRING_PREFIX.match(text, pos):
+                if valid_partial_string(text, pos):
                     result.token_start = pos
                     result.kind = CutKind.KEY
                     return _finish_cut(result)
@@ -389,7 +432,7 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
         if c == closer:
             frames.pop()
             add_child(Child(frame.start, pos + 1, OBJECT if frame.is_object else ARRAY,
-                            len(frame.children)))
+                            frame.items))
             pos += 1
             continue
         if c == "," and frame.state == _AFTER:
@@ -426,14 +469,54 @@ def state_kind(frames: list[Frame]) -> CutKind | None:
 
 def _finish_cut(result: Scan) -> Scan:
     """Refine a cut inside a string: an escape or a surrogate pair in progress."""
-    if result.kind is CutKind.STRING:
-        text, start = result.text, result.token_start
-        m = _STRING_PREFIX.match(text, start)
-        in_escape = m is not None and bool(m.group("esc"))
-        if in_escape or _dangling_high_surrogate(text, len(text), start):
-            result.kind = CutKind.STRING_ESCAPE
+    if result.kind is CutKind.STRING and partial_string_end(result.text, result.token_start)[1]:
+        result.kind = CutKind.STRING_ESCAPE
     result.stop = len(result.text)
     return result
+
+
+def _string_end(text: str, pos: int) -> int:
+    """End of the complete string token starting at ``pos`` (C speed), or -1."""
+    try:
+        return int(_scanstring(text, pos + 1, True)[1])
+    except ValueError:
+        return -1
+
+
+def _dangling_escape_start(text: str, token_start: int) -> int:
+    """Start of an incomplete escape (``\\``, ``\\u12``) at the very end, or len(text)."""
+    n = len(text)
+    i = text.rfind("\\", max(token_start + 1, n - 5))
+    if i != -1 and _is_escape_at(text, i, token_start) and _DANGLING_ESCAPE.match(text, i):
+        return i
+    return n
+
+
+def valid_partial_string(text: str, token_start: int) -> bool:
+    """Whether ``text[token_start:]`` is the beginning of a valid JSON string (C speed)."""
+    body_end = _dangling_escape_start(text, token_start)
+    closed = text[token_start:body_end]
+    closed += '"'
+    try:
+        end = _scanstring(closed, 1, True)[1]
+    except ValueError:
+        return False
+    return bool(end == len(closed))
+
+
+def partial_string_end(text: str, token_start: int) -> tuple[int, bool]:
+    """Where a cut string's content is kept up to, and whether an escape was cut.
+
+    Dropped: a dangling escape, a high surrogate escape whose low half is missing (with the
+    dangling part of that half), or a raw lone high surrogate at the end (a UTF-16 cut).
+    """
+    end = _dangling_escape_start(text, token_start)
+    in_escape = end < len(text)
+    if _dangling_high_surrogate(text, end, token_start):
+        return end - 6, True
+    if not in_escape and end > token_start + 1 and "\ud800" <= text[end - 1] <= "\udbff":
+        end -= 1
+    return end, in_escape
 
 
 def _dangling_high_surrogate(text: str, end: int, token_start: int) -> bool:
@@ -454,19 +537,8 @@ def _is_escape_at(text: str, at: int, token_start: int) -> bool:
 
 
 def string_keep_end(text: str, token_start: int) -> int:
-    """Where a cut string's content is kept up to: before a dangling escape, a dangling high
-    surrogate escape (its low half is missing) or a raw lone high surrogate."""
-    m = _STRING_PREFIX.match(text, token_start)
-    end = len(text)
-    if m is None:
-        return end
-    if m.group("esc"):
-        end = m.start("esc")
-    if _dangling_high_surrogate(text, end, token_start):
-        end -= 6
-    elif end > token_start + 1 and "\ud800" <= text[end - 1] <= "\udbff":
-        end -= 1
-    return end
+    """Where a cut string's content is kept up to (see ``partial_string_end``)."""
+    return partial_string_end(text, token_start)[0]
 
 
 def closers(frames: list[Frame]) -> str:
@@ -514,17 +586,17 @@ def cut_path(result: Scan) -> tuple[str | int, ...]:
         innermost = i == len(frames) - 1
         if not innermost:
             path.append(_key(text, frame.key_start, frame.key_end) if frame.is_object
-                        else len(frame.children))
+                        else frame.items)
             continue
         kind = result.kind
         if kind is CutKind.AFTER_VALUE and frame.children:
             last = frame.children[-1]
             path.append(_key(text, last.key_start, last.key_end) if frame.is_object
-                        else len(frame.children) - 1)
+                        else frame.items - 1)
         elif kind in (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL,
                       CutKind.AFTER_KEY, CutKind.AFTER_COLON) and result.error is None:
             path.append(_key(text, frame.key_start, frame.key_end) if frame.is_object
-                        else len(frame.children))
+                        else frame.items)
     return tuple(path)
 
 

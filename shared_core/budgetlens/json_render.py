@@ -30,10 +30,12 @@ from budgetlens.json_cut import (
     LITERAL,
     NUMBER,
     OBJECT,
+    RUN,
     STRING,
     Child,
     CutKind,
     Frame,
+    expand_run,
     string_keep_end,
 )
 
@@ -103,14 +105,14 @@ def type_hint(kind: str, count: int = 0, chars: int = 0, first: str = "") -> str
 
 def _child_hint(text: str, child: Child) -> str:
     chars = string_chars(text[child.start:child.end]) if child.kind == STRING else 0
-    return type_hint(child.kind, child.count, chars, text[child.start:child.start + 1])
+    return type_hint(child.kind, child.size, chars, text[child.start:child.start + 1])
 
 
 def _child_structure(child: Child) -> str:
     if child.kind == OBJECT:
-        return "{...}" if child.count else "{}"
+        return "{...}" if child.size else "{}"
     if child.kind == ARRAY:
-        return "[...]" if child.count else "[]"
+        return "[...]" if child.size else "[]"
     return "..."
 
 
@@ -196,21 +198,28 @@ def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
         cut_decision = _HINT if alloc.summary else alloc.take(
             value_cost(text, cut_child.start, cut_child.end, cut_child.kind, alloc.remaining))
     # 2. path containers are structure; 3. side branches, nearest to the cut first
+    levels = [list(frame.children) for frame in frames]  # RUN children get expanded here
     decisions: list[dict[int, int]] = [{} for _ in frames]
     defaults = [_HINT if fi == innermost else _STRUCT for fi in range(len(frames))]
     for fi in range(innermost, -1, -1):
         if alloc.summary:
             break
-        children = frames[fi].children
-        count = len(children) - (1 if fi == innermost and cut_child is not None else 0)
+        children = levels[fi]
+        ci = len(children) - (1 if fi == innermost and cut_child is not None else 0)
         misses = 0
-        for ci in range(count - 1, -1, -1):
-            if alloc.summary:
-                break
+        while ci > 0 and not alloc.summary:
+            ci -= 1
             if misses >= MAX_MISSES_PER_LEVEL:
                 defaults[fi] = _HINT  # the rest of this level is taken as not fitting
                 break
             child = children[ci]
+            if child.kind == RUN:
+                single = expand_run(text, child)
+                children[ci:ci + 1] = single
+                shift = len(single) - 1  # decisions made after the run move along
+                decisions[fi] = {k + shift if k > ci else k: v for k, v in decisions[fi].items()}
+                ci += len(single)
+                continue
             decision = alloc.take(
                 value_cost(text, child.start, child.end, child.kind, alloc.remaining))
             decisions[fi][ci] = decision
@@ -223,7 +232,7 @@ def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
             lines.append("{" if frame.is_object else "[")
         depth = fi + 1
         pad = _indent(depth)
-        children = frame.children
+        children = levels[fi]
         count = len(children) - (1 if fi == innermost and cut_child is not None else 0)
         default = defaults[fi]
         chosen = decisions[fi]
@@ -231,11 +240,12 @@ def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
         while ci < count:
             decision = chosen.get(ci, default)
             if not frame.is_object and decision != _FULL:
-                run = ci
+                run, items = ci, 0
                 while run < count and chosen.get(run, default) != _FULL:
+                    items += children[run].size if children[run].kind == RUN else 1
                     run += 1
-                if run - ci >= COLLAPSE_RUN:
-                    lines.append(f"{pad}<{run - ci:,} items not shown>,")
+                if items >= COLLAPSE_RUN:
+                    lines.append(f"{pad}<{items:,} items not shown>,")
                     ci = run
                     continue
             child = children[ci]
