@@ -411,3 +411,17 @@ def test_config_discovery_stops_at_the_workspace_root(tmp_path: Path) -> None:
     assert check(inner / "pipelines" / "p.yaml").config == str(tmp_path / "config.json")
     report = check(inner / "pipelines" / "p.yaml", workspace_root=inner)
     assert report.config is None and "BL010" in codes_of(report)
+
+
+def test_an_explicit_null_setting_is_as_if_unset(tmp_path: Path) -> None:
+    make_workspace(tmp_path, config={"model_context_window": WINDOW, "model_max_tokens": 10},
+                   prompts={"sys.txt": SYSTEM},
+                   pipelines={"base.yaml": BASIC,
+                              "child.yaml": "extends: base.yaml\nsettings:\n"
+                                            "  max_context_tokens: ~\n"
+                                            "  budget_safety_margin_tokens: null\n",
+                              "alone.yaml": "settings: {max_context_tokens: null}\n"})
+    child = check(tmp_path / "pipelines" / "child.yaml")
+    assert child.diagnostics == [] and child.steps[0].context.value == 2000
+    assert child.steps[0].margin.value == 128
+    assert "missing" in only(check(tmp_path / "pipelines" / "alone.yaml"), "BL030").message

@@ -295,8 +295,8 @@ def merged_settings(chain: Chain) -> dict[str, Setting]:
             continue
         values = pf.model.settings.model_dump(exclude_unset=True)
         for key, value in values.items():
-            if key in out or ("settings", key) in pf.invalid:
-                continue
+            if key in out or value is None or ("settings", key) in pf.invalid:
+                continue  # an explicit null is the same as not setting the key
             out[key] = Setting(value, pf.location(("settings", key)),
                                pf.key_location(("settings", key)), depth)
     return out
