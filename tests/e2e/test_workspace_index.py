@@ -1,0 +1,39 @@
+"""Indexing on initialize: a large workspace reports ``$/progress``; a small one does not."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from lsprotocol import types
+
+from .harness import caps, codes_of, running_server
+
+
+async def test_large_workspace_is_indexed_with_progress(workspace: Path) -> None:
+    support = (workspace / "pipelines/support.yaml").read_text("utf-8")
+    for i in range(30):
+        (workspace / f"pipelines/copy_{i:02d}.yaml").write_text(support, "utf-8")
+    async with running_server(workspace) as ed:
+        await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"),
+                                  lambda ds: "BL050" in codes_of(ds))
+        # a request is answered after the initial indexing finished
+        await ed.client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=ed.uri("pipelines/copy_00.yaml"))))
+        for _ in range(100):  # the end of the progress may trail the lens answer
+            reports = list(ed.client.progress_reports.values())
+            if any(v and isinstance(v[-1], types.WorkDoneProgressEnd) for v in reports):
+                break
+            await asyncio.sleep(0.05)
+    [values] = [v for v in reports if v and isinstance(v[0], types.WorkDoneProgressBegin)]
+    assert values[0].title == "budgetlens: checking pipelines"
+    assert isinstance(values[-1], types.WorkDoneProgressEnd)
+    done = [v for v in values if isinstance(v, types.WorkDoneProgressReport)]
+    assert done and done[-1].message == "35/35"  # 5 example pipelines + 30 copies
+
+
+async def test_small_workspace_needs_no_progress(workspace: Path) -> None:
+    async with running_server(workspace, capabilities=caps()) as ed:
+        await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"),
+                                  lambda ds: "BL050" in codes_of(ds))
+        assert not any(ed.client.progress_reports.values())
