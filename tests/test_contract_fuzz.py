@@ -57,3 +57,21 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 def test_arbitrary_yaml_values_never_raise(value: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         _check(Path(tmp), yaml.safe_dump(value, allow_unicode=True))
+
+
+class _Empty(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=list("{}ab_1 \n予🚀.!:[]"), max_size=60))
+def test_a_valid_template_empties_like_python_format(text: str) -> None:
+    from budgetlens.template import parse_template
+
+    parsed = parse_template(text)
+    if not parsed.problems:
+        # the independent reference: Python's own format with every field empty
+        assert text.format_map(_Empty()) == parsed.emptied
+    for p in parsed.problems:
+        assert 0 <= p.start < p.end <= len(text)
