@@ -12,7 +12,6 @@ import {
   CodeLensRequest,
   CodeLensResolveRequest,
   DidChangeConfigurationNotification,
-  ExecuteCommandRequest,
   LanguageClient,
   type LanguageClientOptions,
   type ServerOptions,
@@ -45,6 +44,9 @@ const SERVER = {
 interface HierarchyResult {
   text: string;
   cut: { line: number; character: number; path?: string } | null;
+  error?: { line: number; character: number; message: string; path?: string } | null;
+  marker?: string;
+  description?: string;
   budget?: number;
   jsonParsingSuccess?: boolean;
 }
@@ -244,6 +246,13 @@ async function doStart(): Promise<void> {
       fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{yaml,yml,json,txt}'),
     },
     middleware: {
+      // Server commands also arrive from code lenses and code actions (vscode-languageclient
+      // registers them and forwards them to the server): show what they return.
+      executeCommand: async (command, args, next) => {
+        const result: unknown = await next(command, args);
+        await presentCommandResult(command, args, result);
+        return result;
+      },
       workspace: {
         // Answer workspace/configuration for our section without the client-only `server.*` keys.
         configuration: async (params, token, next) => {
@@ -324,8 +333,16 @@ function runningClient(): LanguageClient | undefined {
   return undefined;
 }
 
-function executeServerCommand<T>(lc: LanguageClient, command: string, args: unknown[]): Promise<T> {
-  return lc.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }) as Promise<T>;
+/**
+ * Runs a server command through the command vscode-languageclient registered for it, so the
+ * result goes through the executeCommand middleware (which shows it) like a lens click does.
+ */
+async function runServerCommand(command: string, arg: Record<string, unknown>, what: string): Promise<void> {
+  try {
+    await vscode.commands.executeCommand(command, arg);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`budgetlens: ${what} failed: ${errorText(error)}`);
+  }
 }
 
 function targetEditor(kind: string): vscode.TextEditor | undefined {
@@ -350,6 +367,69 @@ async function openView(title: string, text: string, languageId: string): Promis
   return vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: false });
 }
 
+function uriArgument(args: unknown[]): string | undefined {
+  const first = args[0];
+  if (typeof first === 'string') {
+    return first;
+  }
+  if (first && typeof first === 'object' && typeof (first as { uri?: unknown }).uri === 'string') {
+    return (first as { uri: string }).uri;
+  }
+  return undefined;
+}
+
+function baseName(uri: string | undefined): string {
+  if (!uri) {
+    return 'document';
+  }
+  try {
+    return path.posix.basename(vscode.Uri.parse(uri).path);
+  } catch {
+    return uri;
+  }
+}
+
+async function presentCommandResult(command: string, args: unknown[], result: unknown): Promise<void> {
+  try {
+    if (command === SERVER.showHierarchyContext) {
+      await showHierarchyResult(baseName(uriArgument(args)), result as HierarchyResult | null);
+    } else if (command === SERVER.showBudgetReport) {
+      const text = describeResult(result);
+      await openView(`${baseName(uriArgument(args))} (budget report)`, text || 'No report.', 'plaintext');
+    } else if (command === SERVER.clampAll) {
+      const message = describeResult(result);
+      void vscode.window.showInformationMessage(`budgetlens: ${message || 'budgets clamped.'}`);
+    }
+  } catch (error) {
+    output.appendLine(`showing the result of ${command}: ${errorText(error)}`);
+  }
+}
+
+async function showHierarchyResult(name: string, result: HierarchyResult | null): Promise<void> {
+  if (!result || typeof result.text !== 'string') {
+    void vscode.window.showErrorMessage('budgetlens: Show Hierarchy Context returned no text.');
+    return;
+  }
+  if (!result.cut && !result.error && result.text === '') {
+    void vscode.window.showInformationMessage(`budgetlens: ${name} is complete JSON; nothing was cut.`);
+    return;
+  }
+  const view = await openView(`${name} (hierarchy context)`, result.text, 'plaintext');
+  const marker = result.marker || vscode.workspace.getConfiguration(SECTION).get<string>('cutMarker') || DEFAULT_CUT_MARKER;
+  const found = cutMarkerRange(result.text, marker);
+  if (!found) {
+    output.appendLine(`The cut marker ${JSON.stringify(marker)} is not in the hierarchy context of ${name}.`);
+    return;
+  }
+  const where = result.cut?.path ?? result.error?.path;
+  const range = new vscode.Range(found.start.line, found.start.character, found.end.line, found.end.character);
+  view.setDecorations(cutDecoration, [
+    { range, hoverMessage: result.description ?? `Cut point${where ? ` at ${where}` : ''}` },
+  ]);
+  view.selection = new vscode.Selection(range.start, range.start);
+  view.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}
+
 async function showHierarchyContext(arg?: { budget?: number } | number): Promise<void> {
   const lc = runningClient();
   const editor = targetEditor('a JSON file');
@@ -361,35 +441,7 @@ async function showHierarchyContext(arg?: { budget?: number } | number): Promise
   if (budget !== undefined) {
     request.budget = budget;
   }
-  let result: HierarchyResult | null;
-  try {
-    result = await executeServerCommand<HierarchyResult | null>(lc, SERVER.showHierarchyContext, [request]);
-  } catch (error) {
-    void vscode.window.showErrorMessage(`budgetlens: Show Hierarchy Context failed: ${errorText(error)}`);
-    return;
-  }
-  if (!result || typeof result.text !== 'string') {
-    void vscode.window.showErrorMessage('budgetlens: Show Hierarchy Context returned no text.');
-    return;
-  }
-  const name = path.basename(editor.document.uri.fsPath);
-  const view = await openView(`${name} (hierarchy context)`, result.text, 'plaintext');
-  if (!result.cut) {
-    void vscode.window.showInformationMessage(`budgetlens: ${name} is complete JSON; there is no cut point.`);
-    return;
-  }
-  const marker = vscode.workspace.getConfiguration(SECTION).get<string>('cutMarker') || DEFAULT_CUT_MARKER;
-  const found = cutMarkerRange(result.text, marker);
-  if (!found) {
-    output.appendLine(`The cut marker ${JSON.stringify(marker)} is not in the hierarchy context text.`);
-    return;
-  }
-  const range = new vscode.Range(found.start.line, found.start.character, found.end.line, found.end.character);
-  view.setDecorations(cutDecoration, [
-    { range, hoverMessage: `Cut point${result.cut.path ? ` at ${result.cut.path}` : ''}` },
-  ]);
-  view.selection = new vscode.Selection(range.start, range.start);
-  view.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  await runServerCommand(SERVER.showHierarchyContext, request, 'Show Hierarchy Context');
 }
 
 async function clampAll(): Promise<void> {
@@ -398,33 +450,16 @@ async function clampAll(): Promise<void> {
   if (!lc || !editor) {
     return;
   }
-  try {
-    const result = await executeServerCommand<unknown>(lc, SERVER.clampAll, [
-      { uri: lc.code2ProtocolConverter.asUri(editor.document.uri) },
-    ]);
-    const summary = describeResult(result);
-    void vscode.window.showInformationMessage(`budgetlens: ${summary || 'budgets clamped.'}`);
-  } catch (error) {
-    void vscode.window.showErrorMessage(`budgetlens: Clamp All Budgets failed: ${errorText(error)}`);
-  }
+  await runServerCommand(SERVER.clampAll, { uri: lc.code2ProtocolConverter.asUri(editor.document.uri) }, 'Clamp All Budgets');
 }
 
 async function showBudgetReport(): Promise<void> {
   const lc = runningClient();
-  if (!lc) {
+  const editor = targetEditor('a pipeline, prompt or config file');
+  if (!lc || !editor) {
     return;
   }
-  const editor = vscode.window.activeTextEditor;
-  const args = editor && editor.document.uri.scheme === 'file'
-    ? [{ uri: lc.code2ProtocolConverter.asUri(editor.document.uri) }]
-    : [];
-  try {
-    const result = await executeServerCommand<unknown>(lc, SERVER.showBudgetReport, args);
-    const text = typeof result === 'string' ? result : describeResult(result);
-    await openView('budget report', text || 'No report.', 'plaintext');
-  } catch (error) {
-    void vscode.window.showErrorMessage(`budgetlens: Show Budget Report failed: ${errorText(error)}`);
-  }
+  await runServerCommand(SERVER.showBudgetReport, { uri: lc.code2ProtocolConverter.asUri(editor.document.uri) }, 'Show Budget Report');
 }
 
 function describeResult(result: unknown): string {

@@ -1,0 +1,300 @@
+// The budgetlens extension in real VS Code (code-server), driven in Debian's Chromium.
+//
+// Started by ../scripts/e2e.sh, which installs everything, copies examples/ to a temporary
+// workspace, installs the .vsix and starts code-server. Environment:
+//   E2E_URL        the workbench URL (with ?folder=<workspace>)
+//   E2E_WORKSPACE  the workspace folder on disk (this script reads files there to check edits)
+//   E2E_ARTIFACTS  where screenshots and the result summary go
+//   E2E_SETTINGS   the user settings.json (starts with a broken budgetlens.server.interpreter)
+//   E2E_PYTHON     a Python with budgetlens installed (the fix this script applies)
+//
+// Each check is what a user would see. It ends with a line "N passed, N failed" and exits 1
+// when anything failed.
+import { strict as assert } from 'node:assert';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const URL_ = required('E2E_URL');
+const WORKSPACE = required('E2E_WORKSPACE');
+const ARTIFACTS = required('E2E_ARTIFACTS');
+const SETTINGS = required('E2E_SETTINGS');
+const PYTHON = required('E2E_PYTHON');
+const CHROMIUM = process.env.E2E_CHROMIUM ?? '/usr/bin/chromium';
+const SERVER_WAIT_MS = 90_000;
+
+const OVER_BUDGET_PIPELINE = 'pipelines/long_report.yaml';
+const CUT_JSON = 'responses/truncated.json';
+const CUT_MARKER = '<<<CUT>>>';
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`e2e: ${name} is not set; run editor-clients/vscode/scripts/e2e.sh`);
+    process.exit(2);
+  }
+  return value;
+}
+
+mkdirSync(ARTIFACTS, { recursive: true });
+const results = [];
+let shot = 0;
+
+async function screenshot(page, name) {
+  shot += 1;
+  const file = join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+async function check(page, name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true, ms: Date.now() - started });
+    console.log(`ok   ${name} (${Date.now() - started} ms)`);
+  } catch (error) {
+    results.push({ name, ok: false, ms: Date.now() - started, error: String(error?.stack ?? error) });
+    console.log(`FAIL ${name}: ${error?.message ?? error}`);
+  } finally {
+    await screenshot(page, name.replace(/[^a-z0-9]+/gi, '-').toLowerCase()).catch(() => {});
+  }
+}
+
+/** Polls `fn` until it returns a truthy value or `ms` pass; returns that value. */
+async function until(what, fn, ms = 20_000, every = 250) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) {
+        return last;
+      }
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${String(last)})`);
+    }
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+const text = (s) => (s ?? '').replace(/\u00a0/g, ' ');
+
+/** The active editor group's editor (the one with focus, else the first visible). */
+function activeEditor(page) {
+  return page.locator('.editor-group-container.active .monaco-editor').first();
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 10_000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => {});
+}
+
+async function openFile(page, relPath) {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(relPath);
+  const base = relPath.split('/').pop();
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: base }).first().waitFor({ timeout: 15_000 });
+  await page.keyboard.press('Enter');
+  await until(`the tab of ${base}`, async () =>
+    (await page.locator('.tabs-container .tab.active', { hasText: base }).count()) > 0);
+  await activeEditor(page).locator('.view-lines').waitFor();
+}
+
+async function editorLines(page) {
+  return text(await activeEditor(page).locator('.view-lines').innerText());
+}
+
+async function notifications(page) {
+  const toasts = page.locator('.notifications-toasts .notification-list-item-message');
+  const n = await toasts.count();
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    out.push(text(await toasts.nth(i).innerText()));
+  }
+  return out;
+}
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  ],
+});
+const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+const page = await context.newPage();
+const consoleErrors = [];
+page.on('console', (msg) => {
+  if (msg.type() === 'error') {
+    consoleErrors.push(msg.text());
+  }
+});
+
+try {
+  await check(page, 'workbench loads with the examples workspace', async () => {
+    await page.goto(URL_, { waitUntil: 'domcontentloaded' });
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'pipelines' }).first()
+      .waitFor({ timeout: 60_000 });
+  });
+
+  await check(page, 'a broken server setting gives a notification that says how to fix it', async () => {
+    const toast = await until('the budgetlens notification', async () =>
+      (await notifications(page)).find((t) => t.includes('budgetlens')), 60_000);
+    assert.match(toast, /budgetlens\.server\.interpreter ".*no-such-python" does not work/);
+    assert.match(toast, /pip install budgetlens/);
+  });
+
+  await check(page, 'fixing the setting in settings.json starts the server', async () => {
+    // close the notification so it does not cover the editor
+    await page.locator('.notifications-toasts .codicon-notifications-clear').first().click().catch(() => {});
+    await runCommand(page, 'Preferences: Open User Settings (JSON)');
+    await until('settings.json in the editor', async () =>
+      (await page.locator('.tabs-container .tab.active', { hasText: 'settings.json' }).count()) > 0);
+    const broken = JSON.parse(readFileSync(SETTINGS, 'utf8'))['budgetlens.server.interpreter'];
+    // Find/Replace the broken path with the venv's python, then save.
+    await activeEditor(page).locator('.view-lines').click();
+    await page.keyboard.press('Control+H');
+    const find = page.locator('.find-widget.visible .find-part .input').first();
+    const replace = page.locator('.find-widget.visible .replace-part .input').first();
+    await find.fill(broken);
+    await replace.fill(PYTHON);
+    await until('a match', async () =>
+      /1 of 1/.test(text(await page.locator('.find-widget.visible .matchesCount').innerText())));
+    await replace.focus();
+    await page.keyboard.press('Control+Alt+Enter');
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+S');
+    await until('settings.json saved with the interpreter', async () =>
+      JSON.parse(readFileSync(SETTINGS, 'utf8'))['budgetlens.server.interpreter'] === PYTHON);
+    await page.keyboard.press('Control+W');
+  });
+
+  await check(page, 'over-budget pipeline shows an error squiggle', async () => {
+    await openFile(page, OVER_BUDGET_PIPELINE);
+    await until('an error squiggle from budgetlens', async () =>
+      (await activeEditor(page).locator('.squiggly-error').count()) > 0, SERVER_WAIT_MS);
+  });
+
+  await check(page, 'the Problems panel lists the budget error', async () => {
+    await page.keyboard.press('Control+Shift+M');
+    const rows = page.locator('.markers-panel .monaco-list-row');
+    const row = await until('a budgetlens row in Problems', async () => {
+      const n = await rows.count();
+      for (let i = 0; i < n; i++) {
+        const t = text(await rows.nth(i).innerText());
+        if (/BL0\d\d/.test(t) && /8,?192|over|exceed/i.test(t)) {
+          return t;
+        }
+      }
+      return null;
+    });
+    console.log(`     Problems: ${row.replace(/\s+/g, ' ')}`);
+  });
+
+  await check(page, 'a code lens shows the step budget as a sum', async () => {
+    const lens = await until('a budget code lens', async () => {
+      const lenses = activeEditor(page).locator('.codelens-decoration');
+      const n = await lenses.count();
+      for (let i = 0; i < n; i++) {
+        const t = text(await lenses.nth(i).innerText());
+        if (/=\s*[\d,]+\s*\/\s*8,?192/.test(t)) {
+          return t;
+        }
+      }
+      return null;
+    });
+    assert.match(lens, /over|free/);
+    console.log(`     lens: ${lens}`);
+  });
+
+  const before = readFileSync(join(WORKSPACE, OVER_BUDGET_PIPELINE), 'utf8');
+  await check(page, 'Ctrl+. quick-fix clamps the number and the squiggle goes', async () => {
+    const editor = activeEditor(page);
+    // Put the cursor on the squiggled number: F8 goes to the next problem.
+    await editor.locator('.view-lines').click();
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('F8');
+    await page.locator('.marker-widget').waitFor({ timeout: 10_000 });
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+.');
+    const fix = page.locator('.action-widget .monaco-list-row', { hasText: /clamp/i }).first();
+    await fix.waitFor({ timeout: 15_000 });
+    console.log(`     quick-fix: ${text(await fix.innerText()).replace(/\s+/g, ' ')}`);
+    await fix.click();
+    await until('the squiggle to go', async () =>
+      (await editor.locator('.squiggly-error').count()) === 0, SERVER_WAIT_MS);
+    await page.keyboard.press('Control+S');
+    const after = await until('the clamped file on disk', async () => {
+      const t = readFileSync(join(WORKSPACE, OVER_BUDGET_PIPELINE), 'utf8');
+      return t !== before ? t : null;
+    });
+    const num = (t) => Number(/max_context_tokens:\s*(\d+)/.exec(t)?.[1]);
+    assert.ok(num(after) < num(before), `max_context_tokens ${num(before)} -> ${num(after)}`);
+    // Only that number changed: every other line is as it was.
+    const a = before.split('\n');
+    const b = after.split('\n');
+    assert.equal(a.length, b.length);
+    const changed = a.map((line, i) => (line === b[i] ? null : i)).filter((i) => i !== null);
+    assert.equal(changed.length, 1, `changed lines: ${changed}`);
+    console.log(`     clamped: ${a[changed[0]].trim()} -> ${b[changed[0]].trim()}`);
+  });
+
+  await check(page, 'Show Hierarchy Context opens the marked text beside the cut JSON', async () => {
+    await openFile(page, CUT_JSON);
+    await runCommand(page, 'budgetlens: Show Hierarchy Context');
+    const tab = page.locator('.tabs-container .tab', { hasText: 'hierarchy context' }).first();
+    await tab.waitFor({ timeout: 30_000 });
+    const groups = await page.locator('.editor-group-container').count();
+    assert.ok(groups >= 2, `expected the view beside the JSON (editor groups: ${groups})`);
+    const view = activeEditor(page);
+    const shown = await until('the marker in the view', async () => {
+      const t = text(await view.locator('.view-lines').innerText());
+      return t.includes(CUT_MARKER) ? t : null;
+    });
+    assert.match(shown, /content/);
+    // read-only: typing does not change it
+    await page.keyboard.type('xyz');
+    assert.ok(!text(await view.locator('.view-lines').innerText()).includes('xyz'), 'the view is editable');
+    // the cursor sits on the marker's line and the cut decoration is drawn there
+    const cursorLine = await until('the cursor line', async () =>
+      text(await view.locator('.view-line', { has: page.locator('text=' + CUT_MARKER) }).last().innerText()));
+    assert.ok(cursorLine.includes(CUT_MARKER));
+    const deco = await until('the cut decoration', async () =>
+      (await view.locator('.view-lines [class*="ced-"], .view-overlays [class*="ced-"]').count()) > 0);
+    assert.ok(deco);
+  });
+
+  await check(page, 'the status bar shows a prompt file token count and tokenizer', async () => {
+    await openFile(page, 'prompts/report.txt');
+    const item = await until('the budgetlens status item', async () => {
+      const items = page.locator('.statusbar-item', { hasText: /tokens · / });
+      return (await items.count()) > 0 ? text(await items.first().innerText()) : null;
+    }, 30_000);
+    assert.match(item, /[\d,]+ tokens · cl100k_base/);
+    console.log(`     status: ${item}`);
+  });
+} finally {
+  const toasts = await notifications(page).catch(() => []);
+  const failed = results.filter((r) => !r.ok).length;
+  writeFileSync(join(ARTIFACTS, 'results.json'), JSON.stringify({ results, notifications: toasts, consoleErrors: consoleErrors.slice(0, 50) }, null, 2));
+  if (toasts.length) {
+    console.log(`notifications: ${toasts.join(' | ')}`);
+  }
+  await browser.close();
+  console.log(`vscode-e2e: ${results.length - failed} passed, ${failed} failed`);
+  process.exitCode = failed ? 1 : 0;
+}
