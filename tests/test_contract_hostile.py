@@ -252,3 +252,13 @@ def test_cli_on_a_workspace_of_hostile_files_never_prints_a_traceback(tmp_path: 
     assert proc.returncode == 1
     for code in ("BL001", "BL002", "BL003", "BL004", "BL007", "BL021", "BL041"):
         assert f"[{code}]" in proc.stdout
+
+
+def test_oversized_pipeline_files_are_refused_fast(tmp_path: Path) -> None:
+    path = _pipeline(tmp_path, "# " + "x" * (3 * 1024 * 1024) + "\n")
+    started = time.perf_counter()
+    assert codes_of(check(path)) == ["BL003"]
+    path.write_bytes(b"# " + b"x" * (MAX_FILE_BYTES + 10))
+    diag = only(check(path), "BL007")
+    assert "cap" in diag.message
+    assert time.perf_counter() - started < 5.0
