@@ -122,16 +122,16 @@ class JsonContexts:
         }
 
 
-def _where(path: tuple[str | int, ...]) -> str:
-    text = path_text(path)
-    if not path:
+def _where(where: str) -> str:
+    if where == "$":
         return "the top level"
-    return text if len(text) <= 160 else "…" + text[-159:]
+    return where if len(where) <= 160 else "…" + where[-159:]
 
 
-def describe_cut(kind: CutKind, path: tuple[str | int, ...]) -> str:
+def describe_cut(kind: CutKind, path: tuple[str | int, ...] | str) -> str:
     """``cut inside a string at document.sections[1].content``."""
-    return f"cut {KIND_PHRASES[kind]} at {_where(path)}"
+    where = path if isinstance(path, str) else path_text(path)
+    return f"cut {KIND_PHRASES[kind]} at {_where(where)}"
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -249,8 +249,9 @@ def _contexts(result: Scan, *, budget: int, marker: str, overlap_chars: int) -> 
     assert kind is not None
     path = cut_path(result)
     at = position_at(text, len(text))
-    description = describe_cut(kind, path)
-    cut = JsonCut(len(text), at.line, at.character, path, kind, path_text(path), description)
+    where = path_text(path)
+    description = describe_cut(kind, where)
+    cut = JsonCut(len(text), at.line, at.character, path, kind, where, description)
     hierarchy = text[start:]
     header = f"// {description}; the text stops at {marker}"
     rendering = render_hierarchy(text, result.frames, kind=kind, token_start=result.token_start,

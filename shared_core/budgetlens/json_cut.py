@@ -80,33 +80,87 @@ _NUMBER_PREFIX = re.compile(
     r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*|(?:\.[0-9]+)?[eE][+-]?[0-9]*)?)?\Z")
 _LITERALS = ("true", "false", "null")
 _ARRAY_SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+_SEPARATOR = re.compile(r"[ \t\n\r]*,?[ \t\n\r]*")
 _OBJECT_SEP = re.compile(
     r'[ \t\n\r]*,[ \t\n\r]*("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
     r'[^"\\\x00-\x1f]*)*")[ \t\n\r]*:[ \t\n\r]*')
 _VALUE_END = frozenset(" \t\n\r,]}")
 
-# A long array of scalars is skipped by one regular-expression match per array, leaving the
-# last RUN_KEEP items as single children (the renderer expands a run only if it reaches it).
+# A long array is skipped in bulk: the position of the separator after its first items is
+# found by counting commas (C speed), and those items are checked by one call of the C scanner
+# on them alone; the last RUN_KEEP items stay single children. The renderer splits a run only
+# if its budget reaches it.
 RUN = "run"
 RUN_MIN = 512
 RUN_KEEP = 256
+
+
+def _nth_comma(text: str, pos: int, count: int) -> int:
+    """Offset of the ``count``-th ',' at or after ``pos``, or -1 (C-speed counting)."""
+    n = len(text)
+    start, need, chunk = pos, count, 4096
+    while True:
+        stop = min(n, start + chunk)
+        found = text.count(",", start, stop)
+        if found >= need:
+            break
+        if stop >= n:
+            return -1
+        need -= found
+        start, chunk = stop, chunk * 2
+    lo, hi = start, stop - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if text.count(",", start, mid + 1) >= need:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _skip_items(text: str, pos: int, count: int) -> int:
+    """End of the separator after ``count`` complete array items starting at ``pos``, or -1.
+
+    Succeeds only when every comma up to there separates items (none inside a string or a
+    nested container) and the items are valid JSON: the C scanner must read exactly ``count``
+    of them.
+    """
+    comma = _nth_comma(text, pos, count)
+    if comma < 0:
+        return -1
+    probe = "["
+    probe += text[pos:comma]
+    probe += "]"
+    try:
+        value, end = _scan_once(probe, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return -1
+    if end != len(probe) or type(value) is not list or len(value) != count:
+        return -1
+    return comma + 1
+
+
 _SCALAR = (r'(?:"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
            r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)")
-_RUN_ITEM = re.compile(r"[ \t\n\r]*(" + _SCALAR + r")[ \t\n\r]*,")
 
 
-def _run_pattern(count: int) -> re.Pattern[str]:
-    return re.compile(r"(?:" + _SCALAR + r"[ \t\n\r]*,[ \t\n\r]*){" + str(count) + "}")
+def _skip_scalars(text: str, pos: int, count: int) -> int:
+    """Like ``_skip_items`` for ``count`` scalar items whose strings may hold commas: one
+    regular-expression match (validating each item), or -1."""
+    run = re.compile(r"(?:" + _SCALAR + r"[ \t\n\r]*,[ \t\n\r]*){" + str(count) + "}")
+    m = run.match(text, pos)
+    return -1 if m is None else m.end()
 
 
 def expand_run(text: str, run: Child) -> list[Child]:
     """The single children a RUN child stands for."""
     out: list[Child] = []
-    for m in _RUN_ITEM.finditer(text, run.start, run.end):
-        start, end = m.span(1)
-        c = text[start]
-        kind = STRING if c == '"' else LITERAL if c in "tfn" else NUMBER
-        out.append(Child(start, end, kind))
+    at = run.start
+    while at < run.end:
+        value, end = _scan_once(text, at)
+        kind = _KIND_OF_TYPE.get(type(value), NUMBER)
+        out.append(Child(at, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0))
+        at = _SEPARATOR.match(text, end).end()  # type: ignore[union-attr]  # always matches
     return out
 
 
@@ -321,12 +375,14 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                 else:
                     if RUN_MIN <= frame.skip < _GREEDY:  # a counted hint, not greedy
                         count = frame.skip - RUN_KEEP
-                        m = _run_pattern(count).match(text, pos)
-                        if m is not None:
-                            children.append(_child((pos, m.end(), RUN, count, -1, -1)))
+                        end = _skip_items(text, pos, count)
+                        if end < 0:
+                            end = _skip_scalars(text, pos, count)
+                        if end > 0:
+                            children.append(_child((pos, end, RUN, count, -1, -1)))
                             frame.extra += count - 1
                             frame.skip -= count
-                            pos = m.end()
+                            pos = ws(text, end).end()  # type: ignore[union-attr]
                     while True:
                         value, end = scan_once(text, pos)
                         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
