@@ -69,7 +69,6 @@ _COLON = 2   # object, after a key: ':' must follow
 _VALUE = 3   # a value must follow (object after ':', array after ',')
 _AFTER = 4   # after a value: ',' or the closer must follow
 
-_WS_CHARS = " \t\n\r"
 _WS = re.compile(r"[ \t\n\r]*")
 _DANGLING_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 _STRING_BODY = re.compile(
@@ -78,7 +77,6 @@ _HIGH_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(
     r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*|(?:\.[0-9]+)?[eE][+-]?[0-9]*)?)?\Z")
-_LITERALS = ("true", "false", "null")
 _ARRAY_SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _SEPARATOR = re.compile(r"[ \t\n\r]*,?[ \t\n\r]*")
 _OBJECT_SEP = re.compile(
