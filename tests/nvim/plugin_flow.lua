@@ -188,4 +188,27 @@ H.run(function()
       #vim.diagnostic.get(pipeline, { severity = vim.diagnostic.severity.ERROR }) == 0
   end, ":BudgetlensClampAll to clamp and the error to clear")
   H.record("clamped_lines", vim.api.nvim_buf_get_lines(pipeline, 0, -1, false))
+
+  -- code-lens refresh autocmds of the buffer, and the lenses after the clamp
+  local events = {}
+  for _, autocmd in ipairs(vim.api.nvim_get_autocmds({
+      group = "budgetlens_codelens_" .. pipeline, buffer = pipeline })) do
+    table.insert(events, autocmd.event)
+  end
+  table.sort(events)
+  H.record("lens_autocmds", events)
+  vim.cmd("doautocmd InsertLeave")
+  H.wait(TIMEOUT, function()
+    for _, lens in ipairs(vim.lsp.codelens.get(pipeline)) do
+      if lens.command and lens.command.title:find("(0 free)", 1, true) then
+        return true
+      end
+    end
+    return false
+  end, "the lenses to show the clamped budget")
+  local after = {}
+  for _, lens in ipairs(vim.lsp.codelens.get(pipeline)) do
+    table.insert(after, lens.command and lens.command.title or vim.NIL)
+  end
+  H.record("lenses_after_clamp", after)
 end)

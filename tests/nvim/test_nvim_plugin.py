@@ -139,3 +139,15 @@ def test_lsp_config_for_011_and_the_missing_server_message(tmp_path: Path) -> No
     assert "budgetlens-not-installed-here" in missing["notes"][0]["message"]
     assert "not found on PATH" in missing["notes"][0]["message"]
     assert missing["notes"][0]["level"] == 4  # vim.log.levels.ERROR
+
+
+@pytest.mark.nvim
+def test_lenses_refresh_on_buffer_events_and_show_the_clamped_budget(
+        results: dict[str, Any]) -> None:
+    assert results["lens_autocmds"] == ["BufEnter", "BufWritePost", "InsertLeave"]
+    budget = write_report_budget()
+    clamped = budget["context"] - (budget["total"] - budget["window"])
+    expected = (f"fixed {budget['fixed']} + history 0 + context {clamped} + output "
+                f"{budget['output']} + margin {budget['margin']} = {budget['window']} / "
+                f"{budget['window']} (0 free)")
+    assert expected in [t.replace(",", "") for t in results["lenses_after_clamp"]]

@@ -246,7 +246,14 @@ function M.client_handlers()
       return { success = true }
     end or nil,
     ["workspace/codeLens/refresh"] = function(_, _, ctx)
-      for _, bufnr in ipairs(vim.lsp.get_buffers_by_client_id(ctx.client_id)) do
+      local buffers = {}
+      local client = vim.lsp.get_client_by_id(ctx.client_id)
+      if util.has("0.10") and client then
+        buffers = vim.tbl_keys(client.attached_buffers or {})
+      else
+        buffers = vim.lsp.get_buffers_by_client_id(ctx.client_id)
+      end
+      for _, bufnr in ipairs(buffers) do
         M.refresh_lenses(bufnr)
       end
       return vim.NIL
