@@ -1,6 +1,5 @@
 """Diagnostics: every file's list (pipelines, config.json, prompt files, JSON buffers), for
-``publishDiagnostics`` (push) and ``textDocument/diagnostic`` / ``workspace/diagnostic``
-(pull).
+``publishDiagnostics`` (push) and ``textDocument/diagnostic`` (pull).
 
 Pipeline and config diagnostics are the core's, as they are. A prompt file gets one more
 diagnostic at its top when a step that uses it is over budget, naming every such pipeline
@@ -138,17 +137,5 @@ def document_report(index: WorkspaceIndex, path: str | None, previous: str | Non
     return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=rid)
 
 
-def workspace_report(index: WorkspaceIndex) -> types.WorkspaceDiagnosticReport:
-    """``workspace/diagnostic``: every file that has diagnostics, closed ones included."""
-    snap = index.snapshot
-    reports: list[types.WorkspaceDocumentDiagnosticReport] = []
-    for path in sorted(index.diagnostics):
-        items = to_lsp(index, index.diagnostics[path])
-        uri = snap.open_uris.get(path) or uri_from_path(path)
-        reports.append(types.WorkspaceFullDocumentDiagnosticReport(
-            uri=uri, items=items, version=snap.versions.get(uri), result_id=result_id(items)))
-    return types.WorkspaceDiagnosticReport(items=reports)
-
-
 __all__ = ["collect", "document_report", "prompt_diagnostics", "publish_params",
-           "to_lsp", "workspace_report"]
+           "to_lsp"]

@@ -105,13 +105,25 @@ def create_server() -> BudgetLensServer:
     server = BudgetLensServer()
     session = server.session
 
+    pushed: set[str] = set()  # URIs whose last push was not empty
+
     async def publish(params_list: list[types.PublishDiagnosticsParams]) -> None:
-        if server.client.pull:
-            if params_list and server.client.diagnostic_refresh:
-                server.workspace_diagnostic_refresh(None)
-        else:
-            for params in params_list:
-                server.text_document_publish_diagnostics(params)
+        """Push to every client; a client that pulls gets its OPEN documents by pull only
+        (so nothing is shown twice) and a refresh request instead."""
+        refresh = False
+        for params in params_list:
+            if server.client.pull and params.uri in session.documents:
+                refresh = True
+                if params.uri not in pushed:
+                    continue
+                params = types.PublishDiagnosticsParams(uri=params.uri, diagnostics=[])
+            server.text_document_publish_diagnostics(params)
+            if params.diagnostics:
+                pushed.add(params.uri)
+            else:
+                pushed.discard(params.uri)
+        if refresh and server.client.diagnostic_refresh:
+            server.workspace_diagnostic_refresh(None)
         if server.client.lens_refresh:
             server.workspace_code_lens_refresh(None)
 
@@ -274,17 +286,12 @@ def create_server() -> BudgetLensServer:
 
     # --- diagnostics (pull) -----------------------------------------------------------------
     @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
-        identifier="budgetlens", inter_file_dependencies=True, workspace_diagnostics=True))
+        identifier="budgetlens", inter_file_dependencies=True, workspace_diagnostics=False))
     async def document_diagnostic(ls: BudgetLensServer, params: types.DocumentDiagnosticParams
                                   ) -> types.DocumentDiagnosticReport:
         path = session.path_of(params.text_document.uri)
         return await session.query(diagnostics.document_report, session.index, path,
                                    params.previous_result_id)
-
-    @server.feature(types.WORKSPACE_DIAGNOSTIC)
-    async def workspace_diagnostic(ls: BudgetLensServer, params: types.WorkspaceDiagnosticParams
-                                   ) -> types.WorkspaceDiagnosticReport:
-        return await session.query(diagnostics.workspace_report, session.index)
 
     # --- lenses, hover, actions -------------------------------------------------------------
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)

@@ -177,8 +177,10 @@ class WorkspaceIndex:
             if progress is not None and (n % 25 == 0 or n == total):
                 progress(n, total)
         self._update_json(snapshot, changed | (set(old_overlay) - set(snapshot.overlay)))
-        results.publish = self._refresh_diagnostics(
-            always=[p for p in changed if p in snapshot.overlay])
+        # edited buffers, and buffers just closed (a pulling client forgets their diagnostics)
+        always = [p for p in changed if p in snapshot.overlay]
+        always += [p for p in old_overlay if p not in snapshot.overlay]
+        results.publish = self._refresh_diagnostics(always=always)
         return results
 
     def discover(self) -> None:

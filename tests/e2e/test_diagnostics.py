@@ -68,11 +68,15 @@ async def test_prompt_file_diagnostic_names_the_broken_pipeline_and_step(
     assert rel.location.range.start.line == find(pipeline_text, "write_report")[0]
 
 
-async def test_pull_clients_get_diagnostics_by_request_and_no_push(workspace: Path) -> None:
+async def test_pull_clients_pull_open_documents_and_get_closed_ones_pushed(
+        workspace: Path) -> None:
     async with running_server(workspace, capabilities=caps(pull=True)) as ed:
         assert ed.server_capabilities is not None
         assert ed.server_capabilities.diagnostic_provider is not None
-        uri = ed.open("pipelines/long_report.yaml")
+        uri = ed.uri("pipelines/long_report.yaml")
+        await ed.wait_diagnostics(uri, _has("BL050"))  # closed: pushed
+        ed.open("pipelines/long_report.yaml")
+        await ed.wait_diagnostics(uri, lambda ds: ds == [])  # open: the push is withdrawn
         report = await ed.client.text_document_diagnostic_async(
             types.DocumentDiagnosticParams(text_document=td(uri)))
         assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
@@ -81,19 +85,20 @@ async def test_pull_clients_get_diagnostics_by_request_and_no_push(workspace: Pa
             types.DocumentDiagnosticParams(text_document=td(uri),
                                            previous_result_id=report.result_id))
         assert isinstance(same, types.RelatedUnchangedDocumentDiagnosticReport)
-        ws = await ed.client.workspace_diagnostic_async(
-            types.WorkspaceDiagnosticParams(previous_result_ids=[]))
-        by_file = {i.uri.rsplit("/", 1)[-1]: i for i in ws.items}
-        assert set(by_file) == {"long_report.yaml", "report.txt"}  # closed prompt included
-        # the pipeline fixed in the buffer: the next pull is empty
+        # the closed prompt file is not pulled by the client: it is pushed
+        await ed.wait_diagnostics(ed.uri("prompts/report.txt"), _has("BL050"))
+        # the pipeline fixed in the buffer: the next pull is empty, the prompt push clears
         text = ed.texts[uri].replace("max_context_tokens: 6144", "max_context_tokens: 5000")
         ed.replace_all(uri, text)
         after = await ed.client.text_document_diagnostic_async(
             types.DocumentDiagnosticParams(text_document=td(uri)))
         assert isinstance(after, types.RelatedFullDocumentDiagnosticReport)
         assert list(after.items) == []
+        await ed.wait_diagnostics(ed.uri("prompts/report.txt"), lambda ds: ds == [])
         assert ed.client.diagnostic_refresh_count >= 1
-        assert uri not in ed.client.diagnostics  # pull clients are not pushed to
+        assert not ed.client.diagnostics.get(uri)  # an open document is never pushed to
+        ed.close(uri)  # closed again: the disk text (still over budget) is pushed
+        await ed.wait_diagnostics(uri, _has("BL050"))
 
 
 async def test_unsaved_buffer_text_beats_the_disk(workspace: Path) -> None:
