@@ -82,15 +82,19 @@ def decode_text(data: bytes, path: Path | str) -> str:
                             f" at offset {exc.start})") from None
 
 
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def is_inside(path: Path | str, root: Path | str) -> bool:
     """Whether ``path`` is inside ``root`` both as written and after resolving symlinks."""
-    p = Path(os.path.abspath(path))
-    r = Path(os.path.abspath(root))
-    if not p.is_relative_to(r):
+    p = os.path.abspath(path)
+    r = os.path.abspath(root)
+    if not _within(p, r):
         return False
     try:
-        return Path(p).resolve().is_relative_to(r.resolve())
-    except (OSError, RuntimeError):  # a symlink loop: treat as leaving the root
+        return _within(os.path.realpath(p), os.path.realpath(r))
+    except (OSError, ValueError):  # pragma: no cover - realpath does not raise on loops
         return False
 
 

@@ -13,7 +13,8 @@ bounded amount of work and memory; so are documents nested too deeply or too lar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import yaml
@@ -45,16 +46,29 @@ _MERGE = f"{_STD}merge"
 
 @dataclass(frozen=True)
 class Span:
-    """Where a value sits: its range, its key's range (for a mapping entry), its node kind."""
+    """Where a value sits: code-point offsets of the value (and of its key, for a mapping
+    entry) and its node kind; ``value`` and ``key`` are the same as ranges."""
 
-    value: Range
-    start: int  # code-point offsets of the value in the text
+    start: int
     end: int
     kind: str  # "scalar" | "mapping" | "sequence"
     flow: bool = False
-    key: Range | None = None
     key_start: int | None = None
+    key_end: int | None = None
     style: str | None = None  # a scalar's style: None (plain), "'", '"', "|", ">"
+    index: LineIndex | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def value(self) -> Range:
+        if self.index is None:
+            return Range.at(0, 0)
+        return self.index.range(self.start, self.end)
+
+    @cached_property
+    def key(self) -> Range | None:
+        if self.key_start is None or self.key_end is None or self.index is None:
+            return None
+        return self.index.range(self.key_start, self.key_end)
 
 
 @dataclass(frozen=True)
@@ -136,11 +150,12 @@ class _Converter:
                 else "sequence" if isinstance(node, SequenceNode) else "mapping")
         if path not in self.spans:
             self.spans[path] = Span(
-                value=self.range(node), start=self.start(node), end=self.end(node),
-                kind=kind, flow=bool(getattr(node, "flow_style", False)),
-                key=self.range(key) if key is not None else None,
+                start=self.start(node), end=self.end(node), kind=kind,
+                flow=bool(getattr(node, "flow_style", False)),
                 key_start=self.start(key) if key is not None else None,
-                style=(node.style or None) if isinstance(node, ScalarNode) else None)
+                key_end=self.end(key) if key is not None else None,
+                style=(node.style or None) if isinstance(node, ScalarNode) else None,
+                index=self.index)
         if isinstance(node, ScalarNode):
             return self.scalar(node)
         if isinstance(node, SequenceNode):
