@@ -65,6 +65,7 @@ class Session:
         self._dirty: set[str] = set()
         self._mode: str | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._last_change = float("-inf")
         self._running: asyncio.Task[None] | None = None
         self.on_results: Callable[[list[types.PublishDiagnosticsParams]],
                                   Awaitable[None]] | None = None
@@ -124,13 +125,20 @@ class Session:
         return self._mode is not None
 
     def _arm(self) -> None:
+        """Schedule an analysis: at once after a quiet period (the first keystroke is not
+        delayed), else ``debounce_ms`` after the last of a burst of edits."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = loop.call_later(self.settings.debounce_ms / 1000, self._fire)
+        delay = self.settings.debounce_ms / 1000
+        now = loop.time()
+        idle = (self._running is None or self._running.done()) and \
+            now - self._last_change >= delay
+        self._last_change = now
+        self._timer = loop.call_later(0 if idle else delay, self._fire)
 
     def _fire(self) -> None:
         self._timer = None

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 MAX_READ_BYTES = 16 * 1024 * 1024
 PIPELINE_SUFFIXES = (".yaml", ".yml")
+ANALYZED_SUFFIXES = (*PIPELINE_SUFFIXES, ".txt", ".json")
 
 # what changed: only these paths / the set of files may have changed / everything
 INCREMENTAL, REDISCOVER, FULL = "incremental", "rediscover", "full"
@@ -110,7 +111,7 @@ class WorkspaceIndex:
         root = self.root_for(path)
         base = DiskFiles(root) if root else DiskFiles()
         overlay = {p: t for p, t in self.snapshot.overlay.items()
-                   if p.endswith((*PIPELINE_SUFFIXES, ".txt", ".json"))}
+                   if p.endswith(ANALYZED_SUFFIXES)}
         return OverlayFiles(base, overlay) if overlay else base
 
     def options_for(self, path: str) -> CheckOptions:
@@ -180,6 +181,7 @@ class WorkspaceIndex:
         # edited buffers, and buffers just closed (a pulling client forgets their diagnostics)
         always = [p for p in changed if p in snapshot.overlay]
         always += [p for p in old_overlay if p not in snapshot.overlay]
+        always = [p for p in always if p.endswith(ANALYZED_SUFFIXES)]
         results.publish = self._refresh_diagnostics(always=always)
         return results
 
