@@ -29,7 +29,9 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, TokenCounter, check_pipeline
 from budgetlens.contract import find_pipelines
@@ -39,6 +41,8 @@ _PROSE = ("the budget of every step must fit the context window so retrieval his
           " output share what is left after the system prompt template overhead and safety"
           " margin customer order refund shipping parcel tracking invoice policy answer question")
 WORDS = _PROSE.split(" ")
+T = TypeVar("T")
+
 EXTRA = ["予算", "トークン", "上下文", "🚀", "📦", "café", "naïve", "Größe"]
 
 
@@ -115,7 +119,7 @@ def check_all(paths: list[Path], cache: BudgetCache) -> tuple[int, int, int]:
     return steps, diags, unfit
 
 
-def timed(fn, *args):  # type: ignore[no-untyped-def]
+def timed(fn: Callable[..., T], *args: Any) -> tuple[float, T]:
     start = time.perf_counter()
     result = fn(*args)
     return time.perf_counter() - start, result
