@@ -247,3 +247,17 @@ def test_to_dict_has_the_documented_keys() -> None:
     assert {"offset", "line", "character", "path", "kind", "path_text",
             "description"} <= set(data["cut"])
     json.dumps(data)
+
+
+def test_a_quoted_sentence_before_the_json_is_prose() -> None:
+    ctx = get_contexts('"Sure!" Here it is: {"a": 1')
+    assert ctx.skipped_prefix == '"Sure!" Here it is: '
+    assert ctx.complete_part == '{"a": 1}'
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.NUMBER
+
+
+def test_a_scalar_followed_by_prose_without_brackets_is_kept() -> None:
+    ctx = get_contexts("42 is the answer")
+    assert ctx.is_complete and ctx.complete_part == "42"
+    assert ctx.skipped_suffix == " is the answer"
+    assert ctx.description == "complete JSON (text after it skipped)"
