@@ -117,6 +117,8 @@ def test_sarif_output(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ["check", "ws", "--format", "xml"],
     ["check"],
     ["clamp", "ws", "--diff", "--write"],
+    ["check", "ws", "--tokenizer", "no-such-encoding"],
+    ["check", "ws", "--config", "ws/missing.json"],
 ])
 def test_bad_usage_exits_two(ws: Path, capsys: pytest.CaptureFixture[str],
                              argv: list[str]) -> None:

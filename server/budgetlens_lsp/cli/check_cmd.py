@@ -23,6 +23,7 @@ from budgetlens.contract import CheckOptions, PipelineReport, check_pipeline, fi
 from budgetlens.files import DiskFiles, FileSource, SourceError
 from budgetlens.policy import Policy
 from budgetlens.source import Diagnostic, LineIndex, Severity
+from budgetlens.tokens import TokenizerError, get_tokenizer
 from budgetlens_lsp import __version__
 from budgetlens_lsp.cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -54,6 +55,14 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> CheckOptions:
+    """The check options of the command line; a bad --tokenizer or --config is bad usage."""
+    if args.tokenizer is not None:
+        try:
+            get_tokenizer(args.tokenizer)
+        except TokenizerError as exc:
+            raise UsageError(f"--tokenizer: {exc}") from None
+    if args.config is not None and not Path(args.config).is_file():
+        raise UsageError(f"--config {args.config}: no such file")
     return CheckOptions(policy=args.policy, tokenizer=args.tokenizer,
                         config_path=args.config)
 
