@@ -154,10 +154,14 @@ def create_server() -> BudgetLensServer:
             _, problems = parse_settings(ls.init_settings)
             if problems:
                 ls.message("budgetlens: invalid initializationOptions: " + "; ".join(problems))
-        await _register_watchers(ls)
+        # indexing starts at once; the client's answers about watchers and settings arrive
+        # meanwhile (a settings change re-checks everything)
+        jobs = [_index_workspace(ls), _register_watchers(ls)]
         if ls.client.configuration:
-            await _pull_configuration(ls)
-        await _index_workspace(ls)
+            jobs.append(_pull_configuration(ls))
+        for outcome in await asyncio.gather(*jobs, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                log.error("initialization step failed: %r", outcome)
 
     async def _register_watchers(ls: BudgetLensServer) -> None:
         registrations = []
