@@ -195,3 +195,14 @@ def test_clamp_exits_one_when_a_step_can_never_fit(tmp_path: Path,
                        "p.yaml": "settings: {max_context_tokens: 10}\nsteps:\n"
                                  "  - {id: a, type: call_model, prompt_key: s}\n"})
     assert _run(capsys, "clamp", str(tmp_path))[0] == 1
+
+
+def test_violation_notes_say_where_every_term_comes_from(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = _run(capsys, "check", "ws", "--no-table")
+    notes = [line.strip() for line in out.splitlines() if line.startswith("      = ")]
+    assert "= context: 6144 at ws/pipelines/long_report.yaml:5:23" in notes
+    assert "= margin: 128 (inherited) at ws/pipelines/base.yaml:5:32" in notes
+    assert "= window: 8192 at ws/config.json:2:27" in notes
+    assert any(n.startswith("= system_prompt: ") and n.endswith(" at ws/prompts/report.txt:1:1")
+               for n in notes)

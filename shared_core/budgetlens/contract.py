@@ -333,9 +333,7 @@ def _name_location(pf: PipelineFile, index: int) -> Location:
 
 
 def _fmt_inherited(term: Term) -> str:
-    if term.inherited and term.location is not None:
-        return f" (from {term.location.file})"
-    return ""
+    return " (inherited)" if term.inherited else ""
 
 
 class _Checker:

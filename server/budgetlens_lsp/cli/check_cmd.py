@@ -191,14 +191,20 @@ def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
            f" {d.message}"
     text = lines.line(d.file, start.line)
     if text is None:
-        return head
+        return head + "".join(
+            f"\n      = {r.message} at {r.location.file}:{r.location.range.start.line + 1}:"
+            f"{r.location.range.start.character + 1}" for r in d.related)
     shown = text
     last = end.character if end.line == start.line else len(text)
     last = max(min(last, len(text)), start.character + 1)
     caret = _pad(shown[:start.character]) + "^" * max(
         1, _display_width(shown[start.character:last]))
     gutter = f"{start.line + 1:>5} | "
-    return f"{head}\n{gutter}{shown}\n{' ' * (len(gutter) - 2)}| {caret}"
+    blank = " " * (len(gutter) - 2)
+    notes = "".join(
+        f"\n{blank}= {r.message} at {r.location.file}:{r.location.range.start.line + 1}:"
+        f"{r.location.range.start.character + 1}" for r in d.related)
+    return f"{head}\n{gutter}{shown}\n{blank}| {caret}{notes}"
 
 
 _COLUMNS = ("fixed", "history", "context", "output", "margin", "total", "window", "headroom")
