@@ -184,3 +184,50 @@ async def test_quickfix_kinds_are_filtered_by_only(workspace: Path) -> None:
         diag = await _bl050(ed, uri)
         quick = await _actions(ed, uri, diag, only=[types.CodeActionKind.QuickFix])
         assert quick and all(a.kind == types.CodeActionKind.QuickFix for a in quick)
+
+
+async def test_inherited_step_output_fixed_in_the_parent(workspace: Path) -> None:
+    (workspace.parent / "original-base.yaml").write_text(
+        (workspace / "pipelines/base.yaml").read_text("utf-8"), "utf-8")
+    support = workspace / "pipelines/support.yaml"
+    support.write_text(support.read_text("utf-8").replace("max_context_tokens: 3072",
+                                                          "max_context_tokens: 7000"), "utf-8")
+    b = expected.answer(workspace, context=7000)
+    new_output = b.output + b.headroom
+    async with running_server(workspace) as ed:
+        uri = ed.open("pipelines/support.yaml")
+        before = ed.texts[uri]
+        diag = await _bl050(ed, uri)
+        [fix] = [a for a in await _actions(ed, uri, diag)
+                 if "of step 'answer'" in a.title and "in base.yaml" in a.title]
+        assert fix.edit is not None
+        ed.apply(fix.edit)  # base.yaml is closed: written to disk, then the watcher event
+        ed.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=ed.uri("pipelines/base.yaml"),
+                                     type=types.FileChangeType.Changed)]))
+        await ed.wait_diagnostics(uri, _gone)
+        assert ed.texts[uri] == before
+    base = (workspace / "pipelines/base.yaml").read_text("utf-8")
+    assert base == (workspace.parent / "original-base.yaml").read_text("utf-8").replace(
+        "max_output_tokens: 1024", f"max_output_tokens: {new_output}")
+
+
+async def test_output_above_the_model_ceiling_has_its_own_fix(workspace: Path) -> None:
+    path = workspace / "pipelines/long_report.yaml"
+    path.write_text(path.read_text("utf-8").replace("max_output_tokens: 2048",
+                                                    "max_output_tokens: 5000"), "utf-8")
+    # the ceiling (4096) first, then as low as the step needs with the context held
+    b = expected.write_report(workspace, output=5000)
+    new_output = b.output + b.headroom
+    async with running_server(workspace) as ed:
+        uri = ed.open("pipelines/long_report.yaml")
+        before = ed.texts[uri]
+        diags = await ed.wait_diagnostics(uri, lambda ds: "BL051" in codes_of(ds))
+        ceiling = next(d for d in diags if d.code == "BL051")
+        [fix] = await _actions(ed, uri, ceiling, only=["quickfix"])
+        assert fix.is_preferred and fix.edit is not None
+        assert f"5000 → {new_output}" in fix.title
+        ed.apply(fix.edit)
+        assert ed.texts[uri] == before.replace("max_output_tokens: 5000",
+                                               f"max_output_tokens: {new_output}")
+        await ed.wait_diagnostics(uri, lambda ds: not {"BL050", "BL051"} & set(codes_of(ds)))
