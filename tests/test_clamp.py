@@ -227,3 +227,28 @@ steps:
     assert new_text == text.replace("max_context_tokens: 3000", "max_context_tokens: 2500") \
         .replace("max_output_tokens: 1800", f"max_output_tokens: {big_after}")
     _assert_settled(folder / "p.yaml")
+
+
+def test_entries_go_after_the_last_value_not_after_a_following_comment(
+        tmp_path: Path) -> None:
+    child_text = ("extends: base.yaml\nsettings:\n  extra:\n    a: 1\n"
+                  "# about the owner\nowner: me\n")
+    folder = _ws(tmp_path, {"base.yaml": BASE, "child.yaml": child_text})
+    _, plan = _plan(folder / "child.yaml")
+    expected = WINDOW - (fixed() + 400 + 128)
+    assert _apply(plan)[str(folder / "child.yaml")] == (
+        "extends: base.yaml\nsettings:\n  extra:\n    a: 1\n"
+        f"  max_context_tokens: {expected}\n# about the owner\nowner: me\n")
+    _assert_settled(folder / "child.yaml")
+
+
+def test_copied_steps_stop_before_a_trailing_comment(tmp_path: Path) -> None:
+    base = BASE.replace("max_context_tokens: 3800",
+                        "max_context_tokens: 3800\n  min_context_tokens: 3800") + \
+        "# notes for maintainers\nowner: platform\n"
+    folder = _ws(tmp_path, {"base.yaml": base, "child.yaml": "extends: base.yaml\n"})
+    _, plan = _plan(folder / "child.yaml")
+    expected = WINDOW - (fixed() + 3800 + 128)
+    steps_block = BASE[BASE.index("steps:"):].replace("400", str(expected))
+    assert _apply(plan)[str(folder / "child.yaml")] == f"extends: base.yaml\n\n{steps_block}"
+    _assert_settled(folder / "child.yaml")

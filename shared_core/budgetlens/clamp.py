@@ -159,7 +159,8 @@ class _File:
             if last_span is None or first_span is None or first_span.key_start is None:
                 return None
             indent = " " * self.column(first_span.key_start)
-            at = self.doc.index.position(self.line_end_after(last_span.end))
+            end = _content_end(self.doc, (*mapping, last))
+            at = self.doc.index.position(self.line_end_after(end))
             return TextEdit(self.path, Range(at, at), f"{nl}{indent}{key}: {value}")
         if span.kind == "scalar" and node is None:
             key_start = span.key_start
@@ -201,6 +202,23 @@ class _File:
         return None
 
 
+def _content_end(doc: YamlDocument, path: YamlPath) -> int:
+    """Where the text of the value at ``path`` really ends.
+
+    A block collection's node ends where the next token starts, after any comment lines
+    that follow it; its content ends with its last scalar (or closing bracket).
+    """
+    span = doc.span(path)
+    if span is None:
+        return 0
+    if span.kind == "scalar" or span.flow:
+        return span.end
+    n = len(path)
+    ends = [s.end for p, s in doc.spans.items()
+            if p[:n] == path and len(p) > n and (s.kind == "scalar" or s.flow)]
+    return max(ends, default=span.end)
+
+
 def _load(path: str, files: FileSource) -> _File | None:
     try:
         text = files.read_text(Path(path))
@@ -239,7 +257,7 @@ def _copied_steps_block(owner: _File, child: _File, edits: list[TextEdit]) -> st
         return None
     key_pos = doc.index.position(span.key_start)
     start = span.key_start - key_pos.character
-    end = span.end
+    end = _content_end(doc, ("steps",))
     while end > start and new_owner[end - 1] in " \t\r\n":
         end -= 1
     block = new_owner[start:end]
