@@ -63,6 +63,7 @@ class Workspace:
     flow_settings: bool
     child_settings_block: bool
     edit_parent: bool
+    comments: bool
 
 
 @st.composite
@@ -88,7 +89,7 @@ def workspaces(draw: Any) -> Workspace:
         steps_in=draw(st.sampled_from(["base", "child"])) if two else "base",
         two_files=two, indent=draw(st.sampled_from([2, 4])), crlf=draw(st.booleans()),
         flow_settings=draw(st.booleans()), child_settings_block=draw(st.booleans()),
-        edit_parent=draw(st.booleans()))
+        edit_parent=draw(st.booleans()), comments=draw(st.booleans()))
 
 
 def _settings_text(values: dict[str, int], ind: str, flow: bool) -> list[str]:
@@ -133,18 +134,19 @@ def _write(ws: Workspace, root: Path) -> Path:
         config["model_max_output_tokens"] = ws.ceiling
     base_settings = {k: v for k, v in ws.settings.items() if ws.placement[k] != "child"}
     child_settings = {k: v for k, v in ws.settings.items() if ws.placement[k] != "base"}
+    note = ["# a comment between sections", ""] if ws.comments else []
     base = ["# generated base pipeline"]
     if base_settings:
-        base += _settings_text(base_settings, ind, ws.flow_settings)
+        base += _settings_text(base_settings, ind, ws.flow_settings) + note
     if ws.steps_in == "base":
-        base += _steps_text(ws.steps, ind)
+        base += _steps_text(ws.steps, ind) + note
     files = {"base.yaml": nl.join(base) + nl}
     if ws.two_files:
         child = ["# generated child", "extends: base.yaml"]
         if child_settings or ws.child_settings_block:
-            child += _settings_text(child_settings, ind, ws.flow_settings)
+            child += _settings_text(child_settings, ind, ws.flow_settings) + note
         if ws.steps_in == "child":
-            child += _steps_text(ws.steps, ind)
+            child += _steps_text(ws.steps, ind) + note
         child.append(f"owner: {'team'}")
         files["child.yaml"] = nl.join(child) + nl
     make_workspace(root, config=config, pipelines=files, prompts={"sys.txt": ws.system})
