@@ -262,3 +262,11 @@ def test_oversized_pipeline_files_are_refused_fast(tmp_path: Path) -> None:
     diag = only(check(path), "BL007")
     assert "cap" in diag.message
     assert time.perf_counter() - started < 5.0
+
+
+def test_symlink_loop_prompt(tmp_path: Path) -> None:
+    path = _pipeline(tmp_path, GOOD, prompts={})
+    (tmp_path / "prompts").mkdir(exist_ok=True)
+    (tmp_path / "prompts" / "sys.txt").symlink_to(tmp_path / "prompts" / "sys.txt")
+    diag = only(check(path), "BL041")
+    assert "symbolic links" in diag.message or "outside" in diag.message
