@@ -160,7 +160,12 @@ def _candidates(text: str) -> list[int]:
 
 def _scan_from(text: str, start: int) -> Scan:
     if text[start] in "{[":
-        balanced = (text.count("{", start) == text.count("}", start)
+        last = len(text) - 1
+        while last > start and text[last] in " \t\n\r":
+            last -= 1
+        # a complete document ends with its closer (or with text after it); brackets balance
+        balanced = (text[last] not in ",:[{" and
+                    text.count("{", start) == text.count("}", start)
                     and text.count("[", start) == text.count("]", start))
         if balanced:
             root = try_complete(text, start)

@@ -371,7 +371,8 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                         frame.state = _VALUE
                         pos = m.end()
                 else:
-                    if RUN_MIN <= frame.skip < _GREEDY:  # a counted hint, not greedy
+                    if RUN_MIN <= frame.skip < _GREEDY and c not in "{[":
+                        # a counted hint (not greedy), and items that are not containers
                         count = frame.skip - RUN_KEEP
                         end = _skip_items(text, pos, count)
                         if end < 0:
@@ -625,10 +626,9 @@ def close(result: Scan) -> str:
         # a dangling key, colon or comma, a dropped number or literal, an error: back to the
         # end of the last complete child (or the opening bracket).
         keep = inner.last_value_end
-    closed = text[result.start:keep]
-    closed += suffix  # in place: the slice is not copied again
-    closed += closers(frames)
-    return closed
+    if result.start == 0 and keep == len(text):
+        return text + suffix + closers(frames) if suffix else text + closers(frames)
+    return "".join((text[result.start:keep], suffix, closers(frames)))
 
 
 def cut_path(result: Scan) -> tuple[str | int, ...]:
