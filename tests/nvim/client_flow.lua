@@ -7,6 +7,14 @@ local OVER = os.getenv("BUDGETLENS_NVIM_PIPELINE")
 local TRUNCATED = os.getenv("BUDGETLENS_NVIM_TRUNCATED")
 local TIMEOUT = 30000
 
+-- client.request became a method in 0.11 (this test targets Debian's 0.7.2, runs on newer too)
+local function request(client, method, params, handler, bufnr)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
 H.run(function()
   local ws = H.workspace
   local published = {} -- uri -> list of raw publishDiagnostics params, in arrival order
@@ -35,7 +43,7 @@ H.run(function()
   assert(client_id, "vim.lsp.start_client returned nil")
   assert(vim.lsp.buf_attach_client(bufnr, client_id), "buf_attach_client failed")
   local client = vim.lsp.get_client_by_id(client_id)
-  H.record("server_pid", client.rpc.pid)
+  H.record("server_pid", client.rpc and client.rpc.pid or vim.NIL)
   H.record("nvim_version", vim.version())
 
   -- 1. the budget diagnostic arrives (as Neovim shows it: vim.diagnostic)
@@ -76,7 +84,7 @@ H.run(function()
   assert(budget_error, "no BL error diagnostic among " .. vim.inspect(latest(uri).diagnostics))
   H.record("budget_error", budget_error)
   local actions = nil
-  client.request("textDocument/codeAction", {
+  request(client, "textDocument/codeAction", {
     textDocument = { uri = uri },
     range = budget_error.range,
     context = { diagnostics = { budget_error }, only = { "quickfix" } },
@@ -148,7 +156,7 @@ H.run(function()
   end, "the cut-point diagnostic on " .. TRUNCATED)
   H.record("json_diagnostics", H.plain_diagnostics(latest(json_uri).diagnostics))
   local hierarchy = nil
-  client.request("workspace/executeCommand", {
+  request(client, "workspace/executeCommand", {
     command = "budgetlens.showHierarchyContext",
     arguments = { { uri = json_uri } },
   }, function(err, result)

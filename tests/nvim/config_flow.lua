@@ -44,5 +44,5 @@ H.run(function()
   require("budgetlens").setup({ cmd = { "budgetlens-not-installed-here", "serve" } })
   vim.cmd("edit " .. vim.fn.fnameescape(H.workspace .. "/pipelines/long_report.yaml"))
   H.record("missing_server", { notes = notes,
-    clients = #vim.lsp.buf_get_clients(vim.api.nvim_get_current_buf()) })
+    clients = #require("budgetlens.util").get_clients(vim.api.nvim_get_current_buf()) })
 end)

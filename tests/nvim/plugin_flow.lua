@@ -11,10 +11,8 @@ local TIMEOUT = 30000
 
 local function clients_of(bufnr)
   local ids = {}
-  for _, client in pairs(vim.lsp.buf_get_clients(bufnr)) do
-    if client.name == "budgetlens" then
-      table.insert(ids, client.id)
-    end
+  for _, client in ipairs(require("budgetlens.util").get_clients(bufnr)) do
+    table.insert(ids, client.id)
   end
   return ids
 end
@@ -46,7 +44,7 @@ H.run(function()
     return #clients_of(pipeline) == 1
   end, "the plugin to attach a budgetlens client")
   local client = vim.lsp.get_client_by_id(clients_of(pipeline)[1])
-  H.record("server_pid", client.rpc.pid)
+  H.record("server_pid", client.rpc and client.rpc.pid or vim.NIL)
   H.record("root_dir", client.config.root_dir)
   H.wait(TIMEOUT, function()
     return #vim.diagnostic.get(pipeline, { severity = vim.diagnostic.severity.ERROR }) > 0
