@@ -147,20 +147,25 @@ class WorkspaceIndex:
             mode = FULL
         if mode in (FULL, REDISCOVER):
             self.discover()
+        closed = set(old_overlay) - set(snapshot.overlay)
+        for path in closed:  # an unsaved new pipeline that was closed is gone
+            if path in self.pipelines and not os.path.isfile(path):
+                self.pipelines.discard(path)
         # open pipeline files count even before discovery sees them on disk
         for path in snapshot.overlay:
             if is_pipeline_path(path):
                 self.pipelines.add(path)
         affected: set[str] = set()
-        if mode == FULL:
+        if mode in (FULL, REDISCOVER):
+            # files appeared or vanished (a config.json where none was, a prompt created):
+            # check everything; the BudgetCache answers for pipelines whose inputs are as
+            # they were
             affected = set(self.pipelines)
         else:
             for path in changed:
                 affected.update(self.dependents.get(path, ()))
                 if path in self.pipelines:
                     affected.add(path)
-            if mode == REDISCOVER:
-                affected.update(p for p in self.pipelines if p not in self.reports)
         gone = {p for p in self.reports if p not in self.pipelines}
         for path in gone:
             self._forget(path)
@@ -177,7 +182,10 @@ class WorkspaceIndex:
             results.checked += 1
             if progress is not None and (n % 25 == 0 or n == total):
                 progress(n, total)
-        self._update_json(snapshot, changed | (set(old_overlay) - set(snapshot.overlay)))
+        json_changed = set(changed) | closed
+        if mode == FULL:  # the marker, budget or the toggle may have changed
+            json_changed |= {p for p in snapshot.overlay if p.endswith(".json")}
+        self._update_json(snapshot, json_changed)
         # edited buffers, and buffers just closed (a pulling client forgets their diagnostics)
         always = [p for p in changed if p in snapshot.overlay]
         always += [p for p in old_overlay if p not in snapshot.overlay]

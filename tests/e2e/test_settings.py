@@ -51,10 +51,19 @@ async def test_workspace_configuration_and_live_changes(workspace: Path) -> None
             types.DidChangeConfigurationParams(settings=None))
         await ed.wait_diagnostics(uri, _severity(types.DiagnosticSeverity.Error))
         # settings pushed in the notification itself are applied too
+        json_uri = ed.open("responses/truncated.json", None, "json")
+        await ed.wait_diagnostics(json_uri)
         ed.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"budgetlens": {"diagnostics": {"pipelines": False, "prompts": False}}}))
+            settings={"budgetlens": {"diagnostics": {"pipelines": False, "prompts": False,
+                                                     "truncatedJson": False}}}))
         await ed.wait_diagnostics(uri, lambda ds: ds == [])
         await ed.wait_diagnostics(ed.uri("prompts/report.txt"), lambda ds: ds == [])
+        await ed.wait_diagnostics(json_uri, lambda ds: ds == [])
+        # and back on: the open JSON buffer is analysed again
+        ed.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"budgetlens": {}}))
+        await ed.wait_diagnostics(json_uri, lambda ds: ds != [])
+        await ed.wait_diagnostics(uri, lambda ds: "BL050" in codes_of(ds))
 
 
 async def test_invalid_settings_give_a_message_and_the_defaults(workspace: Path) -> None:

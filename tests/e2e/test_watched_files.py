@@ -77,3 +77,18 @@ async def test_an_open_buffer_beats_a_change_on_disk(workspace: Path) -> None:
         assert _over(list(ed.client.diagnostics[uri]))
         ed.close(uri)  # closed: the disk is the truth again
         await ed.wait_diagnostics(uri, lambda ds: ds == [])
+
+
+async def test_config_json_deleted_and_created_again(workspace: Path) -> None:
+    config = workspace / "config.json"
+    saved = config.read_text("utf-8")
+    async with running_server(workspace) as ed:
+        uri = ed.uri("pipelines/support.yaml")
+        await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"), _over)
+        config.unlink()
+        _notify(ed, "config.json", types.FileChangeType.Deleted)
+        await ed.wait_diagnostics(uri, lambda ds: "BL010" in codes_of(ds))  # no config.json
+        config.write_text(saved, "utf-8")
+        _notify(ed, "config.json", types.FileChangeType.Created)
+        assert await ed.wait_diagnostics(uri, lambda ds: ds == []) == []
+        await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"), _over)
