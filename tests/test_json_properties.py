@@ -242,3 +242,42 @@ def test_long_arrays_skipped_in_bulk_keep_every_item(
                                    _cut_in_key(doc, cut)) <= budget
         merged = merge_with_overlap(ctx.hierarchy_context, original[cut - 1:]).merged
         assert merged == original or merged.endswith(original[cut:])
+
+
+EDITS = st.lists(st.tuples(st.floats(0.0, 1.0), st.sampled_from(["insert", "delete", "replace"]),
+                           st.sampled_from(list('{}[]",:\\ 0-.eEtfnu\x01xé'))),
+                 min_size=1, max_size=3)
+
+
+@PROPERTY_SETTINGS
+@given(st.one_of(st.lists(VALUES, min_size=1, max_size=4),
+                 st.dictionaries(TEXT, VALUES, min_size=1, max_size=4)), STYLES, EDITS)
+def test_agrees_with_json_loads_on_damaged_documents(value: Any, style: dict[str, Any],
+                                                     edits: list[tuple[float, str, str]]) -> None:
+    text = serialise(value, style).text
+    for where, how, char in edits:
+        i = int(where * len(text))
+        if how == "insert":
+            text = text[:i] + char + text[i:]
+        elif how == "delete":
+            text = text[:i] + text[i + 1:]
+        else:
+            text = text[:i] + char + text[i + 1:]
+    ctx = get_contexts(text)
+    try:
+        expected = json.loads(text)
+        valid = True
+    except ValueError:
+        valid = False
+    plain = not ctx.skipped_prefix.strip() and not ctx.skipped_suffix
+    if valid and text.strip()[:1] in ("{", "["):
+        assert ctx.is_complete and plain
+        assert json.loads(ctx.complete_part) == expected
+    if ctx.is_complete and plain:
+        assert valid
+    if ctx.json_parsing_success:
+        json.loads(ctx.complete_part)
+        if ctx.cut is not None:
+            assert not valid
+    else:
+        assert ctx.error is not None and not valid
