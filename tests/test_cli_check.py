@@ -67,7 +67,10 @@ def test_json_output_has_exactly_the_documented_schema(
         ("ws/pipelines/multilingual.yaml", "answer_ja"),
         ("ws/pipelines/support.yaml", "route"), ("ws/pipelines/support.yaml", "answer")]
     for step in doc["steps"]:
-        assert set(step) == {"pipeline", "step", "fits", "budget"}
+        # "injection" is present exactly for the pipeline with a settings.injection block.
+        with_policy = step["pipeline"] == "ws/pipelines/support.yaml"
+        assert set(step) == {"pipeline", "step", "fits", "budget"} | (
+            {"injection"} if with_policy else set())
         assert set(step["budget"]) == BUDGET_KEYS
         b = step["budget"]
         assert b["fixed"] == b["system_prompt"] + b["template"] + b["format_overhead"]
@@ -206,3 +209,25 @@ def test_violation_notes_say_where_every_term_comes_from(
     assert "= window: 8192 at ws/config.json:2:27" in notes
     assert any(n.startswith("= system_prompt: ") and n.endswith(" at ws/prompts/report.txt:1:1")
                for n in notes)
+
+
+def test_injection_split_is_reported_for_a_pipeline_with_a_policy(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # examples/pipelines/support.yaml: absolute 2000, 20% of what is left, shares 0.4/0.6.
+    code, out, _ = _run(capsys, "check", "ws/pipelines/support.yaml", "--format", "json")
+    assert code == 0
+    steps = json.loads(out)["steps"]
+    assert len(steps) == 2
+    for step in steps:
+        b = step["budget"]
+        remaining = b["window"] - b["fixed"] - b["history"]
+        total = min(2000, (remaining * 20) // 100)
+        cards, buckets = max(500, total * 4 // 10), max(500, total * 6 // 10)
+        assert cards + buckets <= total
+        inj = step["injection"]["budget"]
+        assert (inj["total_budget"], inj["knowledge_card_budget"], inj["bucket_budget"]) == (
+            total, cards, buckets)
+        assert step["injection"]["label"] == (
+            f"injection {total:,}: cards {cards:,} · buckets {buckets:,}")
+    code, out, _ = _run(capsys, "check", "ws/pipelines/support.yaml")
+    assert f"  answer: {steps[1]['injection']['label']}\n" in out

@@ -8,7 +8,8 @@ from pathlib import Path
 from budgetlens.codes import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTRACT_MODULES = ("codes", "config", "contract", "pipeline", "yaml_source", "clamp", "files")
+CONTRACT_MODULES = ("codes", "config", "contract", "pipeline", "yaml_source", "clamp", "files",
+                    "pipeline_injection")
 
 
 def test_every_code_is_documented_with_its_own_section() -> None:
@@ -16,7 +17,7 @@ def test_every_code_is_documented_with_its_own_section() -> None:
     for code, info in CODES.items():
         assert f"\n### {code}\n" in doc, code
         assert f"| [{code}](#{code.lower()}) |" in doc, code
-        assert re.match(r"BL0\d\d$", code)
+        assert re.match(r"BL[01]\d\d$", code)
         assert info.summary
 
 

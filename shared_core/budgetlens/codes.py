@@ -52,6 +52,13 @@ CONTRACT_VIOLATION = "BL050"
 OUTPUT_ABOVE_CEILING = "BL051"
 CANNOT_FIT = "BL052"
 OUTPUT_MISSING = "BL053"
+# settings.injection (the unified injection budget policy)
+INJECTION_NOT_MAPPING = "BL100"
+INJECTION_UNKNOWN_KEY = "BL101"
+INJECTION_INVALID_VALUE = "BL102"
+INJECTION_MIN_ABOVE_MAX = "BL103"
+INJECTION_MINS_ABOVE_MAX = "BL104"
+INJECTION_SHARES_NOT_ONE = "BL105"
 
 CODES: dict[str, Code] = {c.code: c for c in (
     Code(YAML_SYNTAX, _E, "YAML syntax error"),
@@ -83,4 +90,15 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(OUTPUT_ABOVE_CEILING, _E, "output limit above model_max_output_tokens"),
     Code(CANNOT_FIT, _E, "step cannot fit even with context 0 and output 1"),
     Code(OUTPUT_MISSING, _E, "no output limit for the step and no model_max_tokens"),
+    Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
+    Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
+    Code(INJECTION_INVALID_VALUE, _E,
+         "settings.injection: value of the wrong type or out of range (shares and percentages"
+         " in [0, 1], token counts whole numbers >= 0, schema_version 1)"),
+    Code(INJECTION_MIN_ABOVE_MAX, _W,
+         "settings.injection: a minimum is larger than max_injection_tokens_absolute"),
+    Code(INJECTION_MINS_ABOVE_MAX, _W,
+         "settings.injection: the two minimums together exceed max_injection_tokens_absolute"),
+    Code(INJECTION_SHARES_NOT_ONE, _I,
+         "settings.injection: the default shares do not add up to 1"),
 )}

@@ -48,6 +48,7 @@ from budgetlens.pipeline import (
     step_name,
     steps_owner,
 )
+from budgetlens.pipeline_injection import InjectionCheck, check_injection
 from budgetlens.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy, resolve_policy
 from budgetlens.source import Diagnostic, Location, Range, Related, Severity
 from budgetlens.template import parse_template
@@ -167,6 +168,8 @@ class PipelineReport:
     output_ceiling: Term | None = None
     context_floor: int = 0
     clamp: ClampValues = field(default_factory=ClampValues)
+    injection: InjectionCheck | None = None
+    """The ``settings.injection`` policy of the chain and each step's split (None without one)."""
 
     @property
     def has_errors(self) -> bool:
@@ -450,8 +453,14 @@ class _Checker:
             clamp = compute_clamp(steps, context=context.value, window=window.value,
                                   ceiling=ceiling.value if ceiling else None, floor=floor)
             self.contract(steps, policy, clamp, window)
+        report = self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
+                             **report_base)
+        injection = check_injection(report, files=self.files, loaded=chain.files)
+        if injection.policy is None and not injection.diagnostics:
+            return report
+        self.diags.extend(injection.diagnostics)
         return self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
-                           **report_base)
+                           injection=injection, **report_base)
 
     def finish(self, **kwargs: Any) -> PipelineReport:
         seen: set[tuple[Any, ...]] = set()

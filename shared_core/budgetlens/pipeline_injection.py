@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from budgetlens.codes import Code
+from budgetlens.codes import (
+    CODES,
+    INJECTION_INVALID_VALUE,
+    INJECTION_MIN_ABOVE_MAX,
+    INJECTION_MINS_ABOVE_MAX,
+    INJECTION_NOT_MAPPING,
+    INJECTION_SHARES_NOT_ONE,
+    INJECTION_UNKNOWN_KEY,
+    Code,
+)
 from budgetlens.files import FileSource
 from budgetlens.pipeline import PipelineFile, read_pipeline
 from budgetlens.source import Diagnostic, Location, Related, Severity
@@ -38,26 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 INJECTION_KEY = "injection"
 
-INJECTION_NOT_MAPPING = "BL100"
-INJECTION_UNKNOWN_KEY = "BL101"
-INJECTION_INVALID_VALUE = "BL102"
-INJECTION_MIN_ABOVE_MAX = "BL103"
-INJECTION_MINS_ABOVE_MAX = "BL104"
-INJECTION_SHARES_NOT_ONE = "BL105"
-
-INJECTION_CODES: dict[str, Code] = {c.code: c for c in (
-    Code(INJECTION_NOT_MAPPING, Severity.ERROR, "settings.injection is not a mapping"),
-    Code(INJECTION_UNKNOWN_KEY, Severity.ERROR, "settings.injection: unknown key"),
-    Code(INJECTION_INVALID_VALUE, Severity.ERROR,
-         "settings.injection: value of the wrong type or out of range (shares and percentages"
-         " in [0, 1], token counts whole numbers >= 0, schema_version 1)"),
-    Code(INJECTION_MIN_ABOVE_MAX, Severity.WARNING,
-         "settings.injection: a minimum is larger than max_injection_tokens_absolute"),
-    Code(INJECTION_MINS_ABOVE_MAX, Severity.WARNING,
-         "settings.injection: the two minimums together exceed max_injection_tokens_absolute"),
-    Code(INJECTION_SHARES_NOT_ONE, Severity.INFORMATION,
-         "settings.injection: the default shares do not add up to 1"),
-)}
+INJECTION_CODES: dict[str, Code] = {code: info for code, info in CODES.items()
+                                    if code.startswith("BL1")}
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,16 @@ def run(args: argparse.Namespace) -> int:
 def json_output(reports: list[PipelineReport], diagnostics: list[Diagnostic]) -> dict[str, Any]:
     return {"version": JSON_SCHEMA_VERSION,
             "diagnostics": [d.to_dict() for d in diagnostics],
-            "steps": [s.to_dict() for r in reports for s in r.steps]}
+            "steps": [_step_json(r, i) for r in reports for i in range(len(r.steps))]}
+
+
+def _step_json(report: PipelineReport, index: int) -> dict[str, Any]:
+    """A step of the JSON output; ``injection`` is added when the pipeline has a policy."""
+    out = report.steps[index].to_dict()
+    split = report.injection.step(index) if report.injection else None
+    if split is not None:
+        out["injection"] = split.to_dict()
+    return out
 
 
 # ---------------------------------------------------------------------------- SARIF
@@ -240,6 +249,8 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
                       f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
             for row in budget_table(r):
                 out.write(row + "\n")
+            for split in r.injection.steps if r.injection else ():
+                out.write(f"  {split.step}: {split.label}\n")
             out.write("\n")
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
