@@ -104,6 +104,7 @@ def _invalid(exc: Exception) -> JsonRpcInvalidParams:
 def create_server() -> BudgetLensServer:
     server = BudgetLensServer()
     session = server.session
+    session.warm_up()
 
     pushed: set[str] = set()  # URIs whose last push was not empty
 

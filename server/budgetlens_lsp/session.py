@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from lsprotocol import types
 
+from budgetlens.tokens import DEFAULT_TOKENIZER, get_tokenizer
 from budgetlens_lsp.convert import UTF16, path_from_uri
 from budgetlens_lsp.diagnostics import publish_params
 from budgetlens_lsp.settings import Settings
@@ -71,6 +72,16 @@ class Session:
                                   Awaitable[None]] | None = None
         self.progress_hook: Callable[[], ProgressHook | None] | None = None
         self.generation = 0
+
+    def warm_up(self) -> None:
+        """Load the default tokenizer on the analysis thread while the client connects, so
+        the first check does not pay for it."""
+        def load() -> None:
+            try:
+                get_tokenizer(DEFAULT_TOKENIZER)
+            except Exception:  # a broken install shows up in the first check's diagnostics
+                log.exception("loading the default tokenizer failed")
+        self._executor.submit(load)
 
     # --- documents --------------------------------------------------------------------------
     def path_of(self, uri: str) -> str | None:
