@@ -435,13 +435,12 @@ def print_report(out: dict[str, Any]) -> None:
               f"{ratio(net(ours_r['p50_ms'], 'budgetlens'), net(peer_r['p50_ms'], 'yaml-ls')):>8}"
               f" {ratio(net(ours_r['p95_ms'], 'budgetlens'), net(peer_r['p95_ms'], 'yaml-ls')):>8}")
     print()
-    print("Notes: 'net' subtracts the deliberate wait before a lone edit is diagnosed"
-          f" (budgetlens {DELAY_MS['budgetlens']:.0f} ms:")
-    print("its debounce only delays bursts; yaml-language-server validationDelayMs"
-          f" {DELAY_MS['yaml-ls']:.0f} ms). The")
-    print("1,000-pipeline figure for budgetlens waits until all")
-    print("200 dependents are re-published; yaml-language-server has no cross-file model, so its")
-    print("figure for that edit is only the prompt buffer's own diagnostics (a different job).")
+    print("Notes: 'net' subtracts the deliberate wait before a lone edit is diagnosed:")
+    print(f"  budgetlens {DELAY_MS['budgetlens']:.0f} ms (its debounce only delays bursts),"
+          f" yaml-language-server {DELAY_MS['yaml-ls']:.0f} ms (validationDelayMs).")
+    print("  The 1,000-pipeline figure for budgetlens waits until all 200 dependents are")
+    print("  re-published; yaml-language-server has no cross-file model, so its figure for that")
+    print("  edit is only the prompt buffer's own diagnostics (a different job).")
 
 
 def main() -> None:
