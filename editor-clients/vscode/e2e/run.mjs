@@ -100,7 +100,8 @@ async function runCommand(page, title) {
 }
 
 async function openFile(page, relPath) {
-  await page.keyboard.press('Control+P');
+  // F1 opens the quick input in command mode; without the leading '>' it is Go to File.
+  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
   await input.fill(relPath);
@@ -180,7 +181,6 @@ try {
     await page.keyboard.press('Control+S');
     await until('settings.json saved with the interpreter', async () =>
       JSON.parse(readFileSync(SETTINGS, 'utf8'))['budgetlens.server.interpreter'] === PYTHON);
-    await page.keyboard.press('Control+W');
   });
 
   await check(page, 'over-budget pipeline shows an error squiggle', async () => {
@@ -231,10 +231,19 @@ try {
     await page.locator('.marker-widget').waitFor({ timeout: 10_000 });
     await page.keyboard.press('Escape');
     await page.keyboard.press('Control+.');
-    const fix = page.locator('.action-widget .monaco-list-row', { hasText: /clamp/i }).first();
+    const fix = page.locator('.action-widget .monaco-list-row.action', { hasText: /clamp max_context_tokens/i }).first();
     await fix.waitFor({ timeout: 15_000 });
     console.log(`     quick-fix: ${text(await fix.innerText()).replace(/\s+/g, ' ')}`);
-    await fix.click();
+    // Choose it with the keyboard, as a user does: arrow down to it, Enter.
+    const focused = page.locator('.action-widget .monaco-list-row.action.focused');
+    for (let i = 0; i < 10; i++) {
+      if (/clamp max_context_tokens/i.test(text(await focused.innerText().catch(() => '')))) {
+        break;
+      }
+      await page.keyboard.press('ArrowDown');
+    }
+    assert.match(text(await focused.innerText()), /clamp max_context_tokens/i);
+    await page.keyboard.press('Enter');
     await until('the squiggle to go', async () =>
       (await editor.locator('.squiggly-error').count()) === 0, SERVER_WAIT_MS);
     await page.keyboard.press('Control+S');
@@ -270,9 +279,21 @@ try {
     await page.keyboard.type('xyz');
     assert.ok(!text(await view.locator('.view-lines').innerText()).includes('xyz'), 'the view is editable');
     // the cursor sits on the marker's line and the cut decoration is drawn there
-    const cursorLine = await until('the cursor line', async () =>
-      text(await view.locator('.view-line', { has: page.locator('text=' + CUT_MARKER) }).last().innerText()));
-    assert.ok(cursorLine.includes(CUT_MARKER));
+    // the cursor was put on the marker: the rendered line at the current-line highlight's
+    // height holds the marker
+    const cursorLine = await until('the cursor on the marker line', async () => {
+      const top = await view.locator('.view-overlays .current-line').first().evaluate((el) => el.parentElement.style.top || el.style.top);
+      const lines = view.locator('.view-lines .view-line');
+      const n = await lines.count();
+      for (let i = 0; i < n; i++) {
+        if ((await lines.nth(i).evaluate((el) => el.style.top)) === top) {
+          const t = text(await lines.nth(i).innerText());
+          return t.includes(CUT_MARKER) ? t : null;
+        }
+      }
+      return null;
+    });
+    console.log(`     cursor line: ${cursorLine.trim()}`);
     const deco = await until('the cut decoration', async () =>
       (await view.locator('.view-lines [class*="ced-"], .view-overlays [class*="ced-"]').count()) > 0);
     assert.ok(deco);

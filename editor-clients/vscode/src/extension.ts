@@ -254,6 +254,10 @@ async function doStart(): Promise<void> {
         return result;
       },
       workspace: {
+        // vscode-languageclient would send the whole `budgetlens` section (with the client-only
+        // `server.*` keys, which the server reports as unknown). onConfigurationChanged sends
+        // the filtered section instead, so this path sends nothing.
+        didChangeConfiguration: () => Promise.resolve(),
         // Answer workspace/configuration for our section without the client-only `server.*` keys.
         configuration: async (params, token, next) => {
           const result = await next(params, token);

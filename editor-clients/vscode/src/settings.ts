@@ -1,13 +1,13 @@
 /**
  * The settings the extension sends to the server: every key of the `budgetlens` section except
- * `server.*` (those only tell the extension how to start the server, and the server reports
- * keys it does not know). Pure, so the filtering is unit-tested.
+ * `server.*` and `trace.*` (those only tell the extension how to start and log the server, and
+ * the server reports keys it does not know). Pure, so the filtering is unit-tested.
  */
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Keys of the `budgetlens` section that the extension itself consumes. */
-export const CLIENT_ONLY_KEYS: readonly string[] = ['server'];
+export const CLIENT_ONLY_KEYS: readonly string[] = ['server', 'trace'];
 
 /** The server's view of the `budgetlens` section: a plain JSON object without client-only keys. */
 export function serverSettings(section: Readonly<Record<string, unknown>>): Record<string, Json> {

@@ -30,9 +30,10 @@ describe('statusBarText', () => {
 });
 
 describe('serverSettings', () => {
-  it('drops the client-only server.* keys and keeps the rest as plain JSON', () => {
+  it('drops the client-only server.* and trace.* keys and keeps the rest as plain JSON', () => {
     const section = {
       server: { command: ['x'], interpreter: null },
+      trace: { server: 'verbose' },
       policy: 'auto_clamp',
       tokenizer: null,
       hierarchyBudget: 500,
