@@ -182,3 +182,12 @@ def test_closed_long_array_keeps_its_item_count() -> None:
     assert ctx.cut is not None and ctx.cut.path == ("a",)
     assert ctx.hierarchy_context_for_prompt.splitlines()[1:] == [
         "{", '  "a": <array: 1,000 items><<<CUT>>>']
+
+
+def test_long_keys_cost_nothing_even_in_a_large_sibling() -> None:
+    key = "k" * 500
+    text = '[{"' + key + '": 1, "b": "xy"}, "cut'
+    # the sibling costs 1 + 4 = 5 (its keys are free); the cut value "cut costs 4
+    lines = get_contexts(text, budget=60).hierarchy_context_for_prompt.splitlines()
+    assert lines[1:] == ["[", "  {", f'    "{key}": 1,', '    "b": "xy"', "  },",
+                         '  "cut<<<CUT>>>']

@@ -49,9 +49,11 @@ INDENT = "  "
 _FULL, _HINT, _STRUCT = 0, 1, 2
 
 _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-# findall gives the scalar literals of values; a key (string then colon) gives "".
+# findall gives the scalar literals of values; a key (string then colon) gives "", and so
+# does a string cut by the end of a measuring window (so a window never over-counts).
 _COST_SCALARS = re.compile(
-    r"(?:" + _STR + r"[ \t\n\r]*:)|(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)")
+    r"(?:" + _STR + r"[ \t\n\r]*:)|(?:\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)"
+    r"|(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)")
 _PRETTY_TOKEN = re.compile(
     r"[ \t\n\r]*(?:(?P<key>" + _STR + r")[ \t\n\r]*:|(?P<open>[\[{])|(?P<close>[\]}])"
     r"|(?P<comma>,)|(?P<scalar>" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+))")
@@ -64,8 +66,10 @@ def _indent(depth: int) -> str:
 def value_cost(text: str, start: int, end: int, kind: str, limit: int) -> int:
     """Budget cost of the complete value ``text[start:end]``.
 
-    Exact when it is at most ``limit``; otherwise some number above ``limit`` (large values
-    are measured on a growing window, so a huge sibling costs little to turn down).
+    Exact when it is at most ``limit``; otherwise some number above ``limit``: large values
+    are measured on a window that grows until it holds more than ``limit`` (what a window
+    holds is never more than the whole value costs) or the whole value, so a huge sibling
+    costs little to turn down.
     """
     if kind != OBJECT and kind != ARRAY:
         return end - start
