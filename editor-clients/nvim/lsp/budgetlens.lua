@@ -17,6 +17,6 @@ return {
     end
   end,
   settings = {
-    budgetlens = {},
+    budgetlens = vim.empty_dict(), -- an empty JSON object ({} would be sent as [])
   },
 }

@@ -62,8 +62,8 @@ local function client_config(root)
     cmd = config.cmd,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    settings = config.settings,
-    init_options = config.settings.budgetlens or config.settings,
+    settings = util.objects(config.settings),
+    init_options = util.objects(config.settings.budgetlens or config.settings),
     capabilities = capabilities,
     handlers = commands.client_handlers(),
     on_attach = function(client, bufnr)

@@ -119,6 +119,22 @@ function M.request(client, method, params, handler, bufnr)
   return client.request(method, params, handler, bufnr)
 end
 
+--- A copy of a settings table where every empty table is an empty JSON object: Neovim's JSON
+--- encoder writes a plain {} as [], which the server rightly rejects as settings.
+function M.objects(value)
+  if type(value) ~= "table" then
+    return value
+  end
+  if next(value) == nil then
+    return vim.empty_dict()
+  end
+  local copy = {}
+  for key, item in pairs(value) do
+    copy[key] = M.objects(item)
+  end
+  return copy
+end
+
 function M.notify(message, level)
   vim.notify("budgetlens: " .. message, level or vim.log.levels.INFO)
 end
