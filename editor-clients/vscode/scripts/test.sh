@@ -19,6 +19,11 @@ npm test
 step "package"
 npm run --silent package
 test -s budgetlens.vsix
-python3 -m zipfile -l budgetlens.vsix | grep -q 'extension/dist/extension.js'
-python3 -m zipfile -l budgetlens.vsix | grep -q 'extension/schemas/pipeline.schema.json'
+node -e "
+  // the .vsix (a zip) must hold the bundle, the manifest and the schema yamlValidation points at
+  const names = require('child_process').execFileSync('python3', ['-m', 'zipfile', '-l', 'budgetlens.vsix']).toString();
+  for (const f of ['extension/dist/extension.js', 'extension/package.json', 'extension/schemas/pipeline.schema.json']) {
+    if (!names.includes(f)) { console.error('vscode: ' + f + ' is missing from budgetlens.vsix'); process.exit(1); }
+  }
+"
 echo "vscode: budgetlens.vsix built ($(wc -c < budgetlens.vsix) bytes)"
