@@ -394,7 +394,8 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
             scenarios[title][key] = {"p50_ms": lat.quantile(0.5), "p95_ms": lat.quantile(0.95),
                                      "answered": len(lat.values_ms), "missing": lat.missing,
                                      "note": lat.note, "peak_rss_kib": rss,
-                                     "waited_for": len(targets) if targets else 1}
+                                     "waited_for": len(targets) if targets else 1,
+                                     "values_ms": [round(v, 2) for v in lat.values_ms]}
     out["scenarios"] = scenarios
     out["load_after"] = os.getloadavg()[0]
     out["work"] = str(work)
