@@ -9,6 +9,8 @@ function that returns a file's current text (the editor buffer when open, else t
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,13 @@ _SEVERITY = {
 
 # --- paths and URIs ---------------------------------------------------------------------------
 
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+
+
 def uri_from_path(path: str | Path) -> str:
+    """The ``file:`` URI of a path; a key that already is a URI (an untitled buffer's) stays."""
+    if isinstance(path, str) and _SCHEME.match(path) and not os.path.isabs(path):
+        return path
     uri = uris.from_fs_path(str(path))
     return uri if uri is not None else Path(path).resolve().as_uri()
 

@@ -97,6 +97,16 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _lsp_range(raw: Any) -> types.Range:
+    def pos(p: Any) -> types.Position:
+        line, character = p["line"], p["character"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                   for v in (line, character)):
+            raise ValueError("positions are non-negative integers")
+        return types.Position(line=line, character=character)
+    return types.Range(start=pos(raw["start"]), end=pos(raw["end"]))
+
+
 def _invalid(exc: Exception) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(message=str(exc))
 
@@ -329,7 +339,7 @@ def create_server() -> BudgetLensServer:
         uri = arg["uri"]
         path = session.path_of(uri)
         if path is None:
-            raise _invalid(CommandError(f"{uri}: only file: URIs are supported"))
+            raise _invalid(CommandError(f"{uri}: not an open document and not a file: URI"))
         return arg, uri, path
 
     async def _query(fn: Callable[..., Any], *args: Any) -> Any:
@@ -378,9 +388,8 @@ def create_server() -> BudgetLensServer:
     async def show_location(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
         arg, uri, _ = _target(args)
         try:
-            rng = ls.protocol._converter.structure(arg.get("range"), types.Range) \
-                if arg.get("range") is not None else None
-        except Exception:
+            rng = _lsp_range(arg["range"]) if arg.get("range") is not None else None
+        except (KeyError, TypeError, ValueError):
             raise _invalid(CommandError("\"range\" must be an LSP range")) from None
         if not ls.client.show_document:
             return {"shown": False, "uri": uri, "range": arg.get("range")}

@@ -44,13 +44,14 @@ T = TypeVar("T")
 @dataclass
 class OpenDocument:
     uri: str
-    path: str | None  # None for non-file URIs (untitled buffers)
+    path: str  # the file's path; for a non-file URI (an untitled buffer), the URI itself
     version: int | None
     text: str
     language_id: str = ""
 
 
 _MODE_RANK = {INCREMENTAL: 0, REDISCOVER: 1, FULL: 2}
+JSON_LANGUAGES = ("json", "jsonc")
 ProgressHook = Callable[[int, int], None]
 
 
@@ -85,6 +86,7 @@ class Session:
 
     # --- documents --------------------------------------------------------------------------
     def path_of(self, uri: str) -> str | None:
+        """The key a document is known by: its path, or for an open untitled buffer its URI."""
         doc = self.documents.get(uri)
         if doc is not None:
             return doc.path
@@ -92,10 +94,9 @@ class Session:
         return norm(path) if path is not None else None
 
     def open(self, uri: str, version: int | None, text: str, language_id: str) -> None:
-        path = self.path_of(uri)
+        path = self.path_of(uri) or uri
         self.documents[uri] = OpenDocument(uri, path, version, text, language_id)
-        if path:
-            self.mark_dirty([path])
+        self.mark_dirty([path])
 
     def change(self, uri: str, version: int | None, text: str) -> None:
         doc = self.documents.get(uri)
@@ -103,12 +104,11 @@ class Session:
             self.open(uri, version, text, "")
             return
         doc.version, doc.text = version, text
-        if doc.path:
-            self.mark_dirty([doc.path])
+        self.mark_dirty([doc.path])
 
     def close(self, uri: str) -> None:
         doc = self.documents.pop(uri, None)
-        if doc is not None and doc.path:
+        if doc is not None:
             self.mark_dirty([doc.path])  # the disk text is the truth again
 
     def versions(self) -> dict[str, int | None]:
@@ -116,8 +116,11 @@ class Session:
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
-            overlay={doc.path: doc.text for doc in self.documents.values() if doc.path},
-            open_uris={doc.path: doc.uri for doc in self.documents.values() if doc.path},
+            overlay={doc.path: doc.text for doc in self.documents.values()},
+            open_uris={doc.path: doc.uri for doc in self.documents.values()},
+            json_keys=frozenset(doc.path for doc in self.documents.values()
+                                if doc.language_id in JSON_LANGUAGES
+                                or doc.path.endswith(".json")),
             versions={doc.uri: doc.version for doc in self.documents.values()},
             settings=self.settings,
             roots=tuple(self.roots),

@@ -52,6 +52,10 @@ class Snapshot:
     settings: Settings = field(default_factory=Settings)
     roots: tuple[str, ...] = ()
     encoding: str = UTF16
+    json_keys: frozenset[str] = frozenset()  # open buffers that hold JSON (by language id)
+
+    def is_json(self, key: str) -> bool:
+        return key in self.json_keys or key.endswith(".json")
 
 
 @dataclass
@@ -184,12 +188,12 @@ class WorkspaceIndex:
                 progress(n, total)
         json_changed = set(changed) | closed
         if mode == FULL:  # the marker, budget or the toggle may have changed
-            json_changed |= {p for p in snapshot.overlay if p.endswith(".json")}
+            json_changed |= {p for p in snapshot.overlay if snapshot.is_json(p)}
         self._update_json(snapshot, json_changed)
         # edited buffers, and buffers just closed (a pulling client forgets their diagnostics)
         always = [p for p in changed if p in snapshot.overlay]
         always += [p for p in old_overlay if p not in snapshot.overlay]
-        always = [p for p in always if p.endswith(ANALYZED_SUFFIXES)]
+        always = [p for p in always if p.endswith(ANALYZED_SUFFIXES) or snapshot.is_json(p)]
         results.publish = self._refresh_diagnostics(always=always)
         return results
 
@@ -221,9 +225,10 @@ class WorkspaceIndex:
         from budgetlens_lsp.json_documents import analyze_json
 
         for path in changed:
-            if not path.endswith(".json"):
+            if not (snapshot.is_json(path) or self.snapshot.is_json(path) or
+                    path in self.json_docs):
                 continue
-            text = snapshot.overlay.get(path)
+            text = snapshot.overlay.get(path) if snapshot.is_json(path) else None
             if text is None or not snapshot.settings.diagnostics.truncated_json:
                 self.json_docs.pop(path, None)
                 continue

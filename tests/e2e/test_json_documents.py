@@ -114,3 +114,24 @@ async def test_invalid_arguments_are_an_lsp_error_and_the_server_goes_on(
                 await _command(ed, *args)
         # and the server still answers
         assert (await _command(ed, {"uri": uri}))["cut"]["path"] == CUT_PATH
+
+
+async def test_an_untitled_json_buffer_gets_the_diagnostic_and_the_command(
+        workspace: Path) -> None:
+    text = '{"reply": {"items": ["one", "two", "thr'
+    async with running_server(workspace) as ed:
+        uri = "untitled:Untitled-1"
+        ed.texts[uri], ed.versions[uri] = text, 1
+        ed.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="json", version=1,
+                                                 text=text)))
+        [d] = await ed.wait_diagnostics(uri)
+        assert d.range.start == _end(text, "utf-16") and "reply.items[2]" in d.message
+        result = await _command(ed, {"uri": uri})
+        assert result["cut"]["path"] == "reply.items[2]"
+        assert json.loads(str(result["completePart"])) == {"reply": {"items": ["one", "two",
+                                                                               "thr"]}}
+        ed.close(uri)
+        assert await ed.wait_diagnostics(uri, lambda ds: ds == []) == []
+        with pytest.raises(JsonRpcException):  # closed and not a file: nothing to read
+            await _command(ed, {"uri": uri})
