@@ -206,6 +206,9 @@ try {
   });
 
   await check(page, 'a code lens shows the step budget as a sum', async () => {
+    // VS Code fetches code lenses for the focused editor (leaving it for the Problems panel
+    // cancels a pending fetch): back in the editor, as a user reading the pipeline is.
+    await activeEditor(page).locator('.view-lines').click();
     const lens = await until('a budget code lens', async () => {
       const lenses = activeEditor(page).locator('.codelens-decoration');
       const n = await lenses.count();
@@ -219,6 +222,22 @@ try {
     });
     assert.match(lens, /over|free/);
     console.log(`     lens: ${lens}`);
+  });
+
+  await check(page, 'clicking a step lens opens the budget report beside it', async () => {
+    const lens = activeEditor(page).locator('.codelens-decoration a', { hasText: /\/\s*8,?192/ }).first();
+    await lens.click();
+    const tab = page.locator('.tabs-container .tab', { hasText: 'budget report' }).first();
+    await tab.waitFor({ timeout: 20_000 });
+    const report = await until('the report text', async () => {
+      const t = text(await activeEditor(page).locator('.view-lines').innerText());
+      return t.includes('write_report') ? t : null;
+    });
+    assert.match(report, /window 8,?192/);
+    // back to the pipeline, in the first group
+    await page.keyboard.press('Control+1');
+    await until('the pipeline editor active again', async () =>
+      (await page.locator('.editor-group-container.active .tabs-container .tab.active', { hasText: 'long_report.yaml' }).count()) > 0);
   });
 
   const before = readFileSync(join(WORKSPACE, OVER_BUDGET_PIPELINE), 'utf8');
@@ -297,6 +316,28 @@ try {
     const deco = await until('the cut decoration', async () =>
       (await view.locator('.view-lines [class*="ced-"], .view-overlays [class*="ced-"]').count()) > 0);
     assert.ok(deco);
+  });
+
+  await check(page, 'Clamp All Budgets clamps the pipeline again after an undo', async () => {
+    await page.keyboard.press('Control+1');
+    await openFile(page, OVER_BUDGET_PIPELINE);
+    const editor = activeEditor(page);
+    const clamped = readFileSync(join(WORKSPACE, OVER_BUDGET_PIPELINE), 'utf8');
+    await editor.locator('.view-lines').click();
+    await page.keyboard.press('Control+Z');
+    await until('6144 back in the editor', async () => (await editorLines(page)).includes('max_context_tokens: 6144'));
+    await until('the squiggle to come back', async () =>
+      (await editor.locator('.squiggly-error').count()) > 0, SERVER_WAIT_MS);
+    await runCommand(page, 'budgetlens: Clamp All Budgets');
+    await until('the squiggle to go', async () =>
+      (await editor.locator('.squiggly-error').count()) === 0, SERVER_WAIT_MS);
+    const toast = await until('the clamp notification', async () =>
+      (await notifications(page)).find((t) => t.startsWith('budgetlens: clamped')));
+    console.log(`     notification: ${toast}`);
+    await page.keyboard.press('Control+S');
+    // the whole plan for this pipeline is the one change the quick-fix made
+    await until('the file saved as the quick-fix left it', async () =>
+      readFileSync(join(WORKSPACE, OVER_BUDGET_PIPELINE), 'utf8') === clamped);
   });
 
   await check(page, 'the status bar shows a prompt file token count and tokenizer', async () => {
