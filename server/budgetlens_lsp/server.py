@@ -285,6 +285,16 @@ def create_server() -> BudgetLensServer:
         if paths:
             session.mark_dirty(paths, mode)
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    @_guard
+    def did_change_folders(ls: BudgetLensServer,
+                           params: types.DidChangeWorkspaceFoldersParams) -> None:
+        uris = [f.uri for f in ls.workspace.folders.values()]
+        if not uris and ls.workspace.root_uri:
+            uris = [ls.workspace.root_uri]
+        session.roots = [r for r in (session.path_of(u) for u in uris) if r]
+        session.mark_dirty([], FULL)
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: BudgetLensServer,
                                        params: types.DidChangeConfigurationParams) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from .harness import caps, codes_of, running_server
+from .harness import caps, codes_of, copy_examples, running_server
 
 
 async def test_large_workspace_is_indexed_with_progress(workspace: Path) -> None:
@@ -37,3 +37,16 @@ async def test_small_workspace_needs_no_progress(workspace: Path) -> None:
         await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"),
                                   lambda ds: "BL050" in codes_of(ds))
         assert not any(ed.client.progress_reports.values())
+
+
+async def test_an_added_workspace_folder_is_indexed(workspace: Path, tmp_path: Path) -> None:
+    other = copy_examples(tmp_path / "second")
+    async with running_server(workspace) as ed:
+        await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"),
+                                  lambda ds: "BL050" in codes_of(ds))
+        ed.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=other.resolve().as_uri(), name="second")],
+                removed=[])))
+        second = (other / "pipelines/long_report.yaml").resolve().as_uri()
+        await ed.wait_diagnostics(second, lambda ds: "BL050" in codes_of(ds))
