@@ -165,3 +165,20 @@ async def test_a_burst_of_edits_ends_in_the_diagnostics_of_the_last_text(
         diags = await ed.wait_diagnostics(
             uri, lambda ds: any(f"= {b.total} >" in d.message for d in ds))
         assert codes_of(diags) == ["BL050"]
+
+
+async def test_related_information_points_into_the_parent_for_inherited_values(
+        workspace: Path) -> None:
+    path = workspace / "pipelines/multilingual.yaml"
+    path.write_text(path.read_text("utf-8").replace("max_output_tokens: 800",
+                                                    "max_output_tokens: 4000"), "utf-8")
+    base = (workspace / "pipelines/base.yaml").read_text("utf-8")
+    async with running_server(workspace) as ed:
+        uri = ed.open("pipelines/multilingual.yaml")
+        diags = await ed.wait_diagnostics(uri, _has("BL050"))
+    [d] = [d for d in diags if d.code == "BL050"]
+    related = {(r.location.uri.rsplit("/", 1)[-1], r.location.range.start.line)
+               for r in d.related_information or []}
+    assert ("base.yaml", find(base, "max_context_tokens")[0]) in related
+    assert ("base.yaml", find(base, "budget_safety_margin_tokens")[0]) in related
+    assert ("multilingual.txt", 0) in related
