@@ -22,17 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 from budgetlens.clamp import clamp_plan
 from budgetlens_lsp.cli.check_cmd import budget_table
-from budgetlens_lsp.json_documents import CommandError, hierarchy_context
+from budgetlens_lsp.json_documents import COMMAND, CommandError, hierarchy_context
 
 if TYPE_CHECKING:
     from budgetlens.clamp import ClampPlan
     from budgetlens_lsp.workspace_index import WorkspaceIndex
 
-SHOW_HIERARCHY = "budgetlens.showHierarchyContext"
+__all__ = ["CLAMP_ALL", "SHOW_HIERARCHY", "SHOW_LOCATION", "SHOW_REPORT", "budget_report",
+           "clamp_all_plan", "show_hierarchy", "single_object"]
+
+SHOW_HIERARCHY = COMMAND  # "budgetlens.showHierarchyContext"
 CLAMP_ALL = "budgetlens.clampAll"
 SHOW_REPORT = "budgetlens.showBudgetReport"
 SHOW_LOCATION = "budgetlens.showLocation"
-ALL = (SHOW_HIERARCHY, CLAMP_ALL, SHOW_REPORT, SHOW_LOCATION)
 
 
 def single_object(args: tuple[Any, ...] | list[Any]) -> dict[str, Any]:

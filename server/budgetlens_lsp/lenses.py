@@ -21,6 +21,7 @@ from budgetlens.contract import StepBudget
 from budgetlens.source import Location, Range
 from budgetlens.tokens import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
 from budgetlens.yaml_source import parse_yaml
+from budgetlens_lsp.commands import SHOW_LOCATION, SHOW_REPORT
 from budgetlens_lsp.convert import format_int, uri_from_path
 from budgetlens_lsp.diagnostics import step_label
 
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from budgetlens_lsp.convert import Converter
     from budgetlens_lsp.workspace_index import WorkspaceIndex
 
-SHOW_REPORT = "budgetlens.showBudgetReport"
-SHOW_LOCATION = "budgetlens.showLocation"
 
 
 def headroom_text(step: StepBudget) -> str:
