@@ -129,8 +129,9 @@ def prompt_lenses(index: WorkspaceIndex, path: str) -> list[types.CodeLens]:
              f" step{'s' if n_steps != 1 else ''} in {n_pipes}"
              f" pipeline{'s' if n_pipes != 1 else ''}")
     worst = tightest(steps)
-    if worst is None:
-        command = types.Command(title=title, command="")
+    if worst is None:  # informational; a click just shows the top of the prompt
+        command = types.Command(title=title, command=SHOW_LOCATION, arguments=[
+            _location_args(conv, Location(path, Range.at(0, 0)))])
     else:
         command = _open_step(conv, worst, title)
     return [types.CodeLens(range=types.Range(start=types.Position(line=0, character=0),
