@@ -81,7 +81,13 @@ async def test_extends_lens_summarises_inherited_steps(workspace: Path) -> None:
 async def test_prompt_lens_counts_tokens_and_users(workspace: Path) -> None:
     report_tokens = expected.tokens((workspace / "prompts/report.txt").read_text("utf-8"))
     answer_tokens = expected.tokens((workspace / "prompts/answer.txt").read_text("utf-8"))
+    (workspace / "prompts/unused.txt").write_text("Nobody uses me. 誰も使わない 🙈\n", "utf-8")
+    unused_tokens = expected.tokens("Nobody uses me. 誰も使わない 🙈\n")
     async with running_server(workspace) as ed:
+        [[unused]] = (await _lenses(ed, ed.open("prompts/unused.txt", None, "plaintext"))
+                      ).values()
+        assert _title(unused) == f"{unused_tokens} tokens (cl100k_base) · used by 0 steps in 0" \
+            " pipelines"
         [[report]] = (await _lenses(ed, ed.open("prompts/report.txt", None, "plaintext"))
                       ).values()
         [[answer]] = (await _lenses(ed, ed.open("prompts/answer.txt", None, "plaintext"))
