@@ -3,12 +3,24 @@ where they come from, a prompt's token count and first lines."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import AsyncIterator
 
+import pytest
+import pytest_asyncio
 from lsprotocol import types
 
 from . import expected
-from .harness import Editor, find, running_server, td, units
+from .harness import Editor, copy_examples, find, running_server, td, units
+
+# Hover only reads: one server for the whole module keeps the suite fast.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def ed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
+    root = copy_examples(tmp_path_factory.mktemp("hover"))
+    async with running_server(root) as editor:
+        yield editor
 
 
 async def _hover(ed: Editor, rel: str, needle: str, nth: int = 0) -> str | None:
@@ -25,14 +37,14 @@ async def _hover(ed: Editor, rel: str, needle: str, nth: int = 0) -> str | None:
     return result.contents.value
 
 
-async def test_hover_on_a_base_setting_lists_every_step_it_affects(workspace: Path) -> None:
+async def test_hover_on_a_base_setting_lists_every_step_it_affects(ed: Editor) -> None:
+    workspace = ed.root
     chat_fixed = expected.tokens((workspace / "prompts/chat.txt").read_text("utf-8")) \
         + expected.OVERHEAD
     chat = expected.Budget(fixed=chat_fixed, history=1536, context=4096, output=768)
     ja = expected.answer_ja(workspace)
     answer = expected.answer(workspace, context=4096)
-    async with running_server(workspace) as ed:
-        text = await _hover(ed, "pipelines/base.yaml", "max_context_tokens")
+    text = await _hover(ed, "pipelines/base.yaml", "max_context_tokens")
     assert text is not None
     assert "**max_context_tokens** = `4096`" in text
     # long_report.yaml and support.yaml set their own value: not listed
@@ -44,30 +56,30 @@ async def test_hover_on_a_base_setting_lists_every_step_it_affects(workspace: Pa
 
 
 async def test_hover_on_an_output_limit_shows_the_step_sum_and_the_ceiling(
-        workspace: Path) -> None:
+        ed: Editor) -> None:
+    workspace = ed.root
     b = expected.write_report(workspace)
-    async with running_server(workspace) as ed:
-        text = await _hover(ed, "pipelines/long_report.yaml", "max_output_tokens", nth=1)
+    text = await _hover(ed, "pipelines/long_report.yaml", "max_output_tokens", nth=1)
     assert text is not None
     assert "**max_output_tokens** = `2048`" in text
     assert f"❌ `long_report.yaml › write_report`: {b.lens()}" in text
     assert "Model output ceiling: 4,096" in text
 
 
-async def test_hover_on_prompt_key_shows_token_count_and_first_lines(workspace: Path) -> None:
+async def test_hover_on_prompt_key_shows_token_count_and_first_lines(ed: Editor) -> None:
+    workspace = ed.root
     prompt = (workspace / "prompts/multilingual.txt").read_text("utf-8")
-    async with running_server(workspace) as ed:
-        text = await _hover(ed, "pipelines/multilingual.yaml", "prompt_key")
+    text = await _hover(ed, "pipelines/multilingual.yaml", "prompt_key")
     assert text is not None
     assert f"**{expected.tokens(prompt)} tokens** (cl100k_base)" in text
     assert prompt.split("\n")[0] in text  # the first line, CJK and emoji included
 
 
 async def test_hover_on_extends_shows_the_chain_and_where_values_come_from(
-        workspace: Path) -> None:
+        ed: Editor) -> None:
+    workspace = ed.root
     base = (workspace / "pipelines/base.yaml").read_text("utf-8")
-    async with running_server(workspace) as ed:
-        text = await _hover(ed, "pipelines/chat.yaml", "extends")
+    text = await _hover(ed, "pipelines/chat.yaml", "extends")
     assert text is not None
     assert "Chain: `chat.yaml` → `base.yaml`" in text
     ctx_line = find(base, "max_context_tokens")[0] + 1
@@ -77,6 +89,5 @@ async def test_hover_on_extends_shows_the_chain_and_where_values_come_from(
     assert "max_history_tokens` = 1536" not in text  # chat.yaml sets it itself
 
 
-async def test_hover_elsewhere_is_empty(workspace: Path) -> None:
-    async with running_server(workspace) as ed:
-        assert await _hover(ed, "pipelines/base.yaml", "retrieval_top_k") is None
+async def test_hover_elsewhere_is_empty(ed: Editor) -> None:
+    assert await _hover(ed, "pipelines/base.yaml", "retrieval_top_k") is None
