@@ -86,9 +86,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('budgetlens.client.clampAll', clampAll),
     vscode.commands.registerCommand('budgetlens.client.showBudgetReport', showBudgetReport),
     vscode.commands.registerCommand('budgetlens.client.restartServer', restartServer),
-    vscode.window.onDidChangeActiveTextEditor(() => void updateStatus()),
-    vscode.workspace.onDidSaveTextDocument(() => void updateStatus()),
-    vscode.languages.onDidChangeDiagnostics(() => void updateStatus()),
+    vscode.window.onDidChangeActiveTextEditor(() => scheduleStatus(0)),
+    vscode.workspace.onDidSaveTextDocument(() => scheduleStatus(0)),
+    // a prompt edit changes its count: diagnostics follow every re-check, so refresh after them
+    vscode.languages.onDidChangeDiagnostics(() => scheduleStatus(300)),
+    { dispose: () => clearTimeout(statusTimer) },
     vscode.workspace.onDidChangeConfiguration(onConfigurationChanged),
     { dispose: () => void client?.stop() },
   );
@@ -489,6 +491,13 @@ function errorText(error: unknown): string {
 // ---------------------------------------------------------------- status bar
 
 let statusSeq = 0;
+let statusTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Coalesces bursts of events (diagnostics change on every re-check) into one lens request. */
+function scheduleStatus(delayMs: number): void {
+  clearTimeout(statusTimer);
+  statusTimer = setTimeout(() => void updateStatus(), delayMs);
+}
 
 /** Shows the active prompt file's token count and tokenizer, from the server's prompt lens. */
 async function updateStatus(): Promise<void> {
