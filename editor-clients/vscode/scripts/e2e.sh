@@ -6,6 +6,8 @@
 # the workbench and checks what a user sees: the over-budget squiggle and Problems entry, the
 # code lens, the Ctrl+. quick-fix that clamps the number, and Show Hierarchy Context on a cut
 # JSON. Screenshots go to test-artifacts/vscode-e2e/ (gitignored) at the repository root.
+# Then the pipeline JSON Schema is checked in yaml-language-server (Red Hat's YAML engine)
+# through the `# yaml-language-server: $schema=...` opt-in comment.
 #
 # Usage: editor-clients/vscode/scripts/e2e.sh
 # Needs: root or sudo for apt-get (chromium, ripgrep, libkrb5-dev); the npm registry and PyPI.
@@ -51,7 +53,7 @@ export npm_config_unsafe_perm=true npm_config_yes=true
 CS="$E2E/node_modules/code-server"
 DONE_MARK="$CS/.budgetlens-postinstall-done"
 if [ ! -f "$DONE_MARK" ]; then
-  log "installing code-server 4.100.3 and playwright-core (npm ci)"
+  log "installing code-server 4.100.3, playwright-core and yaml-language-server (npm ci)"
   cd "$E2E"
   npm ci --no-audit --no-fund
   # @vscode/ripgrep's postinstall downloads rg from GitHub, which is not reachable: seed its
@@ -153,4 +155,10 @@ status=$?
 set -e
 cp "$RUN_DIR/code-server.log" "$ARTIFACTS/code-server.log" 2>/dev/null || true
 find "$RUN_DIR/user/logs" -name '*budgetlens*' -exec cp {} "$ARTIFACTS/" \; 2>/dev/null || true
-exit $status
+
+log "the pipeline schema in yaml-language-server (the '# yaml-language-server: \$schema=' opt-in)"
+set +e
+node "$E2E/schema-optin.mjs" "$HERE/schemas/pipeline.schema.json" "$ROOT/examples"
+schema_status=$?
+set -e
+[ $status -eq 0 ] && [ $schema_status -eq 0 ]
