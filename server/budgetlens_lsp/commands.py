@@ -28,13 +28,15 @@ if TYPE_CHECKING:
     from budgetlens.clamp import ClampPlan
     from budgetlens_lsp.workspace_index import WorkspaceIndex
 
-__all__ = ["CLAMP_ALL", "SHOW_HIERARCHY", "SHOW_LOCATION", "SHOW_REPORT", "budget_report",
-           "clamp_all_plan", "show_hierarchy", "single_object"]
+__all__ = ["ALL", "CLAMP_ALL", "SHOW_HIERARCHY", "SHOW_LOCATION", "SHOW_REPORT",
+           "budget_report", "clamp_all_plan", "show_hierarchy", "single_object"]
 
 SHOW_HIERARCHY = COMMAND  # "budgetlens.showHierarchyContext"
 CLAMP_ALL = "budgetlens.clampAll"
 SHOW_REPORT = "budgetlens.showBudgetReport"
 SHOW_LOCATION = "budgetlens.showLocation"
+#: Every command the server registers (``executeCommandProvider.commands``).
+ALL = (SHOW_HIERARCHY, CLAMP_ALL, SHOW_REPORT, SHOW_LOCATION)
 
 
 def single_object(args: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
