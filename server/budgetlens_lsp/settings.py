@@ -108,7 +108,7 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
     Unknown keys are reported but harmless.
     """
     problems: list[str] = []
-    if raw is None:
+    if raw is None or (isinstance(raw, list) and not raw):  # Lua encodes {} as []
         return Settings(), problems
     if isinstance(raw, Mapping) and isinstance(raw.get("budgetlens"), Mapping):
         raw = raw["budgetlens"]
