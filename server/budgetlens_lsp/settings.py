@@ -84,7 +84,7 @@ def _check(key: str, value: Any) -> str | None:
 
 def _toggles(raw: Any, name: str, keys: Mapping[str, str], current: Any,
              problems: list[str]) -> Any:
-    if raw is None:
+    if raw is None or (isinstance(raw, list) and not raw):
         return current
     if not isinstance(raw, Mapping):
         problems.append(f"budgetlens.{name} must be an object of booleans")

@@ -8,6 +8,7 @@ from budgetlens_lsp.settings import Settings, parse_settings, settings_to_json
 def test_defaults_and_a_full_valid_object() -> None:
     assert parse_settings(None) == (Settings(), [])
     assert parse_settings([]) == (Settings(), [])  # an empty Lua table arrives as []
+    assert parse_settings({"lenses": [], "diagnostics": []}) == (Settings(), [])
     raw = {"policy": "auto_clamp", "tokenizer": "o200k_base", "configPath": "cfg/config.json",
            "hierarchyBudget": 0, "cutMarker": "⟦CUT⟧", "debounceMs": 0,
            "diagnostics": {"pipelines": True, "prompts": False, "truncatedJson": False},
