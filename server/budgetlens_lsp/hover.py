@@ -2,9 +2,9 @@
 where an inherited value comes from, and a prompt's token count and first lines.
 
 Keys: ``max_context_tokens``, ``max_history_tokens``, ``budget_safety_margin_tokens``
-(under ``settings``), ``max_output_tokens`` / ``max_tokens`` / ``prompt_key`` (in a step)
-and ``extends``. The hovered key is found with the core's positioned YAML parser; every
-number comes from the core's reports.
+(under ``settings``), ``max_output_tokens`` / ``max_tokens`` / ``prompt_key`` (in a step),
+``extends`` and ``settings.injection`` (each step's injection split). The hovered key is
+found with the core's positioned YAML parser; every number comes from the core's reports.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def key_at(doc: YamlDocument, pos: Position) -> tuple[YamlPath, Range] | None:
         wanted = ((len(path) == 2 and path[0] == "settings" and name in SETTING_TERMS)
                   or (len(path) == 3 and path[0] == "steps" and isinstance(path[1], int)
                       and name in STEP_KEYS)
-                  or (path == ("extends",)))
+                  or (path == ("extends",)) or (path == ("settings", "injection")))
         if not wanted:
             continue
         key_rng = span.key
@@ -205,6 +205,28 @@ def _extends_hover(index: WorkspaceIndex, path: str, doc: YamlDocument) -> list[
     return out
 
 
+def _injection_hover(index: WorkspaceIndex, path: str) -> list[str]:
+    report = index.report_for(path)
+    inj = report.injection if report is not None else None
+    out = ["**settings.injection**: the unified injection budget (knowledge cards + bucket"
+           " content), per `call_model` step, with the step's fixed + history tokens as the"
+           " tokens used before injection."]
+    if inj is None or inj.policy is None:
+        return [*out, "", "The policy has errors; see the diagnostics."]
+    p = inj.policy
+    out.append(f"At most {format_int(p.max_injection_tokens_absolute)} tokens or"
+               f" {p.max_injection_tokens_pct_of_context:.0%} of what is left; shares"
+               f" {p.knowledge_card_share_default:.2f} cards / "
+               f"{p.bucket_content_share_default:.2f} buckets.")
+    out.append("")
+    for split in inj.steps:
+        d = split.direct_target
+        out.append(f"- `{split.step}`: {split.label} (bucket as direct target: cards"
+                   f" {format_int(d.knowledge_card_budget)} · buckets"
+                   f" {format_int(d.bucket_budget)})")
+    return out
+
+
 def hover(index: WorkspaceIndex, path: str | None, pos: types.Position) -> types.Hover | None:
     if path is None or not path.endswith((".yaml", ".yml")):
         return None
@@ -221,7 +243,9 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position) -> types
         return None
     key_path, rng = found
     name = key_path[-1]
-    if key_path[0] == "settings":
+    if key_path == ("settings", "injection"):
+        lines = _injection_hover(index, path)
+    elif key_path[0] == "settings":
         lines = _setting_hover(index, path, doc, str(name))
     elif key_path == ("extends",):
         lines = _extends_hover(index, path, doc)

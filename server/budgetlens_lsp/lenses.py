@@ -6,6 +6,8 @@
 - above ``settings``: ``tightest step: long_report.yaml › write_report (229 over)``, over
   every pipeline that reads these settings; click: open that step;
 - above ``extends``: how the inherited steps fare; click: open the tightest;
+- with a ``settings.injection`` policy: the step's injection split above each step
+  (``injection 1,640: cards 656 · buckets 984``) and the tightest one above ``injection``;
 - at the top of a prompt file: ``186 tokens (cl100k_base) · used by 2 steps in 2
   pipelines``; click: open the tightest step that uses it.
 """
@@ -72,11 +74,15 @@ def pipeline_lenses(index: WorkspaceIndex, path: str, uri: str) -> list[types.Co
     if report is None:
         return lenses
     if settings.steps and report.window is not None and report.context is not None:
-        for step in report.steps:
+        for i, step in enumerate(report.steps):
             if os.path.normpath(step.defined_in) != path:
                 continue
             lenses.append(_lens(conv, path, step.location.range, types.Command(
                 title=budget_sum(step), command=SHOW_REPORT, arguments=[{"uri": uri}])))
+            split = report.injection.step(i) if report.injection else None
+            if split is not None:
+                lenses.append(_lens(conv, path, step.location.range, types.Command(
+                    title=split.label, command=SHOW_REPORT, arguments=[{"uri": uri}])))
     text = index.text_of(path)
     doc = parse_yaml(text)[0] if text is not None else None
     if doc is None:
@@ -90,6 +96,13 @@ def pipeline_lenses(index: WorkspaceIndex, path: str, uri: str) -> list[types.Co
             where = step_label(worst) if worst.pipeline != path else worst.step
             lenses.append(_lens(conv, path, key, _open_step(
                 conv, worst, f"tightest step: {where} ({headroom_text(worst)})")))
+    injection_key = doc.key_range(("settings", "injection"))
+    if settings.steps and report.injection is not None and injection_key is not None \
+            and report.injection.steps:
+        tight = min(report.injection.steps, key=lambda s: s.budget.total_budget)
+        lenses.append(_lens(conv, path, injection_key, types.Command(
+            title=f"tightest {tight.step}: {tight.label}", command=SHOW_REPORT,
+            arguments=[{"uri": uri}])))
     if settings.steps and doc.span(("extends",)) is not None:
         inherited = [s for s in report.steps if os.path.normpath(s.defined_in) != path]
         worst = tightest(inherited)
