@@ -30,6 +30,10 @@ const schemaCopy = join(root, 'pipeline.schema.json');
 copyFileSync(schemaFile, schemaCopy);
 
 const child = spawn(process.execPath, [serverMain, '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
+// The server exits on `exit`; a write racing with that must not crash this script.
+child.stdin.on('error', () => {});
+const exited = new Promise((resolve) => child.once('exit', resolve));
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const conn = rpc.createMessageConnection(
   new rpc.StreamMessageReader(child.stdout),
   new rpc.StreamMessageWriter(child.stdin),
@@ -142,10 +146,13 @@ try {
     assert.match(doc, /retrieved context/);
   });
 } finally {
-  await conn.sendRequest('shutdown').catch(() => {});
-  conn.sendNotification('exit');
+  await Promise.race([conn.sendRequest('shutdown').catch(() => {}), sleep(5000)]);
+  await Promise.resolve(conn.sendNotification('exit')).catch(() => {});
+  await Promise.race([exited, sleep(5000)]);
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill();
+  }
   conn.dispose();
-  child.kill();
   rmSync(root, { recursive: true, force: true });
   const failed = results.filter((r) => !r).length;
   console.log(`schema-optin: ${results.length - failed} passed, ${failed} failed`);

@@ -92,11 +92,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.languages.onDidChangeDiagnostics(() => scheduleStatus(300)),
     { dispose: () => clearTimeout(statusTimer) },
     vscode.workspace.onDidChangeConfiguration(onConfigurationChanged),
+    vscode.workspace.onDidCloseTextDocument((doc) => {
+      if (doc.uri.scheme === VIEW_SCHEME) {
+        views.delete(doc.uri.toString());
+      }
+    }),
     { dispose: () => void client?.stop() },
   );
 
   if (await workspaceHasConfig()) {
-    await startServer();
+    // not awaited: activation stays quick while the server is found and initialized
+    void startServer();
     return;
   }
   output.appendLine('No config.json in this workspace: the server starts when one appears.');
