@@ -17,7 +17,7 @@ def test_every_code_is_documented_with_its_own_section() -> None:
     for code, info in CODES.items():
         assert f"\n### {code}\n" in doc, code
         assert f"| [{code}](#{code.lower()}) |" in doc, code
-        assert re.match(r"BL[01]\d\d$", code)
+        assert re.match(r"BL[012]\d\d$", code)
         assert info.summary
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from budgetlens import codes
 from budgetlens.json_contexts import JsonContexts, get_contexts
 from budgetlens.source import Diagnostic, Range, Severity
 from budgetlens_lsp.settings import Settings
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 #: Buffers above this many characters are not analysed as you type (the command still
 #: refuses them with a clear error): a reply of 4 million characters is not a reply.
 MAX_JSON_CHARS = 4_000_000
-CODE = "json-truncated"
+CODE = codes.JSON_TRUNCATED
 COMMAND = "budgetlens.showHierarchyContext"
 
 

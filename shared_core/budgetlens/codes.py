@@ -59,6 +59,8 @@ INJECTION_INVALID_VALUE = "BL102"
 INJECTION_MIN_ABOVE_MAX = "BL103"
 INJECTION_MINS_ABOVE_MAX = "BL104"
 INJECTION_SHARES_NOT_ONE = "BL105"
+# JSON responses
+JSON_TRUNCATED = "BL200"
 
 CODES: dict[str, Code] = {c.code: c for c in (
     Code(YAML_SYNTAX, _E, "YAML syntax error"),
@@ -101,4 +103,5 @@ CODES: dict[str, Code] = {c.code: c for c in (
          "settings.injection: the two minimums together exceed max_injection_tokens_absolute"),
     Code(INJECTION_SHARES_NOT_ONE, _I,
          "settings.injection: the default shares do not add up to 1"),
+    Code(JSON_TRUNCATED, _I, "JSON text cut off (e.g. a model reply out of output tokens)"),
 )}
