@@ -5,8 +5,8 @@ S in pipeline P, with P's report:
 
 - *clamp max_context_tokens* — the plan's context change alone; where the value is
   inherited, two variants: override it in P, or edit the parent that sets it;
-- *clamp S's output* — the core's clamp computed with the context held where it is
-  (``compute_clamp`` with the floor at the current value), keeping only S's change;
+- *clamp S's output* — the core's ``output_clamp_plan``: the clamp computed with the
+  context held where it is, keeping only S's change;
   for an inherited step also the variant that edits the parent.
 
 ``source.fixAll.budgetlens`` applies P's whole plan. Each action is a ``WorkspaceEdit``
@@ -18,14 +18,12 @@ insert the override).
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.clamp import ClampPlan, clamp_plan
-from budgetlens.contract import ClampValues, PipelineReport, compute_clamp
+from budgetlens.clamp import ClampPlan, clamp_plan, context_clamp_plan, output_clamp_plan
 from budgetlens_lsp import json_documents
 
 if TYPE_CHECKING:
@@ -33,27 +31,6 @@ if TYPE_CHECKING:
 
 FIX_ALL = "source.fixAll.budgetlens"
 FIXABLE = (codes.CONTRACT_VIOLATION, codes.OUTPUT_ABOVE_CEILING)
-
-
-def context_only(report: PipelineReport) -> PipelineReport:
-    return replace(report, clamp=replace(report.clamp, outputs=()))
-
-
-def output_only(report: PipelineReport, step_index: int) -> PipelineReport | None:
-    """The report with a clamp that lowers only the output of ``report.steps[step_index]``,
-    the context held (None when the core would have to lower the context too)."""
-    if report.context is None or report.window is None:
-        return None
-    values = compute_clamp(report.steps, context=report.context.value,
-                           window=report.window.value,
-                           ceiling=report.output_ceiling.value if report.output_ceiling
-                           else None, floor=report.context.value)
-    if values.context_after is not None:
-        return None
-    mine = tuple(oc for oc in values.outputs if oc.index == step_index)
-    if not mine:
-        return None
-    return replace(report, clamp=ClampValues(outputs=mine))
 
 
 class EditContext:
@@ -113,26 +90,24 @@ def quick_fixes(index: WorkspaceIndex, path: str, diag: types.Diagnostic,
                            preferred))
 
     if diag.code == codes.CONTRACT_VIOLATION and report.clamp.context_after is not None:
-        ctx_report = context_only(report)
-        override = clamp_plan(ctx_report, files=files, edit_parent=False)
+        override = context_clamp_plan(report, files=files, edit_parent=False)
         inherited = report.context.inherited
         add(f"Clamp {_describe(override, here)}"
             + (" (override here)" if inherited else ""), override, preferred=True)
         if inherited:
-            parent = clamp_plan(ctx_report, files=files, edit_parent=True)
+            parent = context_clamp_plan(report, files=files, edit_parent=True)
             add(f"Clamp {_describe(parent, here)}", parent)
     for i, s in enumerate(report.steps):
         if s.step != step_name:
             continue
-        out_report = output_only(report, i)
-        if out_report is None:
+        plan = output_clamp_plan(report, i, files=files, edit_parent=False)
+        if plan.empty:
             continue
-        plan = clamp_plan(out_report, files=files, edit_parent=False)
         add(f"Clamp {_describe(plan, here)}"
             + (" (copy the inherited steps here)" if s.inherited else ""), plan,
             preferred=diag.code == codes.OUTPUT_ABOVE_CEILING)
         if s.inherited:
-            parent = clamp_plan(out_report, files=files, edit_parent=True)
+            parent = output_clamp_plan(report, i, files=files, edit_parent=True)
             add(f"Clamp {_describe(parent, here)}", parent)
     return out
 

@@ -5,7 +5,15 @@ The core is pure: no language-server imports, no network, no global mutable stat
 """
 
 from budgetlens.cache import BudgetCache
-from budgetlens.clamp import ClampChange, ClampPlan, apply_edits, apply_plan, clamp_plan
+from budgetlens.clamp import (
+    ClampChange,
+    ClampPlan,
+    apply_edits,
+    apply_plan,
+    clamp_plan,
+    context_clamp_plan,
+    output_clamp_plan,
+)
 from budgetlens.codes import CODES
 from budgetlens.config import WorkspaceConfig
 from budgetlens.continuation import (
@@ -176,6 +184,7 @@ __all__ = [
     "clamp_plan",
     "compute_clamp",
     "compute_unified_budget",
+    "context_clamp_plan",
     "continue_json",
     "default_intent_map",
     "detect_bucket_overlap",
@@ -184,6 +193,7 @@ __all__ = [
     "get_tokenizer",
     "load_intent_map",
     "merge_with_overlap",
+    "output_clamp_plan",
     "pack_context",
     "parse_docs",
     "parse_template",

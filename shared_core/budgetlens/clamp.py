@@ -17,10 +17,10 @@ violation and an empty plan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from budgetlens.contract import PipelineReport, StepBudget
+from budgetlens.contract import ClampValues, PipelineReport, StepBudget, compute_clamp
 from budgetlens.files import FileSource, SourceError
 from budgetlens.source import Position, Range, TextEdit, apply_text_edits
 from budgetlens.yaml_source import YamlDocument, YamlPath, parse_yaml
@@ -370,6 +370,33 @@ def clamp_plan(report: PipelineReport, *, files: FileSource,
                     reason + f"; the steps of {s.defined_in} are copied here to override it",
                     s.step, (edit,)))
     return plan
+
+
+def context_clamp_plan(report: PipelineReport, *, files: FileSource,
+                       edit_parent: bool = False) -> ClampPlan:
+    """Only the ``max_context_tokens`` change of ``clamp_plan`` (empty when the plan does
+    not lower the context): the editor's "clamp max_context_tokens" quick fix."""
+    return clamp_plan(replace(report, clamp=replace(report.clamp, outputs=())), files=files,
+                      edit_parent=edit_parent)
+
+
+def output_clamp_plan(report: PipelineReport, step_index: int, *, files: FileSource,
+                      edit_parent: bool = False) -> ClampPlan:
+    """Lower only the output limit of ``report.steps[step_index]``, the context held where it
+    is: the editor's "clamp this step's output" quick fix. Empty when lowering that output
+    alone cannot make the step fit (the context must come down first) or it already fits.
+    """
+    if report.context is None or report.window is None:
+        return ClampPlan(report.pipeline)
+    values = compute_clamp(report.steps, context=report.context.value,
+                           window=report.window.value,
+                           ceiling=report.output_ceiling.value if report.output_ceiling
+                           else None, floor=report.context.value)
+    mine = tuple(oc for oc in values.outputs if oc.index == step_index)
+    if values.context_after is not None or not mine:
+        return ClampPlan(report.pipeline)
+    return clamp_plan(replace(report, clamp=ClampValues(outputs=mine)), files=files,
+                      edit_parent=edit_parent)
 
 
 def _output_key(step: StepBudget) -> str:
