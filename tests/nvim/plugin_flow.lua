@@ -209,4 +209,16 @@ H.run(function()
     table.insert(after, lens.command and lens.command.title or vim.NIL)
   end
   H.record("lenses_after_clamp", after)
+
+  -- misuse gets a clear message, not an error: a bad budget, a buffer no server serves
+  local notes_seen = {}
+  vim.notify = function(message, level)
+    table.insert(notes_seen, { message = message, level = level })
+  end
+  vim.api.nvim_set_current_buf(json)
+  vim.cmd("BudgetlensHierarchy lots")
+  vim.api.nvim_set_current_buf(notes)
+  vim.cmd("BudgetlensHierarchy")
+  vim.cmd("BudgetlensReport")
+  H.record("misuse", notes_seen)
 end)

@@ -157,3 +157,13 @@ def test_lenses_refresh_on_buffer_events_and_show_the_clamped_budget(
                 f"{budget['output']} + margin {budget['margin']} = {budget['window']} / "
                 f"{budget['window']} (0 free)")
     assert expected in [t.replace(",", "") for t in results["lenses_after_clamp"]]
+
+
+@pytest.mark.nvim
+def test_commands_explain_misuse(results: dict[str, Any]) -> None:
+    bad_budget, no_server, no_server_report = results["misuse"]
+    assert "whole number" in bad_budget["message"] and "lots" in bad_budget["message"]
+    assert bad_budget["level"] == 4  # ERROR
+    for note in (no_server, no_server_report):
+        assert "no budgetlens server is attached" in note["message"]
+        assert note["level"] == 3  # WARN
