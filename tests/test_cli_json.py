@@ -97,9 +97,9 @@ def test_contexts_on_binary_and_missing_files(tmp_path: Path,
 
 def test_contexts_refuses_a_huge_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    import budgetlens_lsp.cli.cut_input as cut_input
+    import budgetlens_lsp.cli.io as cli_io
 
-    monkeypatch.setattr(cut_input, "MAX_INPUT_BYTES", 10)
+    monkeypatch.setattr(cli_io, "MAX_INPUT_BYTES", 10)
     path = _write(tmp_path, "big.json", "[" + "1," * 20)
     assert main(["contexts", path]) == 2
     assert "larger than" in capsys.readouterr().err

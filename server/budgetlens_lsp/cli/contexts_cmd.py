@@ -14,7 +14,7 @@ from typing import Any
 
 from budgetlens import DEFAULT_BUDGET, DEFAULT_MARKER, get_contexts
 from budgetlens.json_contexts import DEFAULT_OVERLAP_CHARS
-from budgetlens_lsp.cli.cut_input import read_cut_text
+from budgetlens_lsp.cli.io import read_cut_text
 from budgetlens_lsp.cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 

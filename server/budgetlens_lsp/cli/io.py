@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import sys
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from budgetlens_lsp.cli.main import UsageError
 MAX_INPUT_BYTES = 256 * 1024 * 1024
 
 
-def read_text_arg(name: str) -> str:
-    """The UTF-8 text of the file ``name`` (or standard input for ``-``); UsageError if not."""
+def read_bytes_arg(name: str) -> bytes:
+    """The bytes of the file ``name`` (standard input for ``-``), without a UTF-8 BOM;
+    UsageError when it is missing, a directory, unreadable or too large."""
     try:
         if name == "-":
             data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
@@ -27,7 +29,27 @@ def read_text_arg(name: str) -> str:
         raise UsageError(f"{name}: cannot read ({exc.strerror or exc})") from None
     if len(data) > MAX_INPUT_BYTES:
         raise UsageError(f"{name}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
+    return data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
+
+
+def read_text_arg(name: str) -> str:
+    """The UTF-8 text of the file ``name`` (or standard input for ``-``); UsageError if not."""
+    data = read_bytes_arg(name)
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_cut_text(name: str) -> tuple[str, int]:
+    """Like ``read_text_arg`` for a possibly cut-off text: a text cut in the middle of a UTF-8
+    character (a model's reply cut by bytes) is accepted, the incomplete character at the very
+    end dropped. Returns (text, number of bytes dropped); invalid UTF-8 elsewhere is refused.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        text = decoder.decode(read_bytes_arg(name), final=False)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    pending, _ = decoder.getstate()
+    return text, len(pending)

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from budgetlens import MIN_OVERLAP, merge_with_overlap
-from budgetlens_lsp.cli.cut_input import read_cut_text
+from budgetlens_lsp.cli.io import read_cut_text
 from budgetlens_lsp.cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 
