@@ -96,10 +96,12 @@ CODE_SERVER="$E2E/node_modules/.bin/code-server"
 RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/budgetlens-e2e.XXXXXX")"
 CS_PID=""
 cleanup() {
-  if [ -n "$CS_PID" ] && kill -0 "$CS_PID" 2>/dev/null; then
-    kill "$CS_PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$CS_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$CS_PID" 2>/dev/null || true
+  # code-server runs in its own process group (setsid, below): end the group it leads, so
+  # its extension host, file watcher and the language server go with it
+  if [ -n "$CS_PID" ] && kill -0 -- "-$CS_PID" 2>/dev/null; then
+    kill -- "-$CS_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 -- "-$CS_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 -- "-$CS_PID" 2>/dev/null || true
   fi
   if [ "${E2E_KEEP:-0}" = 1 ]; then
     echo "e2e: kept $RUN_DIR"
@@ -131,7 +133,7 @@ ls "$RUN_DIR/extensions" | grep -q '^budgetlens\.budgetlens-' \
 
 PORT="${E2E_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')}"
 log "starting code-server on 127.0.0.1:$PORT"
-PATH="$ROOT/.venv/bin:$PATH" "$CODE_SERVER" --config "$RUN_DIR/config.yaml" \
+PATH="$ROOT/.venv/bin:$PATH" setsid "$CODE_SERVER" --config "$RUN_DIR/config.yaml" \
   --bind-addr "127.0.0.1:$PORT" --auth none \
   --user-data-dir "$RUN_DIR/user" --extensions-dir "$RUN_DIR/extensions" \
   --disable-telemetry --disable-update-check --disable-workspace-trust \
