@@ -3,6 +3,8 @@
 #   - a virtualenv in .venv with budgetlens and its test/dev extras
 #   - Debian's neovim when `nvim` is missing (the Neovim tests drive real headless Neovim)
 #   - the VS Code extension's node modules (npm ci) and its checks
+#   - the real VS Code end-to-end test: code-server from npm, Debian's chromium driven by
+#     playwright-core (editor-clients/vscode/scripts/e2e.sh installs what it needs)
 # Nothing is skipped for a missing tool: a missing tool is installed or the run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,3 +35,8 @@ fi
 log "pytest"
 export PATH="$ROOT/.venv/bin:$PATH"
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+
+if [ -x editor-clients/vscode/scripts/e2e.sh ]; then
+  log "VS Code end to end (code-server + chromium)"
+  editor-clients/vscode/scripts/e2e.sh
+fi
