@@ -15,8 +15,8 @@
  */
 
 export const INSTALL_HINT =
-  'Install it with `pip install budgetlens` (in the environment the Python extension uses, or ' +
-  'anywhere on PATH), or point the setting `budgetlens.server.command` at it, e.g. ' +
+  'Install the budgetlens Python package from its checkout with `pip install /path/to/budgetlens` ' +
+  '(in the environment the Python extension uses, or anywhere on PATH), or point the setting `budgetlens.server.command` at it, e.g. ' +
   '["/path/to/venv/bin/budgetlens", "serve"].';
 
 export type CandidateSource = 'setting:command' | 'setting:interpreter' | 'python-extension' | 'path';

@@ -136,7 +136,7 @@ describe('resolveServer', () => {
     assert.equal(res.ok, false);
     assert.ok(!res.ok);
     assert.match(res.message, /budgetlens\.server\.interpreter "\/nope\/python" does not work \(not found\)\. Fix or clear that setting\./);
-    assert.ok(res.message.includes('pip install budgetlens'));
+    assert.ok(res.message.includes('pip install /path/to/budgetlens'));
   });
 
   it('explains how to install when nothing was found at all', async () => {
@@ -148,7 +148,7 @@ describe('resolveServer', () => {
       'budgetlens: the language server could not be started. No Python interpreter with budgetlens and no ' +
         '`budgetlens` on PATH were found. ' + INSTALL_HINT,
     );
-    assert.match(res.message, /pip install budgetlens/);
+    assert.match(res.message, /pip install \/path\/to\/budgetlens/);
   });
 
   it('lists every failed attempt with its reason', async () => {
