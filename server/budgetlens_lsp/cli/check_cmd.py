@@ -286,7 +286,7 @@ def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     return f"{head}\n{gutter}{shown}\n{blank}| {caret}{notes}"
 
 
-def _parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | None:
+def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | None:
     """For a BL023 whose parent error is printed too: that error (the child gets one line)."""
     if d.code != codes.EXTENDS_PARENT_BROKEN or not d.related:
         return None
@@ -325,7 +325,7 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
     shown = {(d.file, d.range) for d in diagnostics if d.code != codes.EXTENDS_PARENT_BROKEN}
     pointers = 0
     for d in diagnostics:
-        parent_error = _parent_pointer(d, shown)
+        parent_error = parent_pointer(d, shown)
         if parent_error is not None:  # reported once, at the parent; one line here
             pointers += 1
             out.write(f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
@@ -351,8 +351,8 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
     steps = sum(len(r.steps) for r in reports)
     unfit = sum(not s.fits for r in reports for s in r.steps)
-    blocked = (f" ({pointers} more pipeline{'s' if pointers != 1 else ''} extend"
-               f"{'s' if pointers == 1 else ''} a parent with errors)" if pointers else "")
+    blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
+               f"{'s' if pointers == 1 else ''} a parent with errors" if pointers else "")
     out.write(f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
               f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
               f" {errors} error{'s' if errors != 1 else ''},"
