@@ -3,8 +3,8 @@
 A ``FileSource`` reads UTF-8 text and gives a cheap fingerprint of a file, so a caller can
 tell whether anything a result depends on changed. Reading never hangs and never returns
 garbage: a missing path, a directory, a FIFO, a binary or non-UTF-8 file, a file above the
-size cap, a path with a NUL byte and a path that leaves the workspace each raise a ``SourceError`` subclass whose
-message says what is wrong.
+size cap, a path with a NUL byte and a path that leaves the workspace each raise a
+``SourceError`` subclass whose message says what is wrong.
 """
 
 from __future__ import annotations

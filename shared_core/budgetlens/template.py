@@ -17,6 +17,7 @@ before anything is put into it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -44,7 +45,7 @@ class ParsedTemplate:
 
 #: What may follow the name in a field: ``.attribute`` and ``[index]`` parts.
 _FIELD_REST = re.compile(r"(?:\.[^\W\d]\w*|\[[^\]]+\])*")
-_CONVERSIONS = {"r": repr, "s": str, "a": ascii}
+_CONVERSIONS: dict[str, Callable[[object], str]] = {"r": repr, "s": str, "a": ascii}
 
 
 def _field_problem(content: str) -> str | None:
