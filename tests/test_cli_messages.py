@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from contract_helpers import check, make_workspace, only
 
+from budgetlens import codes
 from budgetlens.files import BadPath, DiskFiles
 from budgetlens.json_contexts import get_contexts
 from budgetlens.template import parse_template
@@ -441,6 +442,11 @@ def test_sarif_has_related_locations_and_inline_help_without_a_relative_uri(
                        (4, "margin: 50 (inherited)", "ws/pipelines/base.yaml", 3, 32),
                        (5, "window: 1000", "ws/config.json", 2, 27)]
     assert "helpUri" not in json.dumps(run)
+
+
+def test_every_code_has_help_text_for_sarif() -> None:
+    assert set(codes.HELP) == set(codes.CODES)
+    assert all(text.endswith(".") and len(text) > 20 for text in codes.HELP.values())
 
 
 # ------------------------------------------------------------------------ BL200 (editor)

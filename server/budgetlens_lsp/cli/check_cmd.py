@@ -176,8 +176,9 @@ def _sarif_rule(code: str) -> dict[str, Any]:
     ``helpUri``)."""
     info = codes.CODES[code]
     help_text = codes.HELP.get(code, info.summary)
+    full = f"{info.summary}. {help_text}" if code in codes.HELP else info.summary
     return {"id": code, "shortDescription": {"text": info.summary},
-            "fullDescription": {"text": f"{info.summary}. {help_text}"},
+            "fullDescription": {"text": full},
             "help": {"text": help_text},
             "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]}}
 

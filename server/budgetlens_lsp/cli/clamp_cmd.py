@@ -1,4 +1,4 @@
-"""``budgetlens clamp PATH... [--diff | --write] [--edit-parent]``: the clamp plan.
+"""``budgetlens clamp [PATH...] [--diff | --write] [--edit-parent]``: the clamp plan.
 
 Without ``--diff`` or ``--write`` the plan is listed (one line per clamped value); ``--diff``
 prints it as a unified diff; ``--write`` applies it to the files. Pipelines are planned one
