@@ -95,8 +95,8 @@ def _workspace_hint(folder: Path) -> str:
             return ""
         current = parent
         pipelines = os.path.join(current, "pipelines")
-        if os.path.isfile(os.path.join(current, "config.json")) and find_pipelines(pipelines) \
-                and os.path.isdir(pipelines):
+        if os.path.isfile(os.path.join(current, "config.json")) and os.path.isdir(pipelines) \
+                and find_pipelines(pipelines):
             shown = os.path.relpath(current)
             return f"; its workspace is {shown}: run `budgetlens check {shown}`"
     return ""
