@@ -53,7 +53,8 @@ def test_json_output_has_exactly_the_documented_schema(
     doc = json.loads(out)
     assert set(doc) == {"version", "diagnostics", "steps"} and doc["version"] == 1
     (diag,) = doc["diagnostics"]
-    assert set(diag) == {"file", "range", "severity", "code", "message", "pipeline", "step"}
+    assert set(diag) == {"file", "range", "severity", "code", "message", "pipeline", "step",
+                         "related"}
     assert diag["file"] == "ws/pipelines/long_report.yaml"
     assert diag["range"] == {"start": {"line": 14, "character": 8},
                              "end": {"line": 14, "character": 20}}
@@ -69,7 +70,7 @@ def test_json_output_has_exactly_the_documented_schema(
     for step in doc["steps"]:
         # "injection" is present exactly for the pipeline with a settings.injection block.
         with_policy = step["pipeline"] == "ws/pipelines/support.yaml"
-        assert set(step) == {"pipeline", "step", "fits", "budget"} | (
+        assert set(step) == {"pipeline", "step", "fits", "budget", "terms"} | (
             {"injection"} if with_policy else set())
         assert set(step["budget"]) == BUDGET_KEYS
         b = step["budget"]
@@ -118,7 +119,6 @@ def test_sarif_output(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ["check", "no/such/path"],
     ["check", "ws", "--policy", "sometimes"],
     ["check", "ws", "--format", "xml"],
-    ["check"],
     ["clamp", "ws", "--diff", "--write"],
     ["check", "ws", "--tokenizer", "no-such-encoding"],
     ["check", "ws", "--config", "ws/missing.json"],

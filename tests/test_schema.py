@@ -124,3 +124,64 @@ def test_schema_and_models_agree_on_what_is_valid(doc: Any, valid: bool) -> None
     except ValidationError:
         model_ok = False
     assert (schema_ok, model_ok) == (valid, valid)
+
+
+# settings.injection: the unified injection policy, described key by key (completion and
+# validation in yaml-language-server), with the same verdicts as the BL100-BL102 checks.
+INJECTION_KEYS = {"max_injection_tokens_absolute", "max_injection_tokens_pct_of_context",
+                  "knowledge_card_share_default", "bucket_content_share_default",
+                  "procedure_sub_budget_pct", "interaction_policy_sub_budget_pct",
+                  "min_knowledge_card_tokens", "min_bucket_tokens", "schema_version"}
+
+
+def test_settings_injection_is_described_key_by_key() -> None:
+    schema = _schema()
+    injection = schema["$defs"]["Settings"]["properties"]["injection"]
+    assert injection["description"].startswith("The unified injection budget policy")
+    assert injection["anyOf"] == [{"$ref": "#/$defs/InjectionPolicy"}, {"type": "null"}]
+    policy = schema["$defs"]["InjectionPolicy"]
+    assert policy["additionalProperties"] is False
+    assert set(policy["properties"]) == INJECTION_KEYS
+    assert all(p.get("description") for p in policy["properties"].values())
+    assert policy["properties"]["max_injection_tokens_absolute"] == {
+        "default": 6000, "minimum": 0, "type": "integer",
+        "title": "Max Injection Tokens Absolute",
+        "description": "Total budget for all injected context (knowledge cards + bucket"
+                       " content), at most."}
+    assert policy["properties"]["knowledge_card_share_default"]["maximum"] == 1
+
+
+GOOD_INJECTION = """\
+settings:
+  max_context_tokens: 3000
+  injection:
+    max_injection_tokens_absolute: 2000
+    max_injection_tokens_pct_of_context: 0.2
+    knowledge_card_share_default: 0.4
+    bucket_content_share_default: 0.6
+    min_knowledge_card_tokens: 300
+    min_bucket_tokens: 300
+    schema_version: 1
+"""
+
+
+@pytest.mark.parametrize(("block", "code", "where"), [
+    ("    max_injection_tokens_absolut: 2000\n", "BL101", []),
+    ("    knowledge_card_share_default: 1.5\n", "BL102", ["knowledge_card_share_default"]),
+    ("    min_bucket_tokens: '300'\n", "BL102", ["min_bucket_tokens"]),
+    ("    min_bucket_tokens: -1\n", "BL102", ["min_bucket_tokens"]),
+    ("    schema_version: 2\n", "BL102", ["schema_version"]),
+])
+def test_schema_and_the_injection_check_agree_on_injection_blocks(
+        block: str, code: str, where: list[str]) -> None:
+    from budgetlens.pipeline_injection import check_injection_text
+
+    validator = jsonschema.Draft7Validator(_schema())
+    good = yaml.safe_load(GOOD_INJECTION)
+    assert list(validator.iter_errors(good)) == []
+    assert check_injection_text("p.yaml", GOOD_INJECTION).diagnostics == ()
+    bad_text = "settings:\n  max_context_tokens: 3000\n  injection:\n" + block
+    error = jsonschema.exceptions.best_match(validator.iter_errors(yaml.safe_load(bad_text)))
+    assert error is not None
+    assert list(error.absolute_path) == ["settings", "injection", *where]
+    assert [d.code for d in check_injection_text("p.yaml", bad_text).diagnostics] == [code]

@@ -39,8 +39,8 @@ def json_diagnostic(path: str, contexts: JsonContexts) -> Diagnostic | None:
     if cut is None:
         return None
     at = Range.at(cut.line, cut.character)
-    message = (f"truncated JSON: {contexts.description}; run 'Show hierarchy context' to see"
-               " what a continuation needs")
+    message = (f"truncated JSON: {contexts.description}; run the budgetlens \"show hierarchy"
+               " context\" command (the quick fix) to see what a continuation needs")
     return Diagnostic(path, at, Severity.INFORMATION, CODE, message,
                       data={"path": cut.path_text, "kind": cut.kind.value})
 

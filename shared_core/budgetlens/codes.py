@@ -105,3 +105,62 @@ CODES: dict[str, Code] = {c.code: c for c in (
          "settings.injection: the default shares do not add up to 1"),
     Code(JSON_TRUNCATED, _I, "JSON text cut off (e.g. a model reply out of output tokens)"),
 )}
+
+#: What to do about each code, one or two sentences (the "Fix" of docs/diagnostics.md); the
+#: CLI's SARIF output carries it inline as the rule's help.
+HELP: dict[str, str] = {
+    YAML_SYNTAX: "Correct the YAML at the position shown (a tab used for indentation, an"
+                 " unclosed bracket or quote, two documents in one file, a control character).",
+    YAML_REFUSED: "Use plain YAML values (strings, numbers, booleans, lists, mappings); tags such"
+                  " as !!python/object are refused and nothing is constructed from them.",
+    YAML_LIMIT: "Write the values out: pipelines never need more than 20,000 values repeated"
+                " through aliases, 64 levels of nesting, 2 MiB of text or numbers that long.",
+    PIPELINE_SHAPE: "Start the pipeline file from a mapping with settings: and steps:.",
+    INVALID_VALUE: "Use the type and range named in the message (see docs/pipeline-format.md);"
+                   " the value is ignored until then.",
+    DUPLICATE_KEY: "Remove one of the two keys; the last one wins.",
+    PIPELINE_UNREADABLE: "Point the check at a UTF-8 YAML file (not a folder, FIFO, binary or"
+                         " oversized file).",
+    CONFIG_MISSING: "Add a config.json with model_context_window in the pipeline's folder or"
+                    " above it, or name one with --config or the editor setting.",
+    CONFIG_INVALID: "Make config.json a valid JSON object.",
+    WINDOW_INVALID: "Set model_context_window to the model's real context window, an integer"
+                    " > 0 (e.g. 8192).",
+    CONFIG_VALUE_INVALID: "Use the type named in the message; until then the key's default"
+                          " applies.",
+    TOKENIZER_INVALID: "Use cl100k_base, o200k_base, a model name such as gpt-4o, or a valid"
+                       " tokenizer.json path (with the tokenizers extra installed).",
+    POLICY_INVALID: "Set PIPELINE_LIMITS_POLICY (or the override) to fail_fast or auto_clamp.",
+    EXTENDS_MISSING: "Correct the extends path: a parent pipeline file, relative to the child.",
+    EXTENDS_CYCLE: "Break the cycle, or shorten the chain to at most 32 files.",
+    EXTENDS_OUTSIDE: "Keep parent pipelines inside the workspace (no '..' or symlink out).",
+    EXTENDS_PARENT_BROKEN: "Fix the errors of the parent pipeline (reported in its file).",
+    CONTEXT_INVALID: "Set settings.max_context_tokens to an integer > 0 here or in a parent"
+                     " (typically 60-70% of the window).",
+    HISTORY_MISSING: "Set settings.max_history_tokens (10-15% of the window is typical) or"
+                     " turn use_history off.",
+    PROMPT_MISSING: "Create <prompts_dir>/<prompt_key>.txt or correct prompt_key.",
+    PROMPT_UNREADABLE: "Store the system prompt as a UTF-8 text file inside the workspace.",
+    PROMPT_KEY_MISSING: "Add the prompt_key the run time uses.",
+    TEMPLATE_SYNTAX: "Close the placeholder, name it with a Python identifier ({question}), or"
+                     " write '{{' and '}}' for literal braces.",
+    CONTRACT_VIOLATION: "Lower max_context_tokens, the step's output limit, the history budget"
+                        " or the prompt; `budgetlens clamp --diff` shows the clamp plan and"
+                        " `budgetlens clamp --write` applies it.",
+    OUTPUT_ABOVE_CEILING: "Lower the step's output limit to model_max_output_tokens or below.",
+    CANNOT_FIT: "Shorten the system prompt or template, lower the history budget or the margin,"
+                " or use a model with a larger window; no clamp can help.",
+    OUTPUT_MISSING: "Set max_output_tokens on the step, or model_max_tokens in config.json.",
+    INJECTION_NOT_MAPPING: "Write the policy keys under settings.injection as a mapping.",
+    INJECTION_UNKNOWN_KEY: "Correct the key's spelling or remove it (the message lists the"
+                           " known keys).",
+    INJECTION_INVALID_VALUE: "Use a value in range: shares and percentages in [0, 1], token"
+                             " counts whole numbers >= 0, schema_version 1.",
+    INJECTION_MIN_ABOVE_MAX: "Lower the minimum or raise max_injection_tokens_absolute.",
+    INJECTION_MINS_ABOVE_MAX: "Lower the minimums so that together they fit"
+                              " max_injection_tokens_absolute.",
+    INJECTION_SHARES_NOT_ONE: "Make knowledge_card_share_default + bucket_content_share_default"
+                              " add up to 1.",
+    JSON_TRUNCATED: "Run the budgetlens \"show hierarchy context\" command (the quick fix) for"
+                    " the budgeted view a continuation prompt needs.",
+}

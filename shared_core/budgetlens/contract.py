@@ -34,6 +34,7 @@ from budgetlens.files import (
     FileSource,
     SourceError,
     is_inside,
+    path_problem,
 )
 from budgetlens.pipeline import (
     CALL_MODEL,
@@ -209,12 +210,13 @@ class CheckOptions:
 # ---------------------------------------------------------------------------- discovery
 def find_pipelines(root: Path | str) -> list[Path]:
     """Pipeline files under ``root``: ``root`` itself if a file, else every ``pipelines/*.yaml``
-    (and ``*.yml``) below it, hidden folders and dependency folders skipped; sorted."""
+    (and ``*.yml``) below it, hidden folders and dependency folders skipped; sorted. A
+    ``pipelines`` folder itself (also as ``.`` from inside it) gives its own files."""
     root = Path(root)
     if not root.is_dir():
         return [root]
     found: list[Path] = []
-    if root.name == "pipelines":
+    if os.path.basename(os.path.abspath(root)) == "pipelines":
         for pattern in PIPELINE_GLOBS:
             found.extend(root.glob(pattern))
     for dirpath, dirnames, _ in os.walk(root):
@@ -496,9 +498,13 @@ class _Checker:
             return []
         cfg = config.config if config is not None else None
         overhead = cfg.format_overhead_tokens if cfg is not None else 0
-        overhead_term = Term(overhead, config.location("format_overhead_tokens")
-                             if config is not None else None,
-                             "config.json format_overhead_tokens")
+        if config is None or cfg is None:
+            overhead_term = Term(overhead, None, "no config.json")
+        elif "format_overhead_tokens" in cfg.model_fields_set:
+            overhead_term = Term(overhead, config.location("format_overhead_tokens"),
+                                 "config.json format_overhead_tokens")
+        else:  # not set (or invalid, reported as BL013): the default applies
+            overhead_term = Term(overhead, None, "default")
         margin_setting = settings.get("budget_safety_margin_tokens")
         margin = (Term(int(margin_setting.value), margin_setting.location,
                        "settings.budget_safety_margin_tokens", margin_setting.depth > 0)
@@ -626,6 +632,11 @@ class _Checker:
             return None, Term(0, None, "prompt file (no config.json)")
         prompts_dir = os.path.normpath(os.path.join(config.directory, cfg.prompts_dir))
         path = os.path.normpath(os.path.join(prompts_dir, f"{key}.txt"))
+        problem = path_problem(path)
+        if problem is not None:
+            self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
+                     f"prompt file {path!r} of step {name!r} cannot be used: {problem}", name)
+            return None, Term(0, None, "prompt file")
         self.inputs.add(path)
         root = (str(self.options.workspace_root) if self.options.workspace_root is not None
                 else config.directory)
@@ -659,7 +670,8 @@ class _Checker:
                             for label, t in s.terms().items()
                             if t.location is not None and t.value)
             data = {"budget": s.budget_dict(), "step_index": s.index,
-                    "defined_in": s.defined_in}
+                    "defined_in": s.defined_in,
+                    "terms": {label: t.to_dict() for label, t in s.terms().items()}}
             arithmetic = (f"fixed {s.fixed.value} (system prompt {s.system_prompt.value}"
                           f" + template {s.template.value} + format overhead"
                           f" {s.format_overhead.value}) + history {s.history.value} + context"

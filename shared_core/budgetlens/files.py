@@ -3,8 +3,8 @@
 A ``FileSource`` reads UTF-8 text and gives a cheap fingerprint of a file, so a caller can
 tell whether anything a result depends on changed. Reading never hangs and never returns
 garbage: a missing path, a directory, a FIFO, a binary or non-UTF-8 file, a file above the
-size cap and a path that leaves the workspace each raise a ``SourceError`` subclass whose
-message says what is wrong.
+size cap, a path with a NUL byte and a path that leaves the workspace each raise a
+``SourceError`` subclass whose message says what is wrong.
 """
 
 from __future__ import annotations
@@ -59,6 +59,17 @@ class Unreadable(SourceError):
     reason = "unreadable"
 
 
+class BadPath(SourceError):
+    reason = "bad_path"
+
+
+def path_problem(path: Path | str) -> str | None:
+    """Why ``path`` can name no file at all (a NUL byte in it), else ``None``."""
+    if "\x00" in str(path):
+        return "the path contains a NUL byte"
+    return None
+
+
 class FileSource(Protocol):
     """Text and fingerprints of files, as the core needs them."""
 
@@ -110,6 +121,9 @@ class DiskFiles:
         self.max_bytes = max_bytes
 
     def read_text(self, path: Path) -> str:
+        problem = path_problem(path)
+        if problem is not None:
+            raise BadPath(path, f"{str(path)!r}: {problem}")
         if self.root is not None and not is_inside(path, self.root):
             raise OutsideRoot(path, f"{path}: resolves outside the workspace root {self.root}")
         try:

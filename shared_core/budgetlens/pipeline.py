@@ -24,6 +24,7 @@ from budgetlens.validation import validate_lenient
 from budgetlens.yaml_source import YamlDocument, YamlPath, parse_yaml
 
 DEFAULT_SAFETY_MARGIN_TOKENS = 128
+#: Most files in an extends chain, the pipeline itself included.
 MAX_EXTENDS_DEPTH = 32
 CALL_MODEL = "call_model"
 
@@ -135,6 +136,21 @@ def _field_code(path: tuple[str | int, ...]) -> str:
     return codes.INVALID_VALUE
 
 
+def _step_of(value: dict[str, Any], path: YamlPath) -> str | None:
+    """The name of the step ``path`` points into (``steps[3].max_output_tokens``), if any."""
+    if len(path) < 2 or path[0] != "steps" or not isinstance(path[1], int):
+        return None
+    steps = value.get("steps")
+    if not isinstance(steps, list) or not 0 <= path[1] < len(steps):
+        return None
+    step = steps[path[1]]
+    if isinstance(step, dict):
+        for key in ("id", "name"):
+            if isinstance(step.get(key), str) and step[key]:
+                return str(step[key])
+    return f"#{path[1]}"
+
+
 def load_pipeline_text(path: str, text: str) -> PipelineFile:
     """Parse and validate a pipeline file's text; every problem becomes a diagnostic."""
     doc, problems = parse_yaml(text)
@@ -160,7 +176,8 @@ def load_pipeline_text(path: str, text: str) -> PipelineFile:
         while where and doc.span(where) is None:
             where = where[:-1]
         rng = doc.value_range(where) or Range.at(0, 0)
-        diags.append(Diagnostic(path, rng, Severity.ERROR, _field_code(err.path), err.message))
+        diags.append(Diagnostic(path, rng, Severity.ERROR, _field_code(err.path), err.message,
+                                step=_step_of(doc.value, err.path)))
         invalid.add(err.path)
     if model is None:  # pragma: no cover - every Pipeline field is optional
         model = Pipeline.model_validate({})
@@ -210,13 +227,24 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
     diags: list[Diagnostic] = []
     broken = False
     current = first
-    while current.usable and current.model is not None and current.model.extends:
+    while current.usable and current.model is not None and current.model.extends is not None:
         ext_loc = current.location(("extends",))
-        parent_path = resolve_extends(current.path, current.model.extends)
         names = [f.path for f in chain]
 
         def fail(code: str, message: str, loc: Location = ext_loc) -> None:
             diags.append(Diagnostic(loc.file, loc.range, Severity.ERROR, code, message))
+
+        if not current.model.extends.strip():
+            fail(codes.EXTENDS_MISSING, "extends is empty: name the parent pipeline file"
+                                        " (relative to this file), or remove the key")
+            broken = True
+            break
+        if "\x00" in current.model.extends:
+            fail(codes.EXTENDS_MISSING, f"extends {current.model.extends!r}: the path contains"
+                                        " a NUL byte")
+            broken = True
+            break
+        parent_path = resolve_extends(current.path, current.model.extends)
 
         if parent_path in names or os.path.abspath(parent_path) in map(os.path.abspath, names):
             start = names.index(parent_path) if parent_path in names else 0
@@ -224,8 +252,9 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
             fail(codes.EXTENDS_CYCLE, "extends cycle: " + " -> ".join(cycle))
             broken = True
             break
-        if len(chain) > MAX_EXTENDS_DEPTH:
-            fail(codes.EXTENDS_CYCLE, f"extends chain deeper than {MAX_EXTENDS_DEPTH} files")
+        if len(chain) >= MAX_EXTENDS_DEPTH:
+            fail(codes.EXTENDS_CYCLE, f"extends chain longer than {MAX_EXTENDS_DEPTH} files"
+                                      f" ({path} and its parents): shorten the chain")
             broken = True
             break
         if root is not None and not is_inside(parent_path, root):

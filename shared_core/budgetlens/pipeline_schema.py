@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from budgetlens.pipeline import Pipeline
+from budgetlens.unified_budget import UnifiedContextBudgetPolicy
 
 #: draft-07: what editors' YAML/JSON language services support best. pydantic's output only uses
 #: keywords of that draft (``$defs`` is reached through ``$ref`` JSON pointers).
@@ -21,6 +22,7 @@ SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"
 def pipeline_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a budgetlens pipeline file."""
     body = Pipeline.model_json_schema(mode="validation")
+    _add_injection(body)
     schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT}
     schema.update(body)
     schema["title"] = "budgetlens pipeline"
@@ -30,6 +32,35 @@ def pipeline_json_schema() -> dict[str, Any]:
         " max_context_tokens + output + safety margin must fit the model_context_window of"
         " config.json. Keys not listed here are allowed and kept.")
     return schema
+
+
+#: The name of the injection policy in ``$defs``.
+INJECTION_DEF = "InjectionPolicy"
+
+
+def _add_injection(body: dict[str, Any]) -> None:
+    """Describe ``settings.injection`` with the injection policy model.
+
+    The block is validated by ``pipeline_injection`` (codes BL100-BL105, at the exact key),
+    not by the ``Settings`` model, so it is added here: the policy's own schema (every key
+    with its description, type, bounds and default; no other keys) as ``$defs`` entry, and
+    ``settings.injection`` as that policy or null.
+    """
+    policy = UnifiedContextBudgetPolicy.model_json_schema(mode="validation")
+    policy.pop("$defs", None)  # pragma: no cover - the policy has no nested models
+    policy["title"] = "settings.injection"
+    policy["description"] = (
+        "The unified injection budget policy: how much of the context left before injection"
+        " knowledge cards and bucket content may take together, and how it splits between"
+        " them. Keys merge along extends, the child winning; unknown keys are errors.")
+    body.setdefault("$defs", {})[INJECTION_DEF] = policy
+    settings = body["$defs"]["Settings"]
+    settings["properties"]["injection"] = {
+        "anyOf": [{"$ref": f"#/$defs/{INJECTION_DEF}"}, {"type": "null"}],
+        "default": None,
+        "description": "The unified injection budget policy of the pipeline's steps"
+                       " (knowledge cards and bucket content); see"
+                       " docs/injection-and-packing.md."}
 
 
 def pipeline_json_schema_text() -> str:

@@ -1,8 +1,14 @@
 """``user_parts.template`` placeholders.
 
-A placeholder is ``{identifier}``; ``{{`` and ``}}`` are literal braces. The fixed cost of a
-template is the token count of its text with every placeholder replaced by the empty string
-and the escapes unescaped (what the template costs before anything is put into it).
+A template is filled with ``str.format(**values)``, so a placeholder follows ``str.format``'s
+replacement-field syntax, filled by name: ``{name}``, where ``name`` is a Python identifier in
+any script (``{question}``, ``{質問}``), optionally followed by attribute and index parts
+(``{user.name}``, ``{items[0]}``), a conversion (``!r``, ``!s``, ``!a``) and a format spec
+(``{score:>6}``). ``{{`` and ``}}`` are literal braces. A positional field (``{}``, ``{0}``) is
+an error: nothing fills it by position. The fixed cost of a template is the token count of its
+text with every placeholder filled with the empty string (a conversion or format spec applied
+to it, so ``{x:>6}`` costs its six blanks) and the escapes unescaped: what the template costs
+before anything is put into it.
 
 >>> parse_template("Q: {question}\\nJSON: {{}}").emptied
 'Q: \\nJSON: {}'
@@ -10,6 +16,8 @@ and the escapes unescaped (what the template costs before anything is put into i
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -35,14 +43,54 @@ class ParsedTemplate:
     problems: tuple[TemplateProblem, ...]
 
 
-def _is_identifier(name: str) -> bool:
-    return name.isidentifier() and name.isascii()
+#: What may follow the name in a field: ``.attribute`` and ``[index]`` parts.
+_FIELD_REST = re.compile(r"(?:\.[^\W\d]\w*|\[[^\]]+\])*")
+_CONVERSIONS: dict[str, Callable[[object], str]] = {"r": repr, "s": str, "a": ascii}
+
+
+def _field_problem(content: str) -> str | None:
+    """Why ``content`` (the text between the braces) is not a named str.format field."""
+    name_end = len(content)
+    for stop in "!:":
+        at = content.find(stop)
+        if at != -1 and "[" not in content[:at]:
+            name_end = min(name_end, at)
+    field_name, tail = content[:name_end], content[name_end:]
+    arg = re.match(r"[^.\[]*", field_name)
+    arg_name = arg.group(0) if arg else ""
+    if arg_name == "" or arg_name.isdigit():
+        return ("a positional field: the template is filled by name, write {name} with a"
+                " Python identifier")
+    if not arg_name.isidentifier():
+        return (f"{arg_name!r} is not a Python identifier (letters of any script, digits and"
+                " '_', not starting with a digit)")
+    if _FIELD_REST.fullmatch(field_name, len(arg_name)) is None:
+        return f"invalid attribute or index part after {arg_name!r}"
+    if tail.startswith("!"):
+        conversion = tail[1:].split(":", 1)[0]
+        if conversion not in _CONVERSIONS:
+            return f"unknown conversion '!{conversion}' (use !r, !s or !a)"
+    return None
+
+
+def _emptied(content: str) -> str:
+    """The text the field gives when filled with the empty string."""
+    spec_at = content.find(":")
+    bang = content.find("!")
+    conversion = content[bang + 1] if bang != -1 and (spec_at == -1 or bang < spec_at) else None
+    value = _CONVERSIONS[conversion]("") if conversion in _CONVERSIONS else ""
+    if spec_at == -1:
+        return value
+    try:
+        return format(value, content[spec_at + 1:])
+    except (ValueError, TypeError):  # a spec for numbers: its width is unknown here
+        return ""
 
 
 def parse_template(text: str) -> ParsedTemplate:
     """Find the placeholders and the syntax errors of a template.
 
-    Errors: an unclosed ``{``, a ``{...}`` whose content is not an identifier, a single ``}``.
+    Errors: an unclosed ``{``, a ``{...}`` that is not a named field, a single ``}``.
     With errors the text is still emptied as well as it can be (a broken brace stays as is).
     """
     out: list[str] = []
@@ -64,14 +112,17 @@ def parse_template(text: str) -> ParsedTemplate:
                 out.append("{")
                 i += 1
                 continue
-            name = text[i + 1:close]
-            if _is_identifier(name):
+            content = text[i + 1:close]
+            problem = _field_problem(content)
+            if problem is None:
+                name = re.split(r"[.\[!:]", content, maxsplit=1)[0]
                 placeholders.append(Placeholder(name, i, close + 1))
+                out.append(_emptied(content))
             else:
-                shown = name if len(name) <= 40 else name[:37] + "..."
+                shown = content if len(content) <= 40 else content[:37] + "..."
                 problems.append(TemplateProblem(
-                    i, close + 1, f"invalid placeholder '{{{shown}}}': a placeholder is"
-                    " {identifier}; write '{{' and '}}' for literal braces"))
+                    i, close + 1, f"invalid placeholder '{{{shown}}}': {problem};"
+                    " write '{{' and '}}' for literal braces"))
                 out.append(text[i:close + 1])
             i = close + 1
             continue

@@ -48,7 +48,8 @@ class UnifiedContextBudgetPolicy(BaseModel):
     [0, 1]. Unknown keys are rejected.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              use_attribute_docstrings=True)
 
     max_injection_tokens_absolute: int = Field(default=6000, ge=0)
     """Total budget for all injected context (knowledge cards + bucket content), at most."""
@@ -67,6 +68,7 @@ class UnifiedContextBudgetPolicy(BaseModel):
     min_bucket_tokens: int = Field(default=500, ge=0)
     """Guaranteed bucket budget when both sources have content (scaled if needed)."""
     schema_version: Literal[1] = 1
+    """Version of the policy format; 1 is the only one."""
 
 
 POLICY_FIELDS: tuple[str, ...] = tuple(UnifiedContextBudgetPolicy.model_fields)

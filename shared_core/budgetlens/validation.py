@@ -7,6 +7,7 @@ typo does not hide every other setting.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,6 +34,19 @@ def dotted(path: Path_) -> str:
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+_QUOTED_KINDS = {"int_type": ("an integer", r"[+-]?[0-9][0-9_]*"),
+                 "bool_type": ("a boolean", r"(?i:true|false|yes|no|on|off)")}
+
+
+def _quoted_scalar(kind: str, value: Any) -> str | None:
+    """The message for a number or boolean written as a string (``"512"``), else ``None``."""
+    if kind not in _QUOTED_KINDS or not isinstance(value, str):
+        return None
+    expected, pattern = _QUOTED_KINDS[kind]
+    hint = " (remove the quotes)" if re.fullmatch(pattern, value.strip()) else ""
+    return f"expected {expected}, got the string {_shown(value)}{hint}"
 
 
 def _delete(data: Any, path: Path_) -> bool:
@@ -69,9 +83,9 @@ def validate_lenient(model: type[M], data: dict[str, Any],
             progressed = False
             for err in exc.errors(include_url=False):
                 loc = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
-                msg = str(err["msg"])
+                msg = _quoted_scalar(str(err["type"]), err.get("input")) or str(err["msg"])
                 msg = msg[:1].lower() + msg[1:]
-                if err["type"] != "missing":
+                if err["type"] != "missing" and not msg.startswith("expected "):
                     msg = f"{msg} (got {_shown(err.get('input'))})"
                 errors.append(FieldError(loc, f"{dotted(loc)}: {msg}", str(err["type"])))
                 if err["type"] != "missing" and _delete(work, loc):

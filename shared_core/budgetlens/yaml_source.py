@@ -6,8 +6,9 @@ a map from each value's path (``("steps", 0, "max_output_tokens")``) to its rang
 
 Nothing is ever constructed from a tag: any tag outside YAML's plain types (``!!python/...``,
 ``!custom``, ``!!binary``, ...) refuses the whole document. Aliases are followed, but the
-number of node visits is capped, so an alias bomb ("billion laughs") is refused after a
-bounded amount of work and memory; so are documents nested too deeply or too large.
+number of values reached again through an alias (or a merge key) is capped, so an alias
+bomb ("billion laughs") is refused after a bounded amount of work and memory, however many
+values the text itself writes out; so are documents nested too deeply or too large.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from budgetlens.source import LineIndex, Range
 
 #: Largest YAML text parsed (characters). Pipelines are small; a bigger file is refused.
 MAX_YAML_CHARS = 2 * 1024 * 1024
-#: Most nodes visited while following aliases; beyond it the document is refused.
+#: Most values reached again through aliases (each visit of a node already visited counts);
+#: beyond it the document is refused. Values written out in the text do not count.
 MAX_NODE_VISITS = 20_000
 #: Deepest nesting accepted.
 MAX_DEPTH = 64
@@ -126,7 +128,8 @@ class _Converter:
         self.index = index
         self.shift = shift  # marks count from after a leading BOM
         self.spans: dict[YamlPath, Span] = {}
-        self.visits = 0
+        self.visits = 0  # visits of nodes already visited: values repeated through aliases
+        self.seen: set[int] = set()
         self.warnings: list[YamlProblem] = []
         self.constructor = SafeConstructor()
 
@@ -140,7 +143,10 @@ class _Converter:
         return int(node.end_mark.index) + self.shift
 
     def convert(self, node: Node, path: YamlPath, depth: int, key: Node | None) -> Any:
-        self.visits += 1
+        if id(node) in self.seen:
+            self.visits += 1
+        else:
+            self.seen.add(id(node))  # the composed graph is alive, so ids stay unique
         if self.visits > MAX_NODE_VISITS:
             raise _Refused(YAML_LIMIT, node, f"document expands to more than {MAX_NODE_VISITS}"
                            " values through aliases (an alias bomb?); refused")

@@ -1,16 +1,19 @@
-"""``budgetlens check PATH... [--format text|json|sarif] [--policy fail_fast|auto_clamp]``.
+"""``budgetlens check [PATH...] [--format text|json|sarif] [--policy fail_fast|auto_clamp]``.
 
-PATH is a pipeline file or a folder searched for ``pipelines/*.yaml``. Text output reads
-like a compiler's (``file:line:col: severity[CODE] message``, the source line and a caret)
-followed by a per-step budget table; ``--format json`` prints one object
-``{"version": 1, "diagnostics": [...], "steps": [...]}``; ``--format sarif`` prints SARIF
-2.1.0. Exit status: 0 without errors, 1 with at least one error, 2 on bad usage.
+PATH (default ``.``) is a pipeline file or a folder searched for ``pipelines/*.yaml``; a
+``pipelines`` folder itself gives its own files. Text output reads like a compiler's
+(``file:line:col: severity[CODE] message``, the source line, a caret, and where each term
+of a budget comes from) followed by a per-step budget table; ``--format json`` prints one
+object ``{"version": 1, "diagnostics": [...], "steps": [...]}`` with each term's value and
+location; ``--format sarif`` prints SARIF 2.1.0 with the terms as related locations. Exit
+status: 0 without errors, 1 with at least one error, 2 on bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import unicodedata
 from collections.abc import Iterable
@@ -22,7 +25,7 @@ from budgetlens.cache import BudgetCache
 from budgetlens.contract import CheckOptions, PipelineReport, check_pipeline, find_pipelines
 from budgetlens.files import DiskFiles, FileSource, SourceError
 from budgetlens.policy import Policy
-from budgetlens.source import Diagnostic, LineIndex, Severity
+from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity
 from budgetlens.tokens import TokenizerError, get_tokenizer
 from budgetlens_lsp import __version__
 from budgetlens_lsp.cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
@@ -35,8 +38,8 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "check", help="check pipelines against the token budget contract",
         description="Check every call_model step of the pipelines against the model's"
-                    " context window. PATH is a pipeline file or a folder searched for"
-                    " pipelines/*.yaml.")
+                    " context window. PATH (default .) is a pipeline file or a folder"
+                    " searched for pipelines/*.yaml.")
     add_common_arguments(p)
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                    help="output format (default text)")
@@ -46,7 +49,8 @@ def register(sub: Any) -> None:
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                   help="pipeline files or folders (default: the current folder)")
     p.add_argument("--policy", choices=[x.value for x in Policy],
                    help="override the policy (default: the PIPELINE_LIMITS_POLICY environment"
                         " variable, else development in config.json: true = fail_fast)")
@@ -76,9 +80,26 @@ def collect_pipelines(paths: Iterable[str]) -> list[Path]:
             raise UsageError(f"{name}: no such file or folder")
         pipelines = find_pipelines(path)
         if not pipelines:
-            raise UsageError(f"{name}: no pipelines/*.yaml found under this folder")
+            raise UsageError(f"{name}: no pipelines/*.yaml found under this folder"
+                             + _workspace_hint(path))
         found.extend(p for p in pipelines if p not in found)
     return found
+
+
+def _workspace_hint(folder: Path) -> str:
+    """Where the pipelines are when ``folder`` is inside a workspace (a config.json above)."""
+    current = os.path.abspath(folder)
+    for _ in range(64):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return ""
+        current = parent
+        pipelines = os.path.join(current, "pipelines")
+        if os.path.isfile(os.path.join(current, "config.json")) and os.path.isdir(pipelines) \
+                and find_pipelines(pipelines):
+            shown = os.path.relpath(current)
+            return f"; its workspace is {shown}: run `budgetlens check {shown}`"
+    return ""
 
 
 def check_all(paths: Iterable[str], options: CheckOptions,
@@ -121,13 +142,24 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- JSON
 def json_output(reports: list[PipelineReport], diagnostics: list[Diagnostic]) -> dict[str, Any]:
     return {"version": JSON_SCHEMA_VERSION,
-            "diagnostics": [d.to_dict() for d in diagnostics],
+            "diagnostics": [_diagnostic_json(d) for d in diagnostics],
             "steps": [_step_json(r, i) for r in reports for i in range(len(r.steps))]}
 
 
+def _diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    """A diagnostic with its related places (for a violation: where each term comes from)."""
+    out = d.to_dict()
+    out["related"] = [{"message": r.message, "location": r.location.to_dict()}
+                      for r in d.related]
+    return out
+
+
 def _step_json(report: PipelineReport, index: int) -> dict[str, Any]:
-    """A step of the JSON output; ``injection`` is added when the pipeline has a policy."""
-    out = report.steps[index].to_dict()
+    """A step of the JSON output: its budget, each term's value and provenance, and
+    ``injection`` when the pipeline has a policy."""
+    step = report.steps[index]
+    out = step.to_dict()
+    out["terms"] = {label: term.to_dict() for label, term in step.terms().items()}
     split = report.injection.step(index) if report.injection else None
     if split is not None:
         out["injection"] = split.to_dict()
@@ -139,26 +171,43 @@ _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",
                 Severity.INFORMATION: "note", Severity.HINT: "note"}
 
 
+def _sarif_rule(code: str) -> dict[str, Any]:
+    """A rule with its help inline (budgetlens has no published documentation site, so no
+    ``helpUri``)."""
+    info = codes.CODES[code]
+    help_text = codes.HELP.get(code, info.summary)
+    full = f"{info.summary}. {help_text}" if code in codes.HELP else info.summary
+    return {"id": code, "shortDescription": {"text": info.summary},
+            "fullDescription": {"text": full},
+            "help": {"text": help_text},
+            "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]}}
+
+
+def _sarif_location(file: str, rng: Range) -> dict[str, Any]:
+    return {"physicalLocation": {
+        "artifactLocation": {"uri": Path(file).as_posix()},
+        "region": {"startLine": rng.start.line + 1, "startColumn": rng.start.character + 1,
+                   "endLine": rng.end.line + 1, "endColumn": rng.end.character + 1}}}
+
+
 def sarif_output(diagnostics: list[Diagnostic]) -> dict[str, Any]:
     used = sorted({d.code for d in diagnostics})
-    rules = [{"id": c, "shortDescription": {"text": codes.CODES[c].summary},
-              "defaultConfiguration": {"level": _SARIF_LEVEL[codes.CODES[c].severity]},
-              "helpUri": f"docs/diagnostics.md#{c.lower()}"}
-             for c in used if c in codes.CODES]
+    rules = [_sarif_rule(c) for c in used if c in codes.CODES]
     results = []
     for d in diagnostics:
-        results.append({
+        result: dict[str, Any] = {
             "ruleId": d.code,
             "level": _SARIF_LEVEL[d.severity],
             "message": {"text": d.message},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": Path(d.file).as_posix()},
-                "region": {"startLine": d.range.start.line + 1,
-                           "startColumn": d.range.start.character + 1,
-                           "endLine": d.range.end.line + 1,
-                           "endColumn": d.range.end.character + 1}}}],
+            "locations": [_sarif_location(d.file, d.range)],
             "properties": {"pipeline": d.pipeline, "step": d.step},
-        })
+        }
+        if d.related:
+            result["relatedLocations"] = [
+                {"id": n, "message": {"text": r.message},
+                 **_sarif_location(r.location.file, r.location.range)}
+                for n, r in enumerate(d.related, start=1)]
+        results.append(result)
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{
         "tool": {"driver": {"name": "budgetlens", "version": __version__, "rules": rules}},
         "columnKind": "unicodeCodePoints",
@@ -194,15 +243,39 @@ class SourceLines:
         return index.line_text(line)
 
 
+def _at(file: str, rng: Range) -> str:
+    return f"{file}:{rng.start.line + 1}:{rng.start.character + 1}"
+
+
+def _notes(d: Diagnostic) -> list[str]:
+    """The ``= ...`` lines: where each term comes from (a defaulted one says so), else the
+    related places; for a violation, how to see the clamp plan."""
+    terms = d.data.get("terms") if isinstance(d.data, dict) else None
+    notes: list[str] = []
+    if isinstance(terms, dict):
+        for label, term in terms.items():
+            loc = term.get("location")
+            inherited = " (inherited)" if term.get("inherited") else ""
+            if loc is not None and term.get("value"):
+                start = loc["range"]["start"]
+                notes.append(f"{label}: {term['value']}{inherited} at {loc['file']}:"
+                             f"{start['line'] + 1}:{start['character'] + 1}")
+            elif term.get("source") == "default":
+                notes.append(f"{label}: {term['value']} (default)")
+    else:
+        notes = [f"{r.message} at {_at(r.location.file, r.location.range)}" for r in d.related]
+    if d.code == codes.CONTRACT_VIOLATION:
+        notes.append(f"help: `budgetlens clamp --diff {d.pipeline or d.file}` shows the clamp"
+                     " plan, `--write` applies it")
+    return notes
+
+
 def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     start, end = d.range.start, d.range.end
-    head = f"{d.file}:{start.line + 1}:{start.character + 1}: {d.severity.value}[{d.code}]" \
-           f" {d.message}"
+    head = f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
     text = lines.line(d.file, start.line)
     if text is None:
-        return head + "".join(
-            f"\n      = {r.message} at {r.location.file}:{r.location.range.start.line + 1}:"
-            f"{r.location.range.start.character + 1}" for r in d.related)
+        return head + "".join(f"\n      = {n}" for n in _notes(d))
     shown = text
     last = end.character if end.line == start.line else len(text)
     last = max(min(last, len(text)), start.character + 1)
@@ -210,10 +283,16 @@ def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
         1, _display_width(shown[start.character:last]))
     gutter = f"{start.line + 1:>5} | "
     blank = " " * (len(gutter) - 2)
-    notes = "".join(
-        f"\n{blank}= {r.message} at {r.location.file}:{r.location.range.start.line + 1}:"
-        f"{r.location.range.start.character + 1}" for r in d.related)
+    notes = "".join(f"\n{blank}= {n}" for n in _notes(d))
     return f"{head}\n{gutter}{shown}\n{blank}| {caret}{notes}"
+
+
+def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | None:
+    """For a BL023 whose parent error is printed too: that error (the child gets one line)."""
+    if d.code != codes.EXTENDS_PARENT_BROKEN or not d.related:
+        return None
+    first = d.related[0]
+    return first if (first.location.file, first.location.range) in shown else None
 
 
 _COLUMNS = ("fixed", "history", "context", "output", "margin", "total", "window", "headroom")
@@ -226,7 +305,15 @@ def budget_table(report: PipelineReport) -> list[str]:
     header = "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in _COLUMNS) + "  fits"
     rows = [header]
     for s in report.steps:
-        b = s.budget_dict()
+        b: dict[str, Any] = s.budget_dict()
+        # a missing term (an invalid or absent setting, reported above) is unknown, and so
+        # are the total and the headroom: never a number next to NO that looks fine
+        unknown = {"window": s.window.source == "missing",
+                   "context": s.context.source == "missing",
+                   "output": s.output_source == "missing"}
+        for column, missing in unknown.items():
+            if missing:
+                b[column] = b["total"] = b["headroom"] = "?"
         name = s.step + " " * (width - _display_width(s.step))
         rows.append("  " + name + "".join(f"{b[c]:>10}" for c in _COLUMNS)
                     + ("  yes" if s.fits else "  NO"))
@@ -236,7 +323,16 @@ def budget_table(report: PipelineReport) -> list[str]:
 def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Diagnostic],
                *, tables: bool = True) -> None:
     lines = SourceLines()
+    shown = {(d.file, d.range) for d in diagnostics if d.code != codes.EXTENDS_PARENT_BROKEN}
+    pointers = 0
     for d in diagnostics:
+        parent_error = parent_pointer(d, shown)
+        if parent_error is not None:  # reported once, at the parent; one line here
+            pointers += 1
+            out.write(f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
+                      f" (see {_at(parent_error.location.file, parent_error.location.range)})"
+                      "\n")
+            continue
         out.write(format_diagnostic(d, lines) + "\n")
     if diagnostics:
         out.write("\n")
@@ -252,12 +348,14 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
             for split in r.injection.steps if r.injection else ():
                 out.write(f"  {split.step}: {split.label}\n")
             out.write("\n")
-    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics) - pointers
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
     steps = sum(len(r.steps) for r in reports)
     unfit = sum(not s.fits for r in reports for s in r.steps)
+    blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
+               f"{'s' if pointers == 1 else ''} a parent with errors" if pointers else "")
     out.write(f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
               f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
               f" {errors} error{'s' if errors != 1 else ''},"
-              f" {warnings} warning{'s' if warnings != 1 else ''}\n")
+              f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}\n")
 

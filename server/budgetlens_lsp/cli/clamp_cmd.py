@@ -1,4 +1,4 @@
-"""``budgetlens clamp PATH... [--diff | --write] [--edit-parent]``: the clamp plan.
+"""``budgetlens clamp [PATH...] [--diff | --write] [--edit-parent]``: the clamp plan.
 
 Without ``--diff`` or ``--write`` the plan is listed (one line per clamped value); ``--diff``
 prints it as a unified diff; ``--write`` applies it to the files. Pipelines are planned one
@@ -21,7 +21,13 @@ from budgetlens.clamp import ClampPlan, apply_edits, clamp_plan
 from budgetlens.contract import PipelineReport, check_pipeline
 from budgetlens.files import DiskFiles, OverlayFiles, SourceError
 from budgetlens.source import Severity
-from budgetlens_lsp.cli.check_cmd import add_common_arguments, collect_pipelines, options_from
+from budgetlens_lsp.cli.check_cmd import (
+    add_common_arguments,
+    collect_pipelines,
+    options_from,
+    parent_pointer,
+    unique_diagnostics,
+)
 from budgetlens_lsp.cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 
@@ -114,4 +120,30 @@ def run(args: argparse.Namespace) -> int:
     remaining = any(d.severity is Severity.ERROR and d.code != "BL050"
                     for r in after for d in r.diagnostics)
     violations = any(not s.fits for r in after for s in r.steps)
+    if remaining or violations:
+        _why_not(after, out if args.format == "text" and not args.diff else sys.stderr)
     return EXIT_FINDINGS if remaining or violations else EXIT_OK
+
+
+def _why_not(after: list[PipelineReport], out: Any) -> None:
+    """Say what the plan cannot fix: the errors left, and the steps that still do not fit."""
+    errors = [d for d in unique_diagnostics(after)
+              if d.severity is Severity.ERROR and d.code != "BL050"]
+    shown = {(d.file, d.range) for d in errors if d.code != "BL023"}
+    children = [d for d in errors if parent_pointer(d, shown) is not None]
+    errors = [d for d in errors if d not in children]
+    unfit = [(r.pipeline, s.step) for r in after for s in r.steps if not s.fits
+             and "missing" not in (s.window.source, s.context.source, s.output_source)]
+    if errors:
+        out.write(f"{len(errors)} error{'s' if len(errors) != 1 else ''} the clamp cannot fix"
+                  " (it only lowers budget numbers):\n")
+        for d in errors:
+            out.write(f"  {d.file}:{d.range.start.line + 1}:{d.range.start.character + 1}:"
+                      f" error[{d.code}] {d.message}\n")
+    if children:
+        out.write(f"  (and {len(children)} pipeline{'s' if len(children) != 1 else ''}"
+                  f" extending a parent with these errors: "
+                  + ", ".join(d.file for d in children) + ")\n")
+    if unfit:
+        out.write("still not fitting after the plan: "
+                  + ", ".join(f"{p} step {name!r}" for p, name in unfit) + "\n")
