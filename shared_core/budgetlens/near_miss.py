@@ -21,8 +21,7 @@ what a diagnostic points at and what the rename quick-fix replaces.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +72,7 @@ def osa_distance(a: str, b: str, limit: int) -> int:
 def _same_words_but_s(a: str, b: str) -> bool:
     wa, wb = a.split("_"), b.split("_")
     return len(wa) == len(wb) and all(
-        x == y or x + "s" == y or x == y + "s" for x, y in zip(wa, wb))
+        x == y or x + "s" == y or x == y + "s" for x, y in zip(wa, wb, strict=True))
 
 
 def _score(key: str, known: str) -> int | None:
@@ -199,12 +198,3 @@ def check_mapping(file: str, doc: YamlDocument | None, path: YamlPath,
                                         extra=(extra or {}).get(suggestion, ""),
                                         blocked=suggestion in node))
     return out
-
-
-def quoted(name: str) -> str:
-    """``name`` as a JSON string (used when a key must stay quoted)."""
-    return json.dumps(name)
-
-
-def keys_in(mapping: Any) -> Iterable[str]:
-    return (k for k in mapping if isinstance(k, str)) if isinstance(mapping, dict) else ()

@@ -1,7 +1,8 @@
 """Pipeline files: the pydantic models of a pipeline, and its ``extends`` chain.
 
 A pipeline file is YAML with ``extends`` (a parent pipeline, relative to this file),
-``settings`` and ``steps``. Unknown keys are kept: pipelines carry other settings.
+``settings`` and ``steps``. Unknown keys are kept: pipelines carry other settings; a key
+close to a known one is a typo and gets a warning (``key_diagnostics``, BL008).
 Settings merge key by key along the chain, the child winning; a child with ``steps``
 replaces its parent's steps, a child without inherits them.
 """
