@@ -255,6 +255,7 @@ def test_a_step_type_close_to_call_model(tmp_path: Path, value: str, end: int) -
     assert diag.message == (f"unknown step type {shown!r}: did you mean 'call_model'?"
                             + OUT_OF_BUDGET)
     assert diag.range == Range.at(4, start, 4, end)
+    assert diag.step == "answer"
     assert diag.data["rename"]["new_text"] == "call_model"
     pipeline.write_text(apply_text_edits(text, [TextEdit(str(pipeline), diag.range,
                                                          "call_model")]), "utf-8")
@@ -296,6 +297,7 @@ steps:
                                " step its own (reports, clamps and fixes find a step by it)")
     assert dups[1].message.startswith("duplicate step name 'answer': steps[0] has it too")
     assert dups[0].related[0].location.range == Range.at(3, 8, 3, 14)
+    assert [d.step for d in dups] == ["answer", "answer"]
 
 
 def test_distinct_ids_and_unnamed_steps_are_fine(tmp_path: Path) -> None:
@@ -380,7 +382,7 @@ def test_legitimate_runtime_keys_produce_nothing(tmp_path: Path) -> None:
     "description", "tags", "retrieval_top_k", "cache", "model", "seed", "stream",
     "min_tokens", "max_new_tokens", "max_input_tokens", "max_history_turns",
     "max_completion_tokens", "response_format", "presence_penalty", "max_retries",
-    "context_window", "output_schema", "depends_on",
+    "context_window", "output_schema", "depends_on", "min_output_tokens", "min_history_tokens",
 ])
 def test_runtime_keys_are_close_to_no_known_key(tmp_path: Path, key: str) -> None:
     for text in (SETTINGS % key, STEP % (key, "1"), USER_PARTS % key):
@@ -408,6 +410,8 @@ def test_short_keys_need_an_exact_fold_and_long_keys_allow_two_edits() -> None:
     assert suggest("ID", ("id", "name")) == "id"
     assert suggest("ix", ("id",)) is None  # under 4 characters: no edit distance
     assert suggest("min_tokens", ("max_tokens",)) is None  # 2 edits in 10 characters
+    assert suggest("min_output_tokens", ("max_output_tokens",)) is None  # min is not max
+    assert suggest("min_ouptut_tokens", ("max_output_tokens",)) is None
     assert suggest("max_contxt_tokns", ("max_context_tokens",)) == "max_context_tokens"
     assert suggest("development", ("development",)) is None  # known keys are not typos
     assert suggest("developmen", ("development", "developement")) == "development"

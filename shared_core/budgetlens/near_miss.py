@@ -12,7 +12,8 @@ default value is used instead. ``suggest`` decides "close" (see docs/diagnostics
    key has at least two words;
 4. an optimal-string-alignment (Damerau-Levenshtein with adjacent transpositions) distance
    within a budget that grows with the known key's length: 0 below 4 characters, 1 below 12,
-   else 2 (``max_histroy_tokens``, ``templte``, ``develpment``).
+   else 2 (``max_histroy_tokens``, ``templte``, ``develpment``); ``min`` for ``max`` (or the
+   other way) is a different key, not a typo (``min_output_tokens``).
 
 Among several candidates the closest wins, then the first in the known list.
 ``key_name_range`` gives the range of a key's own characters (inside its quotes), which is
@@ -21,6 +22,7 @@ what a diagnostic points at and what the rename quick-fix replaces.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +77,15 @@ def _same_words_but_s(a: str, b: str) -> bool:
         x == y or x + "s" == y or x == y + "s" for x, y in zip(wa, wb, strict=True))
 
 
+#: Words that are two edits apart but mean the opposite: never a typo of each other.
+_OPPOSITES = ({"min", "max"},)
+
+
+def _opposite_words(a: str, b: str) -> bool:
+    wa, wb = a.split("_"), b.split("_")
+    return len(wa) == len(wb) and any({x, y} in _OPPOSITES for x, y in zip(wa, wb, strict=True))
+
+
 def _score(key: str, known: str) -> int | None:
     """How far ``key`` is from ``known`` (lower is closer); None when not close."""
     k, n = normalize(key), normalize(known)
@@ -85,7 +96,7 @@ def _score(key: str, known: str) -> int | None:
     if k.count("_") >= 1 and (k + UNIT_SUFFIX == n or _same_words_but_s(k + UNIT_SUFFIX, n)):
         return 1
     limit = allowed_distance(len(n))
-    if limit == 0:
+    if limit == 0 or _opposite_words(k, n):
         return None
     dist = osa_distance(k, n, limit)
     return dist if dist <= limit else None
@@ -95,6 +106,11 @@ def suggest(key: str, known: Sequence[str]) -> str | None:
     """The known key ``key`` most likely misspells; None when it is known or not close."""
     if key in known:
         return None
+    return _suggest(key, tuple(known))
+
+
+@functools.lru_cache(maxsize=4096)
+def _suggest(key: str, known: tuple[str, ...]) -> str | None:
     best: tuple[int, int, str] | None = None
     for index, candidate in enumerate(known):
         score = _score(key, candidate)
@@ -103,6 +119,7 @@ def suggest(key: str, known: Sequence[str]) -> str | None:
     return best[2] if best is not None else None
 
 
+@functools.lru_cache(maxsize=64)
 def model_keys(model: type[BaseModel], *extra: str) -> tuple[str, ...]:
     """The keys a pydantic model reads: field names, then their aliases, then ``extra``."""
     names: list[str] = list(model.model_fields)

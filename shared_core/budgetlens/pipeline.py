@@ -198,23 +198,25 @@ def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
         if not isinstance(raw, dict):
             continue
         base: YamlPath = ("steps", i)
+        # the step's name as step_name() reads it: its id, else its name, else #<index>
+        where = next(((*base, k) for k in ("id", "name")
+                      if isinstance(raw.get(k), str) and raw[k]), None)
+        value = str(raw[where[-1]]) if where is not None else f"#{i}"
         kind = raw.get("type")
+        found: list[Diagnostic] = []
         if "type" not in raw:  # a step without a type: only a misspelled ``type`` is caught
-            out += check_mapping(path, doc, base, ("type",), extra={"type": _NO_TYPE})
+            found += check_mapping(path, doc, base, ("type",), extra={"type": _NO_TYPE})
         elif kind == CALL_MODEL:
-            out += check_mapping(path, doc, base, model_keys(Step))
-            out += check_mapping(path, doc, (*base, "user_parts"), model_keys(UserParts))
+            found += check_mapping(path, doc, base, model_keys(Step))
+            found += check_mapping(path, doc, (*base, "user_parts"), model_keys(UserParts))
         elif isinstance(kind, str) and suggest(kind, (CALL_MODEL,)) is not None:
             diag = near_miss_diagnostic(path, kind, CALL_MODEL,
                                         value_text_range(doc, (*base, "type")))
-            out.append(replace(diag, message=f"unknown step type {kind!r}: did you mean"
-                                             f" {CALL_MODEL!r}?{_NOT_IN_BUDGET}"))
-        # the step's name as step_name() reads it: its id, else its name
-        where = next(((*base, k) for k in ("id", "name")
-                      if isinstance(raw.get(k), str) and raw[k]), None)
+            found.append(replace(diag, message=f"unknown step type {kind!r}: did you mean"
+                                               f" {CALL_MODEL!r}?{_NOT_IN_BUDGET}"))
+        out += [replace(d, step=value) for d in found]
         if where is None:
             continue
-        value = str(raw[where[-1]])
         first = seen.setdefault(value, where)
         if first == where:
             continue
@@ -224,7 +226,8 @@ def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
             path, doc.value_range(where) or Range.at(0, 0), Severity.ERROR,
             codes.DUPLICATE_STEP_ID,
             f"duplicate step {where[-1]} {value!r}: steps[{first[1]}] has it too; give each"
-            f" step its own (reports, clamps and fixes find a step by it)", related=related))
+            f" step its own (reports, clamps and fixes find a step by it)", step=value,
+            related=related))
     return out
 
 
