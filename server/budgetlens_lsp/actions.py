@@ -9,6 +9,9 @@ S in pipeline P, with P's report:
   context held where it is, keeping only S's change;
   for an inherited step also the variant that edits the parent.
 
+A near-miss key (BL008) gets *Rename 'max_context_token' to 'max_context_tokens'*: one
+text edit over the key's own characters, taken from the server's diagnostics for the range.
+
 ``source.fixAll.budgetlens`` applies P's whole plan. Each action is a ``WorkspaceEdit``
 across files, versioned for open documents when the client supports ``documentChanges``.
 All numbers and edits come from ``clamp_plan``; the text edits change only the numbers (or
@@ -24,6 +27,7 @@ from lsprotocol import types
 
 from budgetlens import codes
 from budgetlens.clamp import ClampPlan, clamp_plan, context_clamp_plan, output_clamp_plan
+from budgetlens.source import Range, TextEdit
 from budgetlens_lsp import json_documents
 
 if TYPE_CHECKING:
@@ -123,6 +127,47 @@ def fix_all(index: WorkspaceIndex, path: str, ctx: EditContext) -> list[types.Co
                            f"{_describe(plan, path)}", FIX_ALL, plan, [], ctx)]
 
 
+def _overlaps(a: Range, b: Range) -> bool:
+    return a.start <= b.end and b.start <= a.end
+
+
+def rename_fixes(index: WorkspaceIndex, path: str, params: types.CodeActionParams,
+                 ctx: EditContext) -> list[types.CodeAction]:
+    """*Rename 'k' to 's'* for each near-miss key (BL008) the server reports in the range.
+
+    Computed from the server's own diagnostics of ``path`` (a client need not echo a
+    diagnostic's ``data`` back); the edit replaces exactly the key's characters.
+    """
+    own = [d for d in index.diagnostics.get(path, [])
+           if d.code == codes.NEAR_MISS_KEY and isinstance(d.data, dict)
+           and isinstance(d.data.get("rename"), dict)
+           and os.path.normpath(d.file) == path]
+    if not own:
+        return []
+    conv = index.converter()
+    wanted = conv.core_range(path, params.range)
+    sent = [d for d in params.context.diagnostics
+            if d.source == "budgetlens" and d.code == codes.NEAR_MISS_KEY]
+    out: list[types.CodeAction] = []
+    for d in own:
+        if not _overlaps(d.range, wanted):
+            continue
+        rename: dict[str, Any] = d.data["rename"] if d.data else {}
+        new_text, rng = rename.get("new_text"), rename.get("range")
+        if not isinstance(new_text, str) or not isinstance(rng, Range):
+            continue
+        shown = conv.diagnostic(d)
+        echoed = [c for c in sent if c.range == shown.range]
+        edit = TextEdit(d.file, rng, new_text)
+        out.append(types.CodeAction(
+            title=f"Rename {rename['from']!r} to {rename['to']!r}",
+            kind=types.CodeActionKind.QuickFix, diagnostics=echoed[:1] or [shown],
+            edit=conv.workspace_edit([edit], versions=ctx.versions,
+                                     document_changes=ctx.document_changes),
+            is_preferred=True))
+    return out
+
+
 def _wants(only: list[str] | None, kind: str) -> bool:
     if not only:
         return True
@@ -138,6 +183,7 @@ def code_actions(index: WorkspaceIndex, path: str | None, uri: str,
     if _wants(only, types.CodeActionKind.QuickFix):
         for diag in params.context.diagnostics:
             out.extend(quick_fixes(index, path, diag, ctx))
+        out.extend(rename_fixes(index, path, params, ctx))
         out.extend(json_documents.code_actions(uri, list(params.context.diagnostics)))
     if path.endswith((".yaml", ".yml")) and _wants(only, FIX_ALL):
         out.extend(fix_all(index, path, ctx))

@@ -27,6 +27,7 @@ PIPELINE_SHAPE = "BL004"
 INVALID_VALUE = "BL005"
 DUPLICATE_KEY = "BL006"
 PIPELINE_UNREADABLE = "BL007"
+NEAR_MISS_KEY = "BL008"
 # config.json
 CONFIG_MISSING = "BL010"
 CONFIG_INVALID = "BL011"
@@ -47,6 +48,7 @@ PROMPT_MISSING = "BL040"
 PROMPT_UNREADABLE = "BL041"
 PROMPT_KEY_MISSING = "BL042"
 TEMPLATE_SYNTAX = "BL043"
+DUPLICATE_STEP_ID = "BL044"
 # the contract
 CONTRACT_VIOLATION = "BL050"
 OUTPUT_ABOVE_CEILING = "BL051"
@@ -70,6 +72,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(INVALID_VALUE, _E, "a value has the wrong type or range"),
     Code(DUPLICATE_KEY, _W, "duplicate mapping key; the last one wins"),
     Code(PIPELINE_UNREADABLE, _E, "pipeline file cannot be read"),
+    Code(NEAR_MISS_KEY, _W, "unknown key (or step type) close to a known one: probably a typo"),
     Code(CONFIG_MISSING, _E, "no config.json at or above the pipeline"),
     Code(CONFIG_INVALID, _E, "config.json is not a valid JSON object"),
     Code(WINDOW_INVALID, _E, "model_context_window missing or not an integer > 0"),
@@ -87,6 +90,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(PROMPT_UNREADABLE, _E, "system prompt file unreadable, binary, not UTF-8 or too large"),
     Code(PROMPT_KEY_MISSING, _W, "call_model step without prompt_key"),
     Code(TEMPLATE_SYNTAX, _E, "user_parts.template syntax error"),
+    Code(DUPLICATE_STEP_ID, _E, "two steps of a pipeline file have the same id"),
     Code(CONTRACT_VIOLATION, _E, "step does not fit the context window"
                                  " (error in fail_fast, warning in auto_clamp)"),
     Code(OUTPUT_ABOVE_CEILING, _E, "output limit above model_max_output_tokens"),

@@ -17,9 +17,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from budgetlens import codes
 from budgetlens.files import FileMissing, FileSource, SourceError
+from budgetlens.near_miss import check_mapping, model_keys, near_miss_diagnostic, suggest
 from budgetlens.source import Diagnostic, Location, Range, Severity
 from budgetlens.validation import validate_lenient
-from budgetlens.yaml_source import parse_yaml
+from budgetlens.yaml_source import YamlDocument, parse_yaml
 
 CONFIG_NAME = "config.json"
 DEFAULT_PROMPTS_DIR = "prompts"
@@ -137,7 +138,30 @@ def load_config(path: str, text: str) -> LoadedConfig:
             key = "developement"
         diagnostics.append(_diag(path, value_ranges.get(key, Range.at(0, 0)),
                                  codes.CONFIG_VALUE_INVALID, f"config.json {err.message}"))
+    diagnostics.extend(_near_miss_keys(path, doc, data))
     return LoadedConfig(path, model, window_ok, value_ranges, key_ranges, tuple(diagnostics))
+
+
+_DEVELOPMENT_KEYS = ("development", "developement")
+_NO_DEVELOPMENT = (" Until then development mode is not set: the policy is auto_clamp unless"
+                   " PIPELINE_LIMITS_POLICY or APP_DEVELOPMENT says otherwise")
+
+
+def _near_miss_keys(path: str, doc: YamlDocument | None,
+                    data: dict[str, Any]) -> list[Diagnostic]:
+    """BL008 for each top-level key that misspells a config key (others are allowed)."""
+    known = model_keys(WorkspaceConfig)
+    extra = ({} if any(k in data for k in _DEVELOPMENT_KEYS)
+             else dict.fromkeys(_DEVELOPMENT_KEYS, _NO_DEVELOPMENT))
+    if doc is not None and isinstance(doc.value, dict):
+        return check_mapping(path, doc, (), known, extra=extra)
+    out = []  # JSON that YAML cannot read (e.g. a "\/" escape): no positions
+    for key in data:
+        suggestion = suggest(key, known)
+        if suggestion is not None:
+            out.append(near_miss_diagnostic(path, key, suggestion, None,
+                                            extra=extra.get(suggestion, "")))
+    return out
 
 
 def read_config(path: str, files: FileSource) -> LoadedConfig:

@@ -1,7 +1,8 @@
 """Pipeline files: the pydantic models of a pipeline, and its ``extends`` chain.
 
 A pipeline file is YAML with ``extends`` (a parent pipeline, relative to this file),
-``settings`` and ``steps``. Unknown keys are kept: pipelines carry other settings.
+``settings`` and ``steps``. Unknown keys are kept: pipelines carry other settings; a key
+close to a known one is a typo and gets a warning (``key_diagnostics``, BL008).
 Settings merge key by key along the chain, the child winning; a child with ``steps``
 replaces its parent's steps, a child without inherits them.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from budgetlens import codes
 from budgetlens.config import NonNegativeInt, PositiveInt, StrictBool, StrictStr
 from budgetlens.files import FileSource, SourceError, is_inside
+from budgetlens.near_miss import (
+    check_mapping,
+    model_keys,
+    near_miss_diagnostic,
+    suggest,
+    value_text_range,
+)
 from budgetlens.source import Diagnostic, Location, Range, Related, Severity
 from budgetlens.validation import validate_lenient
 from budgetlens.yaml_source import YamlDocument, YamlPath, parse_yaml
@@ -181,7 +189,63 @@ def load_pipeline_text(path: str, text: str) -> PipelineFile:
         invalid.add(err.path)
     if model is None:  # pragma: no cover - every Pipeline field is optional
         model = Pipeline.model_validate({})
+    diags.extend(key_diagnostics(path, doc))
     return PipelineFile(path, doc, model, tuple(diags), frozenset(invalid))
+
+
+#: ``settings.injection`` is read by pipeline_injection.py, not by the Settings model.
+SETTINGS_EXTRA_KEYS = ("injection",)
+_NO_TYPE = " Without a type the step is not a call_model step and is left out of the budget"
+_NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
+
+
+def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
+    """Near-miss keys (BL008) of the file, its settings and its call_model steps, a step
+    type close to ``call_model`` (BL008), and duplicate step ids (BL044).
+
+    Other unknown keys are allowed: pipelines carry keys of their runtime.
+    """
+    out = check_mapping(path, doc, (), model_keys(Pipeline))
+    out += check_mapping(path, doc, ("settings",), model_keys(Settings, *SETTINGS_EXTRA_KEYS))
+    steps = doc.node(("steps",))
+    if not isinstance(steps, list):
+        return out
+    seen: dict[str, YamlPath] = {}
+    for i, raw in enumerate(steps):
+        if not isinstance(raw, dict):
+            continue
+        base: YamlPath = ("steps", i)
+        # the step's name as step_name() reads it: its id, else its name, else #<index>
+        where = next(((*base, k) for k in ("id", "name")
+                      if isinstance(raw.get(k), str) and raw[k]), None)
+        value = str(raw[where[-1]]) if where is not None else f"#{i}"
+        kind = raw.get("type")
+        found: list[Diagnostic] = []
+        if "type" not in raw:  # a step without a type: only a misspelled ``type`` is caught
+            found += check_mapping(path, doc, base, ("type",), extra={"type": _NO_TYPE})
+        elif kind == CALL_MODEL:
+            found += check_mapping(path, doc, base, model_keys(Step))
+            found += check_mapping(path, doc, (*base, "user_parts"), model_keys(UserParts))
+        elif isinstance(kind, str) and suggest(kind, (CALL_MODEL,)) is not None:
+            diag = near_miss_diagnostic(path, kind, CALL_MODEL,
+                                        value_text_range(doc, (*base, "type")))
+            found.append(replace(diag, message=f"unknown step type {kind!r}: did you mean"
+                                               f" {CALL_MODEL!r}?{_NOT_IN_BUDGET}"))
+        out += [replace(d, step=value) for d in found]
+        if where is None:
+            continue
+        first = seen.setdefault(value, where)
+        if first == where:
+            continue
+        related = (Related(Location(path, doc.value_range(first) or Range.at(0, 0)),
+                           f"steps[{first[1]}] has {first[-1]} {value!r}"),)
+        out.append(Diagnostic(
+            path, doc.value_range(where) or Range.at(0, 0), Severity.ERROR,
+            codes.DUPLICATE_STEP_ID,
+            f"duplicate step {where[-1]} {value!r}: steps[{first[1]}] has it too; give each"
+            f" step its own (reports, clamps and fixes find a step by it)", step=value,
+            related=related))
+    return out
 
 
 def read_pipeline(path: str, files: FileSource) -> PipelineFile:
