@@ -123,6 +123,8 @@ HELP: dict[str, str] = {
     INVALID_VALUE: "Use the type and range named in the message (see docs/pipeline-format.md);"
                    " the value is ignored until then.",
     DUPLICATE_KEY: "Remove one of the two keys; the last one wins.",
+    NEAR_MISS_KEY: "Rename the key to the one suggested (the quick-fix does it); keys that are"
+                   " not close to a known key are allowed and left alone.",
     PIPELINE_UNREADABLE: "Point the check at a UTF-8 YAML file (not a folder, FIFO, binary or"
                          " oversized file).",
     CONFIG_MISSING: "Add a config.json with model_context_window in the pipeline's folder or"
@@ -139,6 +141,7 @@ HELP: dict[str, str] = {
     EXTENDS_CYCLE: "Break the cycle, or shorten the chain to at most 32 files.",
     EXTENDS_OUTSIDE: "Keep parent pipelines inside the workspace (no '..' or symlink out).",
     EXTENDS_PARENT_BROKEN: "Fix the errors of the parent pipeline (reported in its file).",
+    DUPLICATE_STEP_ID: "Give each step of the pipeline its own id (or name).",
     CONTEXT_INVALID: "Set settings.max_context_tokens to an integer > 0 here or in a parent"
                      " (typically 60-70% of the window).",
     HISTORY_MISSING: "Set settings.max_history_tokens (10-15% of the window is typical) or"
