@@ -27,6 +27,7 @@ PIPELINE_SHAPE = "BL004"
 INVALID_VALUE = "BL005"
 DUPLICATE_KEY = "BL006"
 PIPELINE_UNREADABLE = "BL007"
+INTERNAL_ERROR = "BL009"  # budgetlens itself failed while checking the file
 # config.json
 CONFIG_MISSING = "BL010"
 CONFIG_INVALID = "BL011"
@@ -61,6 +62,7 @@ INJECTION_MINS_ABOVE_MAX = "BL104"
 INJECTION_SHARES_NOT_ONE = "BL105"
 # JSON responses
 JSON_TRUNCATED = "BL200"
+JSON_TOO_LARGE = "BL201"
 
 CODES: dict[str, Code] = {c.code: c for c in (
     Code(YAML_SYNTAX, _E, "YAML syntax error"),
@@ -70,6 +72,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(INVALID_VALUE, _E, "a value has the wrong type or range"),
     Code(DUPLICATE_KEY, _W, "duplicate mapping key; the last one wins"),
     Code(PIPELINE_UNREADABLE, _E, "pipeline file cannot be read"),
+    Code(INTERNAL_ERROR, _E, "budgetlens could not check this file (an internal failure)"),
     Code(CONFIG_MISSING, _E, "no config.json at or above the pipeline"),
     Code(CONFIG_INVALID, _E, "config.json is not a valid JSON object"),
     Code(WINDOW_INVALID, _E, "model_context_window missing or not an integer > 0"),
@@ -104,4 +107,5 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(INJECTION_SHARES_NOT_ONE, _I,
          "settings.injection: the default shares do not add up to 1"),
     Code(JSON_TRUNCATED, _I, "JSON text cut off (e.g. a model reply out of output tokens)"),
+    Code(JSON_TOO_LARGE, _I, "JSON buffer too large to analyse as you type (editor)"),
 )}
