@@ -2,7 +2,8 @@
 
 Driven directly (no server process): a pipeline check that raises becomes a BL009 error and
 one queued message, is retried on the next change of any file and recovers; a failure of
-the analysis around the checks marks the edited buffer and the next update re-checks all.
+the analysis around the checks marks the edited buffer and the next update re-checks all;
+a failure converting a file's diagnostics to LSP is a BL009 error in their place.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
 
 from budgetlens_lsp import diagnostics as diagnostics_module
+from budgetlens_lsp.convert import Converter
 from budgetlens_lsp.workspace_index import FULL, INCREMENTAL, Snapshot, WorkspaceIndex, norm
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -75,3 +78,21 @@ def test_a_failing_analysis_marks_the_edited_buffer_and_the_next_update_rechecks
     monkeypatch.undo()
     results = index.update(snap, frozenset(), INCREMENTAL)
     assert _codes(results.publish[long_report]) == ["BL050"]
+
+
+def test_a_failing_conversion_is_an_error_in_place_of_the_diagnostics(
+        root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = WorkspaceIndex()
+    results = index.update(Snapshot(roots=(root,)), frozenset(), FULL)
+    long_report = norm(Path(root) / "pipelines/long_report.yaml")
+
+    def broken(self: Converter, diag: object, **kwargs: object) -> object:
+        raise IndexError("position out of range")
+
+    monkeypatch.setattr(Converter, "diagnostic", broken)
+    [d] = diagnostics_module.to_lsp(index, results.publish[long_report])
+    assert (d.code, d.severity) == ("BL009", types.DiagnosticSeverity.Error)
+    assert d.message == ("budgetlens could not check this file: IndexError: position out of"
+                         " range; details in the log")
+    [message] = index.take_messages()
+    assert message.startswith("budgetlens could not check long_report.yaml: IndexError:")

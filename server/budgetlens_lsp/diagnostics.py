@@ -14,6 +14,7 @@ large to analyse as you type gets a BL201 information diagnostic saying so.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -23,11 +24,13 @@ from budgetlens import codes
 from budgetlens.contract import PipelineReport, StepBudget
 from budgetlens.policy import Policy
 from budgetlens.source import Diagnostic, Range, Related, Severity
-from budgetlens_lsp.convert import format_int, uri_from_path
+from budgetlens_lsp.convert import SOURCE, format_int, uri_from_path
 from budgetlens_lsp.json_documents import json_diagnostic, too_large_diagnostic
 
 if TYPE_CHECKING:
     from budgetlens_lsp.workspace_index import Failure, WorkspaceIndex
+
+log = logging.getLogger(__name__)
 
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 _CONTRACT = (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)
@@ -129,8 +132,23 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
 
 
 def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic]) -> list[types.Diagnostic]:
+    """The LSP form of one file's diagnostics; if converting them fails, one BL009 error at
+    the top of the file says so (never an empty list that reads as "fine")."""
     conv = index.converter()
-    return [conv.diagnostic(d) for d in diags]
+    try:
+        return [conv.diagnostic(d) for d in diags]
+    except Exception as exc:
+        path = diags[0].file if diags else "?"
+        log.exception("converting the diagnostics of %s failed", path)
+        index.notify_failure(path, "convert", exc)
+        from budgetlens_lsp.workspace_index import one_line
+        return [types.Diagnostic(
+            range=types.Range(start=types.Position(line=0, character=0),
+                              end=types.Position(line=0, character=0)),
+            message=f"budgetlens could not check this file: {one_line(exc)}; details in"
+                    " the log",
+            severity=types.DiagnosticSeverity.Error, code=codes.INTERNAL_ERROR,
+            source=SOURCE)]
 
 
 def publish_params(index: WorkspaceIndex,

@@ -189,14 +189,18 @@ class WorkspaceIndex:
         return out
 
     def _fail(self, path: str, stage: str, exc: BaseException) -> None:
-        failure = Failure(path, stage, one_line(exc))
-        self.failures[path] = failure
+        self.failures[path] = Failure(path, stage, one_line(exc))
+        self.notify_failure(path, stage, exc)
+
+    def notify_failure(self, path: str, stage: str, exc: BaseException) -> None:
+        """Queue the message of a failure, once per kind (stage and exception type), not
+        once per keystroke."""
         kind = (stage, type(exc).__name__)
-        if kind not in self._notified:  # once per kind of failure, not per keystroke
+        if kind not in self._notified:
             self._notified.add(kind)
             self._messages.append(
                 f"budgetlens could not check {os.path.basename(path) or path}: "
-                f"{failure.error}. Files it cannot check show a {codes.INTERNAL_ERROR} error"
+                f"{one_line(exc)}. Files it cannot check show a {codes.INTERNAL_ERROR} error"
                 " instead of their diagnostics; details in the server log.")
 
     # --- updating --------------------------------------------------------------------------
