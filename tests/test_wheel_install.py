@@ -56,10 +56,11 @@ class Installed:
 
 
 def _data_files(root: Path) -> set[str]:
-    """Every file of a package folder that is not Python source or a cache."""
+    """Every file of a package folder that is not Python source, a cache or hidden."""
     return {p.relative_to(root).as_posix() for p in root.rglob("*")
             if p.is_file() and p.suffix not in (".py", ".pyc")
-            and "__pycache__" not in p.parts}
+            and "__pycache__" not in p.parts
+            and not any(part.startswith(".") for part in p.relative_to(root).parts)}
 
 
 def _pip(python: Path | str, *args: str, cwd: Path | None = None) -> None:

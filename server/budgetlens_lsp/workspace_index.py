@@ -289,10 +289,10 @@ class WorkspaceIndex:
                 log.exception("checking %s failed", path)
                 self._forget(path)  # no stale report, lens or hover
                 self._fail(path, "check", exc)
-                continue
-            self.failures.pop(path, None)
-            self._store(path, report)
-            results.checked += 1
+            else:
+                self.failures.pop(path, None)
+                self._store(path, report)
+                results.checked += 1
             if progress is not None and (n % 25 == 0 or n == total):
                 progress(n, total)
         json_changed = set(changed) | closed
