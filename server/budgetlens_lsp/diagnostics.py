@@ -5,11 +5,16 @@ Pipeline and config diagnostics are the core's, as they are. A prompt file gets 
 diagnostic at its top when a step that uses it is over budget, naming every such pipeline
 and step, with each step's place as related information; the same rule (BL050/BL052) and
 the worst severity of those steps' own diagnostics.
+
+A file budgetlens failed on (an exception while checking it, see ``workspace_index.py``)
+gets one BL009 error on its first line instead, so it never looks clean; a JSON buffer too
+large to analyse as you type gets a BL201 information diagnostic saying so.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -19,11 +24,13 @@ from budgetlens import codes
 from budgetlens.contract import PipelineReport, StepBudget
 from budgetlens.policy import Policy
 from budgetlens.source import Diagnostic, Range, Related, Severity
-from budgetlens_lsp.convert import format_int, uri_from_path
-from budgetlens_lsp.json_documents import json_diagnostic
+from budgetlens_lsp.convert import SOURCE, format_int, uri_from_path
+from budgetlens_lsp.json_documents import json_diagnostic, too_large_diagnostic
 
 if TYPE_CHECKING:
-    from budgetlens_lsp.workspace_index import WorkspaceIndex
+    from budgetlens_lsp.workspace_index import Failure, WorkspaceIndex
+
+log = logging.getLogger(__name__)
 
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 _CONTRACT = (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)
@@ -84,9 +91,25 @@ def prompt_diagnostics(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
     return out
 
 
+def failure_diagnostic(index: WorkspaceIndex, failure: Failure) -> Diagnostic:
+    """The BL009 error of a file budgetlens failed on, over its first line."""
+    try:
+        text = index.text_of(failure.path) or ""
+    except Exception:  # the failure may be in reading it
+        text = ""
+    first = text.split("\n", 1)[0].rstrip("\r")
+    what = "check" if failure.stage != "json" else "analyse"
+    return Diagnostic(failure.path, Range.at(0, 0, 0, len(first)), Severity.ERROR,
+                      codes.INTERNAL_ERROR,
+                      f"budgetlens could not {what} this file: {failure.error}; details in the"
+                      " log", data={"stage": failure.stage})
+
+
 def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
     """Every file's diagnostics as they should be shown now."""
     out: dict[str, list[Diagnostic]] = {}
+    for path, failure in sorted(index.failures.items()):
+        out.setdefault(path, []).append(failure_diagnostic(index, failure))
     seen: set[tuple[object, ...]] = set()
     for pipeline in sorted(index.reports):
         for d in index.reports[pipeline].diagnostics:
@@ -103,12 +126,29 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
         diag = json_diagnostic(path, contexts)
         if diag is not None:
             out.setdefault(path, []).append(diag)
+    for path, length in index.json_too_large.items():
+        out.setdefault(path, []).append(too_large_diagnostic(path, length))
     return out
 
 
 def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic]) -> list[types.Diagnostic]:
+    """The LSP form of one file's diagnostics; if converting them fails, one BL009 error at
+    the top of the file says so (never an empty list that reads as "fine")."""
     conv = index.converter()
-    return [conv.diagnostic(d) for d in diags]
+    try:
+        return [conv.diagnostic(d) for d in diags]
+    except Exception as exc:
+        path = diags[0].file if diags else "?"
+        log.exception("converting the diagnostics of %s failed", path)
+        index.notify_failure(path, "convert", exc)
+        from budgetlens_lsp.workspace_index import one_line
+        return [types.Diagnostic(
+            range=types.Range(start=types.Position(line=0, character=0),
+                              end=types.Position(line=0, character=0)),
+            message=f"budgetlens could not check this file: {one_line(exc)}; details in"
+                    " the log",
+            severity=types.DiagnosticSeverity.Error, code=codes.INTERNAL_ERROR,
+            source=SOURCE)]
 
 
 def publish_params(index: WorkspaceIndex,
@@ -137,5 +177,5 @@ def document_report(index: WorkspaceIndex, path: str | None, previous: str | Non
     return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=rid)
 
 
-__all__ = ["collect", "document_report", "prompt_diagnostics", "publish_params",
-           "to_lsp"]
+__all__ = ["collect", "document_report", "failure_diagnostic", "prompt_diagnostics",
+           "publish_params", "to_lsp"]

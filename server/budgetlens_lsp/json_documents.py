@@ -1,5 +1,6 @@
 """Truncated JSON buffers: an information diagnostic at the cut point, a code action that
-runs ``budgetlens.showHierarchyContext``, and that command's result.
+runs ``budgetlens.showHierarchyContext``, and that command's result. A buffer too large to
+analyse as you type gets an information diagnostic saying so (never silence).
 
 The analysis is the core's ``get_contexts`` on the buffer's current text (unsaved edits
 included); nothing here parses JSON.
@@ -7,6 +8,8 @@ included); nothing here parses JSON.
 
 from __future__ import annotations
 
+import os
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 #: refuses them with a clear error): a reply of 4 million characters is not a reply.
 MAX_JSON_CHARS = 4_000_000
 CODE = codes.JSON_TRUNCATED
+TOO_LARGE_CODE = codes.JSON_TOO_LARGE
 COMMAND = "budgetlens.showHierarchyContext"
 
 
@@ -43,6 +47,16 @@ def json_diagnostic(path: str, contexts: JsonContexts) -> Diagnostic | None:
                " context\" command (the quick fix) to see what a continuation needs")
     return Diagnostic(path, at, Severity.INFORMATION, CODE, message,
                       data={"path": cut.path_text, "kind": cut.kind.value})
+
+
+def too_large_diagnostic(path: str, length: int) -> Diagnostic:
+    """BL201 at the top of a JSON buffer of ``length`` characters, above MAX_JSON_CHARS."""
+    name = os.path.basename(path) if os.path.isabs(path) else "FILE"
+    message = (f"JSON buffer of {length:,} characters, above the {MAX_JSON_CHARS:,} analysed"
+               " as you type: a cut in it is not shown; to analyse it, save it and run"
+               f" `budgetlens contexts {shlex.quote(name)}` in a terminal")
+    return Diagnostic(path, Range.at(0, 0), Severity.INFORMATION, TOO_LARGE_CODE, message,
+                      data={"length": length})
 
 
 def code_actions(uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:

@@ -121,6 +121,8 @@ def create_server() -> BudgetLensServer:
     async def publish(params_list: list[types.PublishDiagnosticsParams]) -> None:
         """Push to every client; a client that pulls gets its OPEN documents by pull only
         (so nothing is shown twice) and a refresh request instead."""
+        for text in session.index.take_messages():  # budgetlens failed on a file (BL009)
+            server.message(text, types.MessageType.Error)
         refresh = False
         for params in params_list:
             if server.client.pull and params.uri in session.documents:

@@ -28,6 +28,7 @@ INVALID_VALUE = "BL005"
 DUPLICATE_KEY = "BL006"
 PIPELINE_UNREADABLE = "BL007"
 NEAR_MISS_KEY = "BL008"
+INTERNAL_ERROR = "BL009"  # budgetlens itself failed while checking the file
 # config.json
 CONFIG_MISSING = "BL010"
 CONFIG_INVALID = "BL011"
@@ -63,6 +64,7 @@ INJECTION_MINS_ABOVE_MAX = "BL104"
 INJECTION_SHARES_NOT_ONE = "BL105"
 # JSON responses
 JSON_TRUNCATED = "BL200"
+JSON_TOO_LARGE = "BL201"
 
 CODES: dict[str, Code] = {c.code: c for c in (
     Code(YAML_SYNTAX, _E, "YAML syntax error"),
@@ -73,6 +75,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(DUPLICATE_KEY, _W, "duplicate mapping key; the last one wins"),
     Code(PIPELINE_UNREADABLE, _E, "pipeline file cannot be read"),
     Code(NEAR_MISS_KEY, _W, "unknown key (or step type) close to a known one: probably a typo"),
+    Code(INTERNAL_ERROR, _E, "budgetlens could not check this file (an internal failure)"),
     Code(CONFIG_MISSING, _E, "no config.json at or above the pipeline"),
     Code(CONFIG_INVALID, _E, "config.json is not a valid JSON object"),
     Code(WINDOW_INVALID, _E, "model_context_window missing or not an integer > 0"),
@@ -108,6 +111,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(INJECTION_SHARES_NOT_ONE, _I,
          "settings.injection: the default shares do not add up to 1"),
     Code(JSON_TRUNCATED, _I, "JSON text cut off (e.g. a model reply out of output tokens)"),
+    Code(JSON_TOO_LARGE, _I, "JSON buffer too large to analyse as you type (editor)"),
 )}
 
 #: What to do about each code, one or two sentences (the "Fix" of docs/diagnostics.md); the
@@ -125,6 +129,9 @@ HELP: dict[str, str] = {
     DUPLICATE_KEY: "Remove one of the two keys; the last one wins.",
     NEAR_MISS_KEY: "Rename the key to the one suggested (the quick-fix does it); keys that are"
                    " not close to a known key are allowed and left alone.",
+    INTERNAL_ERROR: "A bug in budgetlens: the file was not checked. The log (the editor's"
+                    " output panel for budgetlens, or BUDGETLENS_TRACEBACK=1 in the CLI) has the"
+                    " details; please report it.",
     PIPELINE_UNREADABLE: "Point the check at a UTF-8 YAML file (not a folder, FIFO, binary or"
                          " oversized file).",
     CONFIG_MISSING: "Add a config.json with model_context_window in the pipeline's folder or"
@@ -170,4 +177,5 @@ HELP: dict[str, str] = {
                               " add up to 1.",
     JSON_TRUNCATED: "Run the budgetlens \"show hierarchy context\" command (the quick fix) for"
                     " the budgeted view a continuation prompt needs.",
+    JSON_TOO_LARGE: "Analyse the file from the command line with `budgetlens contexts FILE`.",
 }

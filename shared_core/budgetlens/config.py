@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from budgetlens import codes
 from budgetlens.files import FileMissing, FileSource, SourceError
 from budgetlens.near_miss import check_mapping, model_keys, near_miss_diagnostic, suggest
-from budgetlens.source import Diagnostic, Location, Range, Severity
+from budgetlens.source import Diagnostic, LineIndex, Location, Range, Severity
 from budgetlens.validation import validate_lenient
 from budgetlens.yaml_source import YamlDocument, parse_yaml
 
@@ -92,10 +93,46 @@ def _diag(path: str, rng: Range, code: str, message: str,
     return Diagnostic(path, rng, severity, code, message)
 
 
+#: A JSON string or number token (strings first, so digits inside them are skipped).
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?')
+
+
+def _unreadable_integers(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every integer literal Python cannot read (more digits than the
+    interpreter's int-string limit, 4300 by default)."""
+    out: list[tuple[int, int]] = []
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token[0] == '"' or any(c in token for c in ".eE"):
+            continue
+        try:
+            int(token)
+        except ValueError:
+            out.append(m.span())
+    return out
+
+
+def _digits(token: str) -> str:
+    return f"a number of {len(token.lstrip('-')):,} digits"
+
+
 def load_config(path: str, text: str) -> LoadedConfig:
     """Parse and validate the text of a config.json."""
+    oversized: list[tuple[int, int]] = []
+    readable = text
     try:
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            # an integer too long for Python to read (4,300+ digits): read the rest with a
+            # null of the same length in its place, and report it at the value below
+            oversized = [] if isinstance(exc, json.JSONDecodeError) \
+                else _unreadable_integers(text)
+            if not oversized:
+                raise
+            for start, end in oversized:
+                readable = readable[:start] + "null".ljust(end - start) + readable[end:]
+            data = json.loads(readable)
     except json.JSONDecodeError as exc:
         rng = Range.at(max(exc.lineno - 1, 0), max(exc.colno - 1, 0))
         return LoadedConfig(path, None, False, diagnostics=(_diag(
@@ -103,13 +140,17 @@ def load_config(path: str, text: str) -> LoadedConfig:
     except RecursionError:
         return LoadedConfig(path, None, False, diagnostics=(_diag(
             path, Range.at(0, 0), codes.CONFIG_INVALID, "config.json nested too deeply"),))
+    except ValueError as exc:  # not expected: an unreadable value the scan did not find
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID,
+            f"config.json cannot be read: {str(exc).splitlines()[0] if str(exc) else exc!r}"),))
     if not isinstance(data, dict):
         return LoadedConfig(path, None, False, diagnostics=(_diag(
             path, Range.at(0, 0), codes.CONFIG_INVALID,
             f"config.json must hold a JSON object, not {type(data).__name__}"),))
     value_ranges: dict[str, Range] = {}
     key_ranges: dict[str, Range] = {}
-    doc, _ = parse_yaml(text)  # JSON is YAML: positions of the top-level keys, best effort
+    doc, _ = parse_yaml(readable)  # JSON is YAML: positions of the top-level keys, best effort
     if doc is not None:
         for pth, span in doc.spans.items():
             if len(pth) == 1 and isinstance(pth[0], str):
@@ -118,9 +159,28 @@ def load_config(path: str, text: str) -> LoadedConfig:
     diagnostics: list[Diagnostic] = []
     work = dict(data)
     window_ok = True
+    if oversized:
+        lines = LineIndex(text)
+        for start, end in oversized:
+            rng = lines.range(start, end)
+            key = next((k for k, r in value_ranges.items() if _inside(rng, r)), "")
+            what = _digits(text[start:end])
+            if key == "model_context_window":
+                window_ok = False
+                diagnostics.append(_diag(path, rng, codes.WINDOW_INVALID,
+                                         f"model_context_window must be an integer > 0, got"
+                                         f" {what}: too long to read"))
+            else:
+                label = f"config.json {key}: " if key else "config.json: "
+                diagnostics.append(_diag(path, rng, codes.CONFIG_VALUE_INVALID,
+                                         f"{label}{what} is too long to read; the value is"
+                                         " ignored"))
+            work.pop(key, None)
     window = work.get("model_context_window")
     where = value_ranges.get("model_context_window", Range.at(0, 0))
-    if "model_context_window" not in work:
+    if not window_ok:
+        pass  # a number too long to read, reported above at the value
+    elif "model_context_window" not in work:
         window_ok = False
         diagnostics.append(_diag(path, Range.at(0, 0), codes.WINDOW_INVALID,
                                  "config.json has no model_context_window (an integer > 0,"
@@ -162,6 +222,9 @@ def _near_miss_keys(path: str, doc: YamlDocument | None,
             out.append(near_miss_diagnostic(path, key, suggestion, None,
                                             extra=extra.get(suggestion, "")))
     return out
+def _inside(inner: Range, outer: Range) -> bool:
+    """``inner`` starts in ``outer`` (a stand-in ``null`` spans 4 characters of the number)."""
+    return outer.start == inner.start or outer.start <= inner.start < outer.end
 
 
 def read_config(path: str, files: FileSource) -> LoadedConfig:

@@ -117,8 +117,9 @@ def _load_hf(path: str) -> HuggingFaceTokenizer:
         from tokenizers import Tokenizer as HFTokenizer
     except ImportError as exc:
         raise TokenizerError(
-            f"tokenizer {path!r} is a Hugging Face tokenizer.json; install the extra:"
-            " pip install 'budgetlens[tokenizers]'") from exc
+            f"tokenizer {path!r} is a Hugging Face tokenizer.json, which needs the"
+            " 'tokenizers' package: pip install tokenizers (or install budgetlens from its"
+            " checkout with the extra: pip install '/path/to/budgetlens[tokenizers]')") from exc
     try:
         return HuggingFaceTokenizer(path, HFTokenizer.from_file(path))
     except Exception as exc:  # the library raises plain Exception subclasses
