@@ -40,6 +40,7 @@ DEFAULT_OVERLAP_CHARS = 48
 _LEADING_SPACE = re.compile(r"[ \t\n\r\ufeff]*")
 _FIRST_BRACKET = re.compile(r"[\[{]")
 _SCALAR_START = frozenset('"-0123456789tfn')
+_TRAILING_SPACE = " \t\n\r"
 
 
 @dataclass(frozen=True)
@@ -203,12 +204,32 @@ def get_contexts(text: str, *, budget: int = DEFAULT_BUDGET, marker: str = DEFAU
             error=JsonProblem(len(text), where.line, where.character, message),
             description=message, budget=budget, marker=marker, json_start=len(text),
             skipped_prefix=text)
+    result = _analyse(text, candidates)
+    if result.error is not None and text[-1:] in _TRAILING_SPACE:
+        # Whitespace at the very end is not part of the reply (editors add a final newline
+        # on save): the text is analysed up to where that whitespace stops being JSON.
+        trimmed = _without_trailing_space(text, result.error.offset)
+        retry = _analyse(trimmed, _candidates(trimmed))
+        if retry.error is None:
+            result = retry
+    return _contexts(result, budget=budget, marker=marker, overlap_chars=overlap_chars)
+
+
+def _analyse(text: str, candidates: list[int]) -> Scan:
     result = _scan_from(text, candidates[0])
     if not _acceptable(result) and len(candidates) > 1:
         second = _scan_from(text, candidates[1])
         if _acceptable(second) or result.error is not None:
             result = second
-    return _contexts(result, budget=budget, marker=marker, overlap_chars=overlap_chars)
+    return result
+
+
+def _without_trailing_space(text: str, error_offset: int) -> str:
+    """``text`` without the whitespace at its very end; when the error lies inside that
+    whitespace (a raw newline in a cut string), only from the error on: the spaces before it
+    are string content."""
+    end = len(text.rstrip(_TRAILING_SPACE))
+    return text[:error_offset] if error_offset >= end else text[:end]
 
 
 def _contexts(result: Scan, *, budget: int, marker: str, overlap_chars: int) -> JsonContexts:
