@@ -18,10 +18,14 @@ from budgetlens.codes import CODES
 from budgetlens.config import WorkspaceConfig
 from budgetlens.continuation import (
     CONTINUATION_TEMPLATE,
+    Case,
     ContinuationResult,
     Iteration,
+    ModelReplyError,
+    Outcome,
     build_continuation_prompt,
     continue_json,
+    continue_json_async,
 )
 from budgetlens.contract import (
     CheckOptions,
@@ -124,6 +128,7 @@ __all__ = [
     "BucketFile",
     "BucketFileRef",
     "BudgetCache",
+    "Case",
     "CheckOptions",
     "ClampChange",
     "ClampPlan",
@@ -147,7 +152,9 @@ __all__ = [
     "LineIndex",
     "Location",
     "MergeResult",
+    "ModelReplyError",
     "OverlapResult",
+    "Outcome",
     "OverlayFiles",
     "PackDoc",
     "PackResult",
@@ -186,6 +193,7 @@ __all__ = [
     "compute_unified_budget",
     "context_clamp_plan",
     "continue_json",
+    "continue_json_async",
     "default_intent_map",
     "detect_bucket_overlap",
     "find_pipelines",
