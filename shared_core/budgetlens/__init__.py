@@ -106,6 +106,7 @@ from budgetlens.tokens import (
     TokenCounter,
     Tokenizer,
     TokenizerError,
+    TokenizerLike,
     get_tokenizer,
 )
 from budgetlens.unified_budget import (
@@ -153,8 +154,8 @@ __all__ = [
     "Location",
     "MergeResult",
     "ModelReplyError",
-    "OverlapResult",
     "Outcome",
+    "OverlapResult",
     "OverlayFiles",
     "PackDoc",
     "PackResult",
@@ -176,6 +177,7 @@ __all__ = [
     "TokenCounter",
     "Tokenizer",
     "TokenizerError",
+    "TokenizerLike",
     "UnifiedBudget",
     "UnifiedContextBudgetPolicy",
     "UnifiedInjectionManifest",
