@@ -190,7 +190,9 @@ def get_contexts(text: str, *, budget: int = DEFAULT_BUDGET, marker: str = DEFAU
     """Find the cut in ``text`` (an LLM reply that may stop mid-JSON) and build its contexts.
 
     Never raises for any text; an invalid or missing JSON value is reported in ``error`` with
-    ``json_parsing_success`` false. ``budget`` must be >= 0.
+    ``json_parsing_success`` false. ``budget`` must be >= 0. Whitespace at the very end (an
+    editor's final newline) is not part of the reply: when the text is not JSON with it but
+    is a cut without it, that cut is reported (offsets still index ``text``).
     """
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
