@@ -41,6 +41,7 @@ _LEADING_SPACE = re.compile(r"[ \t\n\r\ufeff]*")
 _FIRST_BRACKET = re.compile(r"[\[{]")
 _SCALAR_START = frozenset('"-0123456789tfn')
 _TRAILING_SPACE = " \t\n\r"
+_TOKEN_TAIL = re.compile(r'[^ \t\n\r,:\[\]{}"]*')
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,7 @@ def get_contexts(text: str, *, budget: int = DEFAULT_BUDGET, marker: str = DEFAU
             description=message, budget=budget, marker=marker, json_start=len(text),
             skipped_prefix=text)
     result = _analyse(text, candidates)
-    if result.error is not None and text[-1:] in _TRAILING_SPACE:
+    if result.error is not None and _error_in_trailing_token(text, result.error.offset):
         # Whitespace at the very end is not part of the reply (editors add a final newline
         # on save): the text is analysed up to where that whitespace stops being JSON.
         trimmed = _without_trailing_space(text, result.error.offset)
@@ -224,6 +225,18 @@ def _analyse(text: str, candidates: list[int]) -> Scan:
         if _acceptable(second) or result.error is not None:
             result = second
     return result
+
+
+def _error_in_trailing_token(text: str, error_offset: int) -> bool:
+    """Whether the text ends with whitespace and the error lies in it or in the token just
+    before it (``tr`` of ``[tr\\n``): only then can the text without it be a cut."""
+    if not text or text[-1] not in _TRAILING_SPACE:
+        return False
+    end = len(text.rstrip(_TRAILING_SPACE))
+    if error_offset >= end:
+        return True
+    token = _TOKEN_TAIL.match(text, error_offset)
+    return token is not None and token.end() >= end
 
 
 def _without_trailing_space(text: str, error_offset: int) -> str:
