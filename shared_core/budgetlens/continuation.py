@@ -76,6 +76,8 @@ class Case(str, Enum):
 
 
 class Outcome(str, Enum):
+    """How the loop ended (``ContinuationResult.outcome``)."""
+
     COMPLETE = "complete"                      # a whole JSON value
     FALLBACK_AFTER_FAILURES = "fallback_after_failures"  # last valid closed part
     MAX_ITERATIONS = "max_iterations"          # last valid closed part
