@@ -329,3 +329,21 @@ def test_whitespace_that_is_not_at_the_very_end_is_still_an_error(
     ctx = get_contexts(text)
     assert ctx.json_parsing_success is False and ctx.cut is None
     assert ctx.error is not None and (ctx.error.offset, ctx.error.message) == (offset, message)
+
+
+def test_a_cut_string_holding_a_bracket_with_a_final_newline_is_still_the_string() -> None:
+    # the bracket inside the string is not where the JSON starts
+    ctx = get_contexts('"{\n')
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.STRING
+    assert (ctx.complete_part, ctx.json_start, ctx.skipped_prefix) == ('"{"', 0, "")
+    ctx = get_contexts('"see [1, 2\n')
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.STRING
+    assert ctx.complete_part == '"see [1, 2"'
+
+
+def test_prose_before_a_cut_reply_with_a_final_newline() -> None:
+    text = 'Here it is: {"a": "x\n'
+    ctx = get_contexts(text)
+    assert ctx.skipped_prefix == "Here it is: "
+    assert ctx.cut is not None and ctx.cut.offset == len(text) - 1
+    assert ctx.complete_part == '{"a": "x"}'

@@ -207,23 +207,25 @@ def get_contexts(text: str, *, budget: int = DEFAULT_BUDGET, marker: str = DEFAU
             error=JsonProblem(len(text), where.line, where.character, message),
             description=message, budget=budget, marker=marker, json_start=len(text),
             skipped_prefix=text)
-    result = _analyse(text, candidates)
-    if result.error is not None and _error_in_trailing_token(text, result.error.offset):
-        # Whitespace at the very end is not part of the reply (editors add a final newline
-        # on save): the text is analysed up to where that whitespace stops being JSON.
-        trimmed = _without_trailing_space(text, result.error.offset)
-        retry = _analyse(trimmed, _candidates(trimmed))
-        if retry.error is None:
-            result = retry
+    result = _scan_reply(text, candidates[0])
+    if not _acceptable(result) and len(candidates) > 1:
+        second = _scan_reply(text, candidates[1])
+        if _acceptable(second) or result.error is not None:
+            result = second
     return _contexts(result, budget=budget, marker=marker, overlap_chars=overlap_chars)
 
 
-def _analyse(text: str, candidates: list[int]) -> Scan:
-    result = _scan_from(text, candidates[0])
-    if not _acceptable(result) and len(candidates) > 1:
-        second = _scan_from(text, candidates[1])
-        if _acceptable(second) or result.error is not None:
-            result = second
+def _scan_reply(text: str, start: int) -> Scan:
+    """Scan the JSON starting at ``start``. Whitespace at the very end is not part of the
+    reply (editors add a final newline on save): when the text is invalid because of it, the
+    text is analysed up to where that whitespace stops being JSON."""
+    result = _scan_from(text, start)
+    if result.error is not None and _error_in_trailing_token(text, result.error.offset):
+        trimmed = _without_trailing_space(text, result.error.offset)
+        if start < len(trimmed):
+            retry = _scan_from(trimmed, start)
+            if retry.error is None:
+                return retry
     return result
 
 
