@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from budgetlens import (
     CONTINUATION_TEMPLATE,
+    Case,
+    ModelReplyError,
+    Outcome,
     build_continuation_prompt,
     continue_json,
+    continue_json_async,
     get_contexts,
 )
-from budgetlens.continuation import Case, Outcome
 
 DOC = ('{"title": "Quarterly report", "sections": [{"id": 1, "text": "Revenue grew in '
        'every region."}, {"id": 2, "text": "Costs fell by a tenth."}], "done": true}')
@@ -158,3 +162,81 @@ def test_trace_serialises() -> None:
 def test_bad_limits() -> None:
     with pytest.raises(ValueError):
         continue_json(Script(), "p", max_iterations=0)
+
+
+def test_nan_is_not_complete_json_in_the_loop_either() -> None:
+    # json.loads accepts NaN; get_contexts does not: the loop uses get_contexts' notion
+    assert get_contexts('{"a": NaN}').json_parsing_success is False
+    model = Script('{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}')
+    result = continue_json(model, "p")
+    assert result.outcome is Outcome.NO_VALID_JSON and result.text == ""
+    assert [it.case for it in result.iterations] == [Case.BROKEN] * 3
+    assert result.iterations[0].note == "invalid JSON at line 1, character 7: " \
+                                        "expected a value, found 'N'"
+
+
+def test_nan_in_a_continuation_is_a_broken_reply_and_the_fallback_is_kept() -> None:
+    model = Script('{"a": 1, "b": "x', 'b": "xy", "c": NaN}', 'b": "xy", "c": NaN}',
+                   'b": "xy", "c": NaN}')
+    result = continue_json(model, "p")
+    assert result.outcome is Outcome.FALLBACK_AFTER_FAILURES
+    assert result.text == '{"a": 1, "b": "x"}'
+
+
+@pytest.mark.parametrize(("reply", "message"), [
+    (None, "the model function returned None; it must return the reply text"),
+    (42, "the model function returned an int, not a str; it must return the reply text"),
+    (b'{"a": 1}', "the model function returned bytes (decode them first); it must return "
+                  "the reply text"),
+])
+def test_a_model_that_returns_no_text_raises_a_clear_typed_error(reply: object,
+                                                                 message: str) -> None:
+    def model(prompt: str) -> str:
+        return reply  # type: ignore[return-value]
+    with pytest.raises(ModelReplyError) as info:
+        continue_json(model, "p")
+    assert str(info.value) == message
+    assert isinstance(info.value, TypeError)
+    assert info.value.index == 0 and info.value.iterations == () and info.value.fallback is None
+
+
+def test_a_model_returning_none_later_keeps_what_was_received() -> None:
+    replies = iter([DOC[:70], None])
+    with pytest.raises(ModelReplyError) as info:
+        continue_json(lambda prompt: next(replies), "p")  # type: ignore[arg-type, return-value]
+    assert info.value.index == 1
+    assert [it.case for it in info.value.iterations] == [Case.CONTINUE]
+    assert info.value.fallback == DOC[:70] + '"}]}'
+
+
+class AsyncScript(Script):
+    """The same scripted replies, from an async model function."""
+
+    async def reply(self, prompt: str) -> str:
+        await asyncio.sleep(0)
+        return self(prompt)
+
+
+def test_async_loop_makes_the_same_calls_and_decisions_as_the_sync_loop() -> None:
+    a, b = 70, 120
+    replies = (DOC[:a], "no overlap", DOC[a - 10:a] + 'x"}]]]] garbage', DOC[a - 20:b],
+               DOC[b - 30:])
+    sync_model, async_model = Script(*replies), AsyncScript(*replies)
+    expected = continue_json(sync_model, "Write the report as JSON.")
+    result = asyncio.run(continue_json_async(async_model.reply, "Write the report as JSON."))
+    assert result.outcome is Outcome.COMPLETE and result.text == DOC
+    assert [it.case for it in result.iterations] == [
+        Case.CONTINUE, Case.NO_OVERLAP, Case.BROKEN, Case.CONTINUE, Case.PARSED]
+    assert async_model.prompts == sync_model.prompts
+    assert result.to_dict() == expected.to_dict()
+
+
+def test_async_loop_gives_up_like_the_sync_loop_and_checks_the_reply_type() -> None:
+    model = AsyncScript("Sorry.", "Still no.", "No.")
+    result = asyncio.run(continue_json_async(model.reply, "p"))
+    assert result.outcome is Outcome.NO_VALID_JSON and len(result.iterations) == 3
+
+    async def silent(prompt: str) -> str:
+        return None  # type: ignore[return-value]
+    with pytest.raises(ModelReplyError, match="returned None; it must return the reply text"):
+        asyncio.run(continue_json_async(silent, "p"))

@@ -41,11 +41,13 @@ CASES = [
     ("[0, 12", CutKind.NUMBER, (1,), "[0, 12]"),
     ("[0, -0.5", CutKind.NUMBER, (1,), "[0, -0.5]"),
     ('{"n": 1e+5', CutKind.NUMBER, ("n",), '{"n": 1e+5}'),
-    # inside true / false / null: dropped
-    ("[1, t", CutKind.LITERAL, (1,), "[1]"),
-    ("[1, tru", CutKind.LITERAL, (1,), "[1]"),
-    ('{"a": fals', CutKind.LITERAL, ("a",), "{}"),
-    ('{"a": nul', CutKind.LITERAL, ("a",), "{}"),
+    # inside true / false / null: the first letter decides the value, completed
+    ("[1, t", CutKind.LITERAL, (1,), "[1, true]"),
+    ("[1, tru", CutKind.LITERAL, (1,), "[1, true]"),
+    ('{"a": f', CutKind.LITERAL, ("a",), '{"a": false}'),
+    ('{"a": fals', CutKind.LITERAL, ("a",), '{"a": false}'),
+    ('{"a": n', CutKind.LITERAL, ("a",), '{"a": null}'),
+    ('{"a": nul', CutKind.LITERAL, ("a",), '{"a": null}'),
     # right after an opening brace or bracket
     ("{", CutKind.AFTER_OPEN, (), "{}"),
     ("[", CutKind.AFTER_OPEN, (), "[]"),
@@ -62,7 +64,8 @@ CASES = [
     ('{"a": "x"\n\n', CutKind.AFTER_VALUE, ("a",), '{"a": "x"}'),
     # top-level scalars
     ('"abc', CutKind.STRING, (), '"abc"'),
-    ("tr", CutKind.LITERAL, (), "null"),
+    ("tr", CutKind.LITERAL, (), "true"),
+    ("fa", CutKind.LITERAL, (), "false"),
     ("-", CutKind.NUMBER, (), "null"),
     # nested: the path runs through keys and indices
     ('{"a": {"b": [1, {"c": "d', CutKind.STRING, ("a", "b", 1, "c"),
@@ -172,7 +175,7 @@ def test_prose_before_the_json_is_skipped_and_reported() -> None:
     text = 'Sure! Here is the JSON you asked for:\n\n{"ok": tr'
     ctx = get_contexts(text)
     assert ctx.skipped_prefix == "Sure! Here is the JSON you asked for:\n\n"
-    assert ctx.complete_part == "{}"
+    assert ctx.complete_part == '{"ok": true}'
     assert ctx.cut is not None and ctx.cut.kind is CutKind.LITERAL
 
 
@@ -261,3 +264,86 @@ def test_a_scalar_followed_by_prose_without_brackets_is_kept() -> None:
     assert ctx.is_complete and ctx.complete_part == "42"
     assert ctx.skipped_suffix == " is the answer"
     assert ctx.description == "complete JSON (text after it skipped)"
+
+
+# Whitespace at the very end (an editor's final newline, a client's "\r\n") is not part of the
+# reply: (text, kind, path, complete_part, cut offset) -- written by hand.
+TRAILING = [
+    ('{"a": "xy\n', CutKind.STRING, ("a",), '{"a": "xy"}', 9),
+    ('{"a": "xy\r\n', CutKind.STRING, ("a",), '{"a": "xy"}', 9),
+    ('{"a": "xy\n\n  \t', CutKind.STRING, ("a",), '{"a": "xy"}', 9),
+    # spaces are string content; the newline after them is not
+    ('{"a": "x  \n', CutKind.STRING, ("a",), '{"a": "x  "}', 10),
+    ('{"a": "x\\\n', CutKind.STRING_ESCAPE, ("a",), '{"a": "x"}', 9),
+    ('["ab", "c\n', CutKind.STRING, (1,), '["ab", "c"]', 9),
+    ('"abc\n', CutKind.STRING, (), '"abc"', 4),
+    ("[1, tr\n", CutKind.LITERAL, (1,), "[1, true]", 6),
+    ("[1, f \n", CutKind.LITERAL, (1,), "[1, false]", 5),
+    ("[0, -\n", CutKind.NUMBER, (1,), "[0]", 5),
+    ('{"a": 1, "ti\n', CutKind.KEY, (), '{"a": 1}', 12),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "path", "closed", "offset"), TRAILING)
+def test_trailing_whitespace_after_a_cut_is_not_part_of_the_reply(
+        text: str, kind: CutKind, path: tuple[object, ...], closed: str, offset: int) -> None:
+    ctx = get_contexts(text)
+    assert ctx.json_parsing_success is True and ctx.error is None
+    assert ctx.cut is not None
+    assert (ctx.cut.kind, ctx.cut.path, ctx.complete_part) == (kind, path, closed)
+    # the cut is where the reply stops, an offset into the text as given
+    assert ctx.cut.offset == offset
+    assert (ctx.cut.line, ctx.cut.character) == (0, offset)
+    assert ctx.hierarchy_context == text[:offset]
+    assert ctx.overlap_context == text[:offset][-48:]
+    assert ctx.hierarchy_context_for_prompt.endswith("<<<CUT>>>")
+
+
+def test_a_cut_string_on_a_later_line_followed_by_a_newline() -> None:
+    text = '{\n  "title": "Report",\n  "body": "It was a long\n'
+    ctx = get_contexts(text)
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.STRING
+    assert ctx.cut.description == "cut inside a string at body"
+    assert (ctx.cut.offset, ctx.cut.line, ctx.cut.character) == (len(text) - 1, 2, 24)
+    assert ctx.complete_part == '{\n  "title": "Report",\n  "body": "It was a long"}'
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": [1, 2]}\n', '{"a": [1, 2]}\r\n', '{\n  "a": "x y",\n  "b": [\n    1\n  ]\n}\n',
+    '"a b"\n', "12\n", "true \t\n",
+])
+def test_whitespace_in_and_after_complete_json_is_still_complete(text: str) -> None:
+    ctx = get_contexts(text)
+    assert ctx.is_complete
+    assert ctx.description == "complete JSON"
+    assert ctx.complete_part == text.rstrip()
+
+
+@pytest.mark.parametrize(("text", "offset", "message"), [
+    # a raw newline in the middle of a string is an error, not a cut: text follows it
+    ('{"a": "x\ny"}\n', 8, "control character U+000A in a string (escape it)"),
+    ("[1, tx\n", 4, "invalid literal (expected true)"),
+])
+def test_whitespace_that_is_not_at_the_very_end_is_still_an_error(
+        text: str, offset: int, message: str) -> None:
+    ctx = get_contexts(text)
+    assert ctx.json_parsing_success is False and ctx.cut is None
+    assert ctx.error is not None and (ctx.error.offset, ctx.error.message) == (offset, message)
+
+
+def test_a_cut_string_holding_a_bracket_with_a_final_newline_is_still_the_string() -> None:
+    # the bracket inside the string is not where the JSON starts
+    ctx = get_contexts('"{\n')
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.STRING
+    assert (ctx.complete_part, ctx.json_start, ctx.skipped_prefix) == ('"{"', 0, "")
+    ctx = get_contexts('"see [1, 2\n')
+    assert ctx.cut is not None and ctx.cut.kind is CutKind.STRING
+    assert ctx.complete_part == '"see [1, 2"'
+
+
+def test_prose_before_a_cut_reply_with_a_final_newline() -> None:
+    text = 'Here it is: {"a": "x\n'
+    ctx = get_contexts(text)
+    assert ctx.skipped_prefix == "Here it is: "
+    assert ctx.cut is not None and ctx.cut.offset == len(text) - 1
+    assert ctx.complete_part == '{"a": "x"}'

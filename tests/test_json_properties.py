@@ -281,3 +281,19 @@ def test_agrees_with_json_loads_on_damaged_documents(value: Any, style: dict[str
             assert not valid
     else:
         assert ctx.error is not None and not valid
+
+
+@PROPERTY_SETTINGS
+@given(VALUES, STYLES, st.sampled_from(["\n", "\r\n", "\t\n  ", "\n\n"]))
+def test_a_final_newline_after_any_cut_changes_nothing_but_the_trailing_text(
+        value: Any, style: dict[str, Any], ending: str) -> None:
+    original = serialise(value, style).text
+    for cut in range(1, len(original) + 1):
+        plain = get_contexts(original[:cut])
+        saved = get_contexts(original[:cut] + ending)
+        assert saved.json_parsing_success, (original[:cut] + ending, saved.description)
+        assert saved.complete_part == plain.complete_part, original[:cut]
+        assert (saved.cut is None) == (plain.cut is None)
+        if saved.cut is not None and plain.cut is not None:
+            assert saved.cut.path == plain.cut.path
+            assert saved.cut.offset in (cut, cut + len(ending))

@@ -1,4 +1,4 @@
-"""The budgeted hierarchy context (DESIGN.md §2) on the seed's worked example, by hand.
+"""The budgeted hierarchy context (docs/json-continuation.md) on its worked example, by hand.
 
 Costs, counted by hand from the document below (a value costs the characters of its scalar
 literals, quotes included; keys and braces are free):

@@ -18,10 +18,14 @@ from budgetlens.codes import CODES
 from budgetlens.config import WorkspaceConfig
 from budgetlens.continuation import (
     CONTINUATION_TEMPLATE,
+    Case,
     ContinuationResult,
     Iteration,
+    ModelReplyError,
+    Outcome,
     build_continuation_prompt,
     continue_json,
+    continue_json_async,
 )
 from budgetlens.contract import (
     CheckOptions,
@@ -102,6 +106,7 @@ from budgetlens.tokens import (
     TokenCounter,
     Tokenizer,
     TokenizerError,
+    TokenizerLike,
     get_tokenizer,
 )
 from budgetlens.unified_budget import (
@@ -124,6 +129,7 @@ __all__ = [
     "BucketFile",
     "BucketFileRef",
     "BudgetCache",
+    "Case",
     "CheckOptions",
     "ClampChange",
     "ClampPlan",
@@ -147,6 +153,8 @@ __all__ = [
     "LineIndex",
     "Location",
     "MergeResult",
+    "ModelReplyError",
+    "Outcome",
     "OverlapResult",
     "OverlayFiles",
     "PackDoc",
@@ -169,6 +177,7 @@ __all__ = [
     "TokenCounter",
     "Tokenizer",
     "TokenizerError",
+    "TokenizerLike",
     "UnifiedBudget",
     "UnifiedContextBudgetPolicy",
     "UnifiedInjectionManifest",
@@ -186,6 +195,7 @@ __all__ = [
     "compute_unified_budget",
     "context_clamp_plan",
     "continue_json",
+    "continue_json_async",
     "default_intent_map",
     "detect_bucket_overlap",
     "find_pipelines",

@@ -30,6 +30,7 @@ from budgetlens.cache import BudgetCache, RecordingFiles
 from budgetlens.config import LoadedConfig, find_config, load_config, read_config_if_present
 from budgetlens.files import (
     MISSING_FINGERPRINT,
+    DiskFiles,
     FileMissing,
     FileSource,
     SourceError,
@@ -53,7 +54,13 @@ from budgetlens.pipeline_injection import InjectionCheck, check_injection
 from budgetlens.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy, resolve_policy
 from budgetlens.source import Diagnostic, Location, Range, Related, Severity
 from budgetlens.template import parse_template
-from budgetlens.tokens import DEFAULT_TOKENIZER, TokenCounter, TokenizerError, get_tokenizer
+from budgetlens.tokens import (
+    DEFAULT_TOKENIZER,
+    TokenCounter,
+    TokenizerError,
+    TokenizerLike,
+    get_tokenizer,
+)
 from budgetlens.yaml_source import Span, YamlPath
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
@@ -196,13 +203,18 @@ class CheckOptions:
     """
 
     policy: Policy | str | None = None
-    tokenizer: str | None = None
+    tokenizer: TokenizerLike | None = None
+    """A tokenizer name (as config.json's ``tokenizer``) or a tokenizer object / counting
+    function (see ``budgetlens.tokens.as_tokenizer``); None: config.json's, else cl100k_base."""
     config_path: Path | str | None = None
     workspace_root: Path | str | None = None
     environ: Mapping[str, str] | None = None
 
     def key(self, environ: Mapping[str, str]) -> tuple[str, ...]:
-        return (str(self.policy or ""), self.tokenizer or "", str(self.config_path or ""),
+        tokenizer = self.tokenizer
+        if tokenizer is not None and not isinstance(tokenizer, str):
+            tokenizer = f"{type(tokenizer).__qualname__}@{id(tokenizer):x}"  # an object
+        return (str(self.policy or ""), tokenizer or "", str(self.config_path or ""),
                 str(self.workspace_root or ""), environ.get(POLICY_ENV, ""),
                 environ.get(DEVELOPMENT_ENV, ""))
 
@@ -232,7 +244,7 @@ def find_pipelines(root: Path | str) -> list[Path]:
 # ---------------------------------------------------------------------------- the clamp
 def compute_clamp(steps: list[StepBudget], *, context: int, window: int,
                   ceiling: int | None, floor: int) -> ClampValues:
-    """The auto-clamp of the seed, as numbers.
+    """The auto-clamp of ``auto_clamp`` (docs/pipeline-format.md), as numbers.
 
     1. An output above the model's ceiling (``model_max_output_tokens``) is lowered to it.
     2. ``max_context_tokens`` is lowered once, so that the worst step fits, but not below
@@ -719,15 +731,18 @@ class _Checker:
         return pf.location(("extends",))
 
 
-def check_pipeline(path: Path | str, *, files: FileSource,
+def check_pipeline(path: Path | str, *, files: FileSource | None = None,
                    options: CheckOptions | None = None,
                    cache: BudgetCache | None = None) -> PipelineReport:
     """Check one pipeline file against the budget contract.
 
-    Reads through ``files`` (``DiskFiles`` or ``OverlayFiles``), never raises for bad
-    input: every problem is a diagnostic of the report. With a ``cache``, a pipeline none of
-    whose inputs changed is not checked again.
+    Reads through ``files`` (default ``DiskFiles()``: the files on disk; ``OverlayFiles``
+    for unsaved editor buffers), never raises for bad input: every problem is a diagnostic
+    of the report. ``options`` defaults to ``CheckOptions()`` (the policy from the
+    environment and config.json, config.json's tokenizer). With a ``cache``, a pipeline none
+    of whose inputs changed is not checked again.
     """
+    files = files if files is not None else DiskFiles()
     options = options or CheckOptions()
     environ = options.environ if options.environ is not None else os.environ
     pipe = os.path.normpath(str(path))

@@ -1,17 +1,19 @@
 """History trimming at run time: drop the oldest turns until the history fits its budget.
 
-``trim_history(turns, max_history_tokens, count)`` keeps the newest turns whose tokens sum
-to at most the budget and returns what it dropped (the ``history_trim`` trace of a run).
+``trim_history(turns, max_history_tokens, tokenizer)`` keeps the newest turns whose tokens
+sum to at most the budget and returns what it dropped (the ``history_trim`` trace of a run).
+The tokenizer is any ``TokenizerLike``: a name (``"cl100k_base"``), ``get_tokenizer(...)``,
+a ``TokenCounter`` (its cache is used) or a function ``text -> int``.
 A turn is a string or a mapping with a ``content`` string (``{"role": ..., "content": ...}``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from budgetlens.tokens import TokenCounter
+from budgetlens.tokens import TokenizerLike, as_counter
 
 Turn = TypeVar("Turn", bound=str | Mapping[str, Any])
 
@@ -46,12 +48,13 @@ class HistoryTrim(Generic[Turn]):
 
 
 def trim_history(turns: Sequence[Turn], max_history_tokens: int,
-                 count: TokenCounter | Callable[[str], int]) -> HistoryTrim[Turn]:
+                 count: TokenizerLike) -> HistoryTrim[Turn]:
     """Drop the oldest turns until the rest costs at most ``max_history_tokens``.
 
-    A turn is never cut in the middle; a budget of 0 or less drops every turn.
+    ``count`` is the tokenizer (see the module docstring). A turn is never cut in the
+    middle; a budget of 0 or less drops every turn.
     """
-    counter = count.count if isinstance(count, TokenCounter) else count
+    counter = as_counter(count).count
     costs = [counter(turn_text(t)) for t in turns]
     total = sum(costs)
     budget = max(max_history_tokens, 0)

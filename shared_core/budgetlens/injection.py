@@ -45,7 +45,7 @@ from budgetlens.overlap import (
     background_covered_by_cards,
     detect_bucket_overlap,
 )
-from budgetlens.tokens import TokenCounter, get_tokenizer
+from budgetlens.tokens import TokenCounter, TokenizerLike, as_counter
 from budgetlens.unified_budget import (
     UnifiedBudget,
     UnifiedContextBudgetPolicy,
@@ -352,18 +352,18 @@ def _fits_joined(parts: list[RenderedPart], budget: int, counter: TokenCounter) 
 def plan_injection(
     request: InjectionRequest,
     *,
-    counter: TokenCounter | None = None,
+    counter: TokenizerLike | None = None,
     tiers: TierThresholds = TierThresholds(),
     now: datetime | None = None,
 ) -> InjectionPlan:
     """Run the unified injection step (a-g of the module doc) and return its plan.
 
-    ``counter`` counts tokens (default: a fresh counter for ``request.tokenizer``); pass one
+    ``counter`` counts tokens (default: a fresh counter for ``request.tokenizer``): any
+    tokenizer (a name, a tokenizer object, a function ``text -> int``), or a ``TokenCounter``
     you keep between requests to reuse its cache. Raises ``TokenizerError`` for an unknown
     tokenizer; the request is validated by its model.
     """
-    if counter is None:
-        counter = TokenCounter(get_tokenizer(request.tokenizer))
+    counter = as_counter(request.tokenizer if counter is None else counter)
     policy = request.policy
     has_buckets = any(b.background.strip() or b.files for b in request.buckets)
     has_cards = bool(request.knowledge_cards)

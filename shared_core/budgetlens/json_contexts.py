@@ -40,6 +40,8 @@ DEFAULT_OVERLAP_CHARS = 48
 _LEADING_SPACE = re.compile(r"[ \t\n\r\ufeff]*")
 _FIRST_BRACKET = re.compile(r"[\[{]")
 _SCALAR_START = frozenset('"-0123456789tfn')
+_TRAILING_SPACE = " \t\n\r"
+_TOKEN_TAIL = re.compile(r'[^ \t\n\r,:\[\]{}"]*')
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,9 @@ def get_contexts(text: str, *, budget: int = DEFAULT_BUDGET, marker: str = DEFAU
     """Find the cut in ``text`` (an LLM reply that may stop mid-JSON) and build its contexts.
 
     Never raises for any text; an invalid or missing JSON value is reported in ``error`` with
-    ``json_parsing_success`` false. ``budget`` must be >= 0.
+    ``json_parsing_success`` false. ``budget`` must be >= 0. Whitespace at the very end (an
+    editor's final newline) is not part of the reply: when the text is not JSON with it but
+    is a cut without it, that cut is reported (offsets still index ``text``).
     """
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
@@ -203,12 +207,46 @@ def get_contexts(text: str, *, budget: int = DEFAULT_BUDGET, marker: str = DEFAU
             error=JsonProblem(len(text), where.line, where.character, message),
             description=message, budget=budget, marker=marker, json_start=len(text),
             skipped_prefix=text)
-    result = _scan_from(text, candidates[0])
+    result = _scan_reply(text, candidates[0])
     if not _acceptable(result) and len(candidates) > 1:
-        second = _scan_from(text, candidates[1])
+        second = _scan_reply(text, candidates[1])
         if _acceptable(second) or result.error is not None:
             result = second
     return _contexts(result, budget=budget, marker=marker, overlap_chars=overlap_chars)
+
+
+def _scan_reply(text: str, start: int) -> Scan:
+    """Scan the JSON starting at ``start``. Whitespace at the very end is not part of the
+    reply (editors add a final newline on save): when the text is invalid because of it, the
+    text is analysed up to where that whitespace stops being JSON."""
+    result = _scan_from(text, start)
+    if result.error is not None and _error_in_trailing_token(text, result.error.offset):
+        trimmed = _without_trailing_space(text, result.error.offset)
+        if start < len(trimmed):
+            retry = _scan_from(trimmed, start)
+            if retry.error is None:
+                return retry
+    return result
+
+
+def _error_in_trailing_token(text: str, error_offset: int) -> bool:
+    """Whether the text ends with whitespace and the error lies in it or in the token just
+    before it (``tr`` of ``[tr\\n``): only then can the text without it be a cut."""
+    if not text or text[-1] not in _TRAILING_SPACE:
+        return False
+    end = len(text.rstrip(_TRAILING_SPACE))
+    if error_offset >= end:
+        return True
+    token = _TOKEN_TAIL.match(text, error_offset)
+    return token is not None and token.end() >= end
+
+
+def _without_trailing_space(text: str, error_offset: int) -> str:
+    """``text`` without the whitespace at its very end; when the error lies inside that
+    whitespace (a raw newline in a cut string), only from the error on: the spaces before it
+    are string content."""
+    end = len(text.rstrip(_TRAILING_SPACE))
+    return text[:error_offset] if error_offset >= end else text[:end]
 
 
 def _contexts(result: Scan, *, budget: int, marker: str, overlap_chars: int) -> JsonContexts:

@@ -59,6 +59,9 @@ KIND_PHRASES: dict[CutKind, str] = {
     CutKind.AFTER_VALUE: "after a complete value",
 }
 
+#: A partial literal at a cut is completed from its first letter (its value is determined).
+LITERALS = {"t": "true", "f": "false", "n": "null"}
+
 # Kinds of values (children of containers).
 OBJECT, ARRAY, STRING, NUMBER, LITERAL = "object", "array", "string", "number", "literal"
 
@@ -441,8 +444,8 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                     return _finish_cut(result)
                 fail(pos, "invalid number")
                 return result
-            if c in "tfn":
-                word = "true" if c == "t" else "false" if c == "f" else "null"
+            if c in LITERALS:
+                word = LITERALS[c]
                 if text.startswith(word, pos):
                     end = pos + len(word)
                     if end == n or text[end] in _VALUE_END:
@@ -613,6 +616,8 @@ def close(result: Scan) -> str:
             return text[result.token_start:string_keep_end(text, result.token_start)] + '"'
         if kind is CutKind.NUMBER and _NUMBER.fullmatch(text, result.token_start):
             return text[result.token_start:]
+        if kind is CutKind.LITERAL:
+            return LITERALS[text[result.token_start]]
         return "null"
     inner = frames[-1]
     suffix = ""
@@ -620,10 +625,14 @@ def close(result: Scan) -> str:
         keep, suffix = string_keep_end(text, result.token_start), '"'
     elif kind is CutKind.NUMBER and _NUMBER.fullmatch(text, result.token_start):
         keep = len(text)
+    elif kind is CutKind.LITERAL:
+        # its first letter already decides it: 'tr' can only be true
+        word = LITERALS[text[result.token_start]]
+        keep, suffix = len(text), word[len(text) - result.token_start:]
     elif kind is CutKind.AFTER_OPEN:
         keep = inner.start + 1
     else:
-        # a dangling key, colon or comma, a dropped number or literal, an error: back to the
+        # a dangling key, colon or comma, a dropped number, an error: back to the
         # end of the last complete child (or the opening bracket).
         keep = inner.last_value_end
     if result.start == 0 and keep == len(text):

@@ -1,7 +1,7 @@
 """The budgeted hierarchy context: the structure around a cut, for a continuation prompt.
 
 Budget is allocated bottom-up (from the cut towards the root) and the text is printed
-top-down (DESIGN.md §2, docs/json-continuation.md):
+top-down (docs/json-continuation.md):
 
 1. the cut element (the partial value, or the value just completed at the cut) costs its size:
    rendered in full when it fits the remaining budget (deducted), else a type hint (free);

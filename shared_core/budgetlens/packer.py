@@ -55,7 +55,7 @@ from pydantic import (
 )
 
 from budgetlens.input_errors import InputError, describe_validation_error
-from budgetlens.tokens import TokenCounter, get_tokenizer
+from budgetlens.tokens import TokenizerLike, as_counter
 
 MAX_DOC_CHARS = 8 * 1024 * 1024
 """A document whose full rendering is longer than this is rejected by ``parse_docs``."""
@@ -428,7 +428,7 @@ def pack_context(
     max_chars: int | None = None,
     max_tokens: int | None = None,
     intent_map: IntentMap | None = None,
-    counter: TokenCounter | None = None,
+    counter: TokenizerLike | None = None,
 ) -> PackResult:
     """Prioritize, trim and cap ``docs`` for ``intent`` (see the module docstring).
 
@@ -440,8 +440,7 @@ def pack_context(
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
             raise InputError([f"{name}: expected an integer >= 0, got {cap!r}"])
     imap = intent_map if intent_map is not None else default_intent_map()
-    if counter is None:
-        counter = TokenCounter(get_tokenizer(None))
+    counter = as_counter(counter)
     items = _coerce_docs(docs)
     resolved = resolve_intent(intent, imap)
     scoring, trimming = imap.scoring, imap.trimming

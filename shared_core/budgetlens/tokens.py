@@ -6,6 +6,11 @@ is ever downloaded. A tokenizer is chosen by encoding name, by model name (``gpt
 ``o200k_base``), or by the path of a local Hugging Face ``tokenizer.json`` (needs the optional
 ``tokenizers`` extra).
 
+Anywhere budgetlens takes a tokenizer it accepts a ``TokenizerLike``: a name for
+``get_tokenizer`` (``"o200k_base"``, ``"gpt-4o"``, a ``tokenizer.json`` path), a tokenizer
+object (``count(text)`` or ``encode(text)``, e.g. ``get_tokenizer(...)`` or a tiktoken
+``Encoding``), a ``TokenCounter``, or a function ``text -> int`` (see ``as_tokenizer``).
+
 Counting treats special-token text such as ``<|endoftext|>`` as plain text
 (``encode_ordinary``): a prompt file is text, and it costs what its text costs.
 
@@ -19,10 +24,11 @@ import base64
 import hashlib
 import json
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 DEFAULT_TOKENIZER = "cl100k_base"
 SHIPPED_ENCODINGS = ("cl100k_base", "o200k_base")
@@ -148,11 +154,96 @@ def resolve_tokenizer_name(spec: str | None, *, base_dir: Path | None = None) ->
     return encoding
 
 
-def get_tokenizer(spec: str | None = None, *, base_dir: Path | None = None) -> Tokenizer:
+TokenizerLike: TypeAlias = "str | Tokenizer | TokenCounter | Callable[[str], int]"
+"""A tokenizer name, a tokenizer object, a ``TokenCounter`` or a counting function."""
+
+
+@dataclass(frozen=True)
+class FunctionTokenizer:
+    """A tokenizer made from a counting function (``text -> int``) or an object's ``encode``."""
+
+    name: str
+    _count: Callable[[str], object]
+    _encode: Callable[[str], Iterable[int]] | None = None
+
+    def encode(self, text: str) -> list[int]:
+        if self._encode is None:
+            raise TypeError(f"tokenizer {self.name!r} is a counting function: it has no encode")
+        return list(self._encode(text))
+
+    def count(self, text: str) -> int:
+        n = self._count(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise TypeError(f"tokenizer {self.name!r} counted {n!r} tokens for a text;"
+                            " a token count is an int >= 0")
+        return n
+
+
+def _name_of(obj: object) -> str:
+    name = getattr(obj, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    name = getattr(obj, "__name__", None)
+    return name if isinstance(name, str) and name else type(obj).__name__
+
+
+def as_tokenizer(tokenizer: TokenizerLike | None, *,
+                 base_dir: Path | None = None) -> Tokenizer:
+    """The ``Tokenizer`` for any ``TokenizerLike`` (None: ``cl100k_base``).
+
+    - a name goes to ``get_tokenizer`` (``base_dir`` resolves a relative tokenizer.json);
+    - a ``TokenCounter`` gives its tokenizer;
+    - an object with ``name``, ``count`` and ``encode`` is used as it is; one with only
+      ``count`` counts with it; one with ``encode_ordinary`` (a tiktoken ``Encoding``) or
+      ``encode`` counts the tokens it returns;
+    - a function ``text -> int`` counts.
+
+    Anything else raises ``TypeError`` saying what is accepted; an unusable name raises
+    ``TokenizerError``.
+    """
+    if tokenizer is None or isinstance(tokenizer, str):
+        return get_tokenizer(tokenizer, base_dir=base_dir)
+    if isinstance(tokenizer, TokenCounter):
+        return tokenizer.tokenizer
+    if isinstance(tokenizer, (TiktokenTokenizer, HuggingFaceTokenizer, FunctionTokenizer)):
+        return tokenizer
+    count = getattr(tokenizer, "count", None)
+    encode = getattr(tokenizer, "encode", None)
+    name = _name_of(tokenizer)
+    if callable(count):
+        if callable(encode) and isinstance(getattr(tokenizer, "name", None), str):
+            return tokenizer  # type: ignore[return-value]  # has what Tokenizer needs
+        return FunctionTokenizer(name, count, encode if callable(encode) else None)
+    ordinary = getattr(tokenizer, "encode_ordinary", None)
+    encoder = ordinary if callable(ordinary) else encode
+    if callable(encoder):
+        return FunctionTokenizer(name, lambda text: len(encoder(text)), encoder)
+    if callable(tokenizer):
+        return FunctionTokenizer(name, tokenizer)
+    raise TypeError(
+        f"expected a tokenizer: a name such as {DEFAULT_TOKENIZER!r}, a tokenizer object"
+        " (count(text) or encode(text)), a TokenCounter or a function text -> int;"
+        f" got {type(tokenizer).__name__}")
+
+
+def as_counter(tokenizer: TokenizerLike | None) -> TokenCounter:
+    """A ``TokenCounter`` for any ``TokenizerLike`` (a ``TokenCounter`` is returned as it is,
+    keeping its cache)."""
+    if isinstance(tokenizer, TokenCounter):
+        return tokenizer
+    return TokenCounter(as_tokenizer(tokenizer))
+
+
+def get_tokenizer(spec: TokenizerLike | None = None, *,
+                  base_dir: Path | None = None) -> Tokenizer:
     """The tokenizer for ``spec`` (default ``cl100k_base``); raises ``TokenizerError``.
 
+    ``spec`` is normally a name (encoding, model or tokenizer.json path); a tokenizer object,
+    ``TokenCounter`` or counting function is returned as a ``Tokenizer`` (``as_tokenizer``).
     ``base_dir`` resolves a relative ``tokenizer.json`` path (the folder of config.json).
     """
+    if spec is not None and not isinstance(spec, str):
+        return as_tokenizer(spec)
     name = resolve_tokenizer_name(spec, base_dir=base_dir)
     if name in SHIPPED_ENCODINGS:
         return _load_encoding(name)
@@ -173,8 +264,8 @@ class TokenCounter:
     run): an unchanged text is never encoded twice. Safe to share between threads.
     """
 
-    def __init__(self, tokenizer: Tokenizer, *, max_entries: int = 65536) -> None:
-        self.tokenizer = tokenizer
+    def __init__(self, tokenizer: TokenizerLike, *, max_entries: int = 65536) -> None:
+        self.tokenizer = as_tokenizer(tokenizer)
         self._cache: dict[str, int] = {}
         self._max = max_entries
         self._lock = threading.Lock()
