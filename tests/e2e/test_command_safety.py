@@ -164,9 +164,8 @@ def _overlaps(edit: types.WorkspaceEdit) -> list[tuple[str, types.TextEdit, type
             for b in edits[i + 1:]:
                 a0, a1, b0, b1 = (key(a.range.start), key(a.range.end), key(b.range.start),
                                   key(b.range.end))
-                same_point = a0 == a1 == b0 == b1  # two inserts at one place: allowed
-                if not same_point and a0 < b1 and b0 < a1 or (a0, a1) == (b0, b1) != (a0, a0):
-                    found.append((uri, a, b))
+                if a0 < b1 and b0 < a1:  # share a character (touching, or two inserts at
+                    found.append((uri, a, b))  # one place, is allowed)
     return found
 
 
@@ -220,3 +219,4 @@ def test_the_overlap_check_itself() -> None:
     assert _overlaps(edit((1, 5, 1, 9), (1, 8, 2, 0)))
     assert not _overlaps(edit((1, 5, 1, 9), (1, 9, 1, 12)))  # touching is fine
     assert not _overlaps(edit((3, 0, 3, 0), (3, 0, 3, 0)))  # two inserts at one place
+    assert _overlaps(edit((1, 5, 1, 9), (1, 7, 1, 7)))  # an insert inside a replaced range

@@ -27,7 +27,8 @@ from budgetlens_lsp.convert import (
 NOT_BREAKS = "\u2028\u2029\u0085\x0b\x0c\x1c\x1d\x1e"
 
 
-def partial(sl: int, sc: int, el: int, ec: int, text: str) -> types.TextDocumentContentChangePartial:
+def partial(sl: int, sc: int, el: int, ec: int,
+            text: str) -> types.TextDocumentContentChangePartial:
     return types.TextDocumentContentChangePartial(
         range=types.Range(start=types.Position(line=sl, character=sc),
                           end=types.Position(line=el, character=ec)),
