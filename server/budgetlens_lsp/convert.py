@@ -180,12 +180,63 @@ def apply_change(text: str, change: types.TextDocumentContentChangeEvent,
     the LSP does (see :class:`LspText`)."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
         return change.text
-    lines = LspText(text, encoding)
-    start = lines.offset(change.range.start)
-    end = lines.offset(change.range.end)
+    start = _offset(text, change.range.start, encoding)
+    end = _offset(text, change.range.end, encoding)
     if end < start:  # a reversed range: the span between the two positions
         start, end = end, start
     return text[:start] + change.text + text[end:]
+
+
+def _offset(text: str, pos: types.Position, encoding: str) -> int:
+    """``LspText(text, encoding).offset(pos)`` without listing every line: the breaks
+    before ``pos.line`` are counted a chunk at a time, so a keystroke costs a few fast scans
+    of the buffer, not a Python step per line."""
+    if pos.line < 0:
+        return 0
+    has_cr = "\r" in text
+    start = _line_start(text, pos.line, has_cr)
+    if start is None:
+        return len(text)
+    if has_cr:
+        m = _LSP_BREAK.search(text, start)
+        end = m.start() if m is not None else len(text)
+    else:
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+    return start + from_lsp_character(text[start:end], pos.character, encoding)
+
+
+#: Characters whose line breaks are counted in one step when looking for a line.
+SCAN_CHUNK = 4096
+
+
+def _line_start(text: str, line: int, has_cr: bool) -> int | None:
+    """Offset at which LSP line ``line`` of ``text`` starts; None past the last line."""
+    pos, remaining, n = 0, line, len(text)
+    count = text.count
+    while remaining:
+        if pos >= n:
+            return None
+        end = min(pos + SCAN_CHUNK, n)
+        if has_cr and end < n and text[end - 1] == "\r":
+            end += 1  # never split a \r\n between two chunks
+        breaks = count("\n", pos, end)
+        if has_cr:
+            breaks += count("\r", pos, end) - count("\r\n", pos, end)
+        if breaks < remaining:
+            remaining -= breaks
+            pos = end
+            continue
+        for _ in range(remaining):  # the line starts in this chunk: walk to it
+            if has_cr:
+                m = _LSP_BREAK.search(text, pos, end)
+                assert m is not None
+                pos = m.end()
+            else:
+                pos = text.index("\n", pos, end) + 1
+        return pos
+    return pos
 
 
 def apply_changes(text: str, changes: Iterable[types.TextDocumentContentChangeEvent],

@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from budgetlens.source import Position
 from budgetlens_lsp.convert import (
+    SCAN_CHUNK,
     UTF8,
     UTF16,
     UTF32,
@@ -189,3 +190,24 @@ def test_apply_change_matches_a_reference_editor(text: str, encoding: str,
         if 0 < offset < len(text) and 0xD800 <= ord(text[offset]) <= 0xDFFF:
             continue
         assert lines.offset(lines.position(offset)) == offset
+
+
+def test_large_buffers_with_breaks_across_the_scan_chunks() -> None:
+    """Texts of several scanning chunks, with a \r\n pair, a lone \r or a \n at each
+    chunk edge: an insert on every line lands where the reference puts it."""
+    import random
+
+    rng = random.Random(7)
+    pieces = ["a", "bc", "\u2028", "\U0001F600", "\n", "\r", "\r\n", "xyz ", "long " * 9]
+    for edge_break in ("\r\n", "\r", "\n"):
+        body = ""
+        while len(body) < 3 * SCAN_CHUNK + 100:
+            body += rng.choice(pieces)
+        for k in (1, 2, 3):
+            cut = k * SCAN_CHUNK - 1  # the break straddles (or ends right at) the edge
+            body = body[:cut] + edge_break + body[cut + len(edge_break):]
+        starts = [s for s, _ in _reference_lines(body)]
+        for line in range(len(starts) + 2):
+            new = apply_change(body, partial(line, 0, line, 0, "@"), UTF16)
+            at = starts[line] if line < len(starts) else len(body)
+            assert new == body[:at] + "@" + body[at:], (edge_break, line)
