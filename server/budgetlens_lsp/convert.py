@@ -63,6 +63,14 @@ def path_from_uri(uri: str) -> Path | None:
     return Path(path) if path else None
 
 
+def encoding_name(value: object) -> str:
+    """``"utf-8"``, ``"utf-16"`` or ``"utf-32"`` for a negotiated position encoding (a
+    ``PositionEncodingKind`` or its string); anything else is the LSP default, UTF-16."""
+    if isinstance(value, types.PositionEncodingKind):
+        return str(value.value)
+    return value if isinstance(value, str) and value in (UTF8, UTF16, UTF32) else UTF16
+
+
 # --- code units -------------------------------------------------------------------------------
 
 def _units(ch: str, encoding: str) -> int:
@@ -129,7 +137,7 @@ class LspText:
 
     def __init__(self, text: str, encoding: str = UTF16) -> None:
         self.text = text
-        self.encoding = encoding if encoding in (UTF8, UTF16, UTF32) else UTF16
+        self.encoding = encoding_name(encoding)
         self._starts = lsp_line_starts(text)
 
     @property
@@ -180,6 +188,7 @@ def apply_change(text: str, change: types.TextDocumentContentChangeEvent,
     the LSP does (see :class:`LspText`)."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
         return change.text
+    encoding = encoding_name(encoding)
     start = _offset(text, change.range.start, encoding)
     end = _offset(text, change.range.end, encoding)
     if end < start:  # a reversed range: the span between the two positions
@@ -253,7 +262,7 @@ class Converter:
     """Converts core data to LSP types for one negotiated position encoding."""
 
     def __init__(self, encoding: str, text_of: Callable[[str], str | None]) -> None:
-        self.encoding = encoding if encoding in (UTF8, UTF16, UTF32) else UTF16
+        self.encoding = encoding_name(encoding)
         self._text_of = text_of
         self._indexes: dict[str, LineIndex | None] = {}
         self._lsp: dict[str, LspText | None] = {}

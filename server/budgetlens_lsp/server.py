@@ -23,7 +23,7 @@ from pygls.protocol.language_server import lsp_method
 
 from budgetlens.contract import find_pipelines
 from budgetlens_lsp import __version__, actions, commands, diagnostics, hover, lenses
-from budgetlens_lsp.convert import path_from_uri
+from budgetlens_lsp.convert import encoding_name, path_from_uri
 from budgetlens_lsp.json_documents import CommandError
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.settings import Settings, parse_settings
@@ -164,8 +164,7 @@ def create_server() -> BudgetLensServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: BudgetLensServer, params: types.InitializeParams) -> None:
         ls.client = ClientFeatures(params.capabilities)
-        session.encoding = str(ls.workspace.position_encoding
-                               or types.PositionEncodingKind.Utf16.value)
+        session.encoding = encoding_name(ls.workspace.position_encoding)
         ls.init_settings = params.initialization_options
         settings, problems = parse_settings(params.initialization_options)
         session.settings = settings

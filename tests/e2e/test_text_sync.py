@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 
 from .harness import Editor, caps, codes_of, running_server, td, units
@@ -63,7 +64,8 @@ class Buffer:
         text = self.text
         line = text.count("\n", 0, offset)
         start = text.rfind("\n", 0, offset) + 1
-        return types.Position(line=line, character=units(text[start:offset], "utf-16"))
+        return types.Position(line=line, character=units(text[start:offset],
+                                                         self.ed.encoding))
 
     def edit(self, start: int, end: int, new: str) -> None:
         """Replace ``text[start:end]`` by ``new`` with one ranged didChange."""
@@ -130,14 +132,20 @@ def _pipeline_edits(buf: Buffer) -> None:
         else:  # a comment line removed again (an edit that spans a line break)
             at = buf.text.index(f"  # note {i - 3}\n")
             buf.edit(at, at + len(f"  # note {i - 3}\n"), "")
-    # the final state: the second step over budget
+    # the final state: the second step over budget, and a word after the odd characters
+    # (and an emoji) changed on their own line: its column counts them in the encoding's units
     buf.replace(f"max_output_tokens: {200 + 11 * 47}", "max_output_tokens: 7000")
+    buf.replace(" answer\"", " \U0001F600 reply\"")
+    buf.replace(" reply\"", " response\"")
 
 
+@pytest.mark.parametrize("encodings", [None, ["utf-8"]], ids=["utf-16", "utf-8"])
 async def test_pipeline_with_odd_characters_after_fifty_edits_is_the_same_as_fresh(
-        workspace: Path) -> None:
+        workspace: Path, encodings: list[str] | None) -> None:
     (workspace / "pipelines" / "odd.yaml").write_text(PIPELINE, "utf-8")
-    async with running_server(workspace, capabilities=caps(pull=True)) as ed:
+    async with running_server(workspace, capabilities=caps(pull=True,
+                                                           encodings=encodings)) as ed:
+        assert ed.encoding == ("utf-8" if encodings else "utf-16")
         uri = ed.open("pipelines/odd.yaml")
         buf = Buffer(ed, uri)
         first = await _state(ed, uri)
@@ -145,6 +153,7 @@ async def test_pipeline_with_odd_characters_after_fifty_edits_is_the_same_as_fre
         _pipeline_edits(buf)
         final_text = buf.text
         assert final_text.count(ODD[0]) == 2 and "max_output_tokens: 7000" in final_text
+        assert f'{ODD[2]} \U0001F600 response"' in final_text
         edited = await _state(ed, uri)
         _reopen(ed, uri, "yaml")
         fresh = await _state(ed, uri)
@@ -173,6 +182,7 @@ def _json_edits(buf: Buffer) -> None:
             buf.edit(at, buf.text.index("\n", at) + 1, f'start{i}"}}\n')
     end = len(buf.text)
     buf.edit(end - len('"}\n'), end, " and the answer was cut")
+    buf.replace("nel\u0085here", "nel\u0085there")  # on the odd characters' own line
 
 
 async def test_json_buffer_with_odd_characters_after_fifty_edits_is_the_same_as_fresh(

@@ -22,6 +22,7 @@ from budgetlens_lsp.convert import (
     LspText,
     apply_change,
     apply_changes,
+    encoding_name,
     lsp_line_starts,
 )
 
@@ -211,3 +212,15 @@ def test_large_buffers_with_breaks_across_the_scan_chunks() -> None:
             new = apply_change(body, partial(line, 0, line, 0, "@"), UTF16)
             at = starts[line] if line < len(starts) else len(body)
             assert new == body[:at] + "@" + body[at:], (edge_break, line)
+
+
+def test_the_negotiated_encoding_may_arrive_as_an_enum_member() -> None:
+    # pygls hands over PositionEncodingKind members; str() of one is not its value
+    assert str(types.PositionEncodingKind.Utf16) != "utf-16"
+    text = "k: \U0001F600x\n"
+    assert apply_change(text, partial(0, 5, 0, 5, "Y"), types.PositionEncodingKind.Utf16) \
+        == "k: \U0001F600Yx\n"
+    assert apply_change(text, partial(0, 7, 0, 7, "Y"), types.PositionEncodingKind.Utf8) \
+        == "k: \U0001F600Yx\n"
+    assert encoding_name(types.PositionEncodingKind.Utf32) == "utf-32"
+    assert encoding_name(None) == encoding_name("latin-1") == "utf-16"
