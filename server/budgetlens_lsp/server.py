@@ -338,15 +338,30 @@ def create_server() -> BudgetLensServer:
                                    params.previous_result_id)
 
     # --- lenses, hover, actions -------------------------------------------------------------
+    def _check(uri: str) -> str:
+        """What a URI may read (``commands.command_target``: an open document, or a file
+        inside the workspace folders); ``CommandError`` naming the rule otherwise."""
+        return commands.command_target(
+            uri, {u: d.path for u, d in session.documents.items()}, session.roots,
+            {d.path for d in session.documents.values()})
+
+    def _readable(uri: str) -> str | None:
+        """The key of a document lenses, hover and code actions may read, by the commands'
+        rule; None (the request answers with nothing) for anything else."""
+        try:
+            return _check(uri)
+        except CommandError:
+            return None
+
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: BudgetLensServer, params: types.CodeLensParams
                         ) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        return await session.query(lenses.code_lenses, session.index, session.path_of(uri), uri)
+        return await session.query(lenses.code_lenses, session.index, _readable(uri), uri)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: BudgetLensServer, params: types.HoverParams) -> types.Hover | None:
-        path = session.path_of(params.text_document.uri)
+        path = _readable(params.text_document.uri)
         return await session.query(hover.hover, session.index, path, params.position)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
@@ -356,7 +371,7 @@ def create_server() -> BudgetLensServer:
                           ) -> list[types.CodeAction]:
         uri = params.text_document.uri
         ctx = actions.EditContext(session.versions(), ls.client.document_changes)
-        return await session.query(actions.code_actions, session.index, session.path_of(uri),
+        return await session.query(actions.code_actions, session.index, _readable(uri),
                                    uri, params, ctx)
 
     # --- commands ---------------------------------------------------------------------------
@@ -366,10 +381,8 @@ def create_server() -> BudgetLensServer:
         except CommandError as exc:
             raise _invalid(exc) from None
         uri = arg["uri"]
-        try:  # the one check of what a command may read
-            path = commands.command_target(
-                uri, {u: d.path for u, d in session.documents.items()}, session.roots,
-                {d.path for d in session.documents.values()})
+        try:
+            path = _check(uri)
         except CommandError as exc:
             raise _invalid(exc) from None
         return arg, uri, path

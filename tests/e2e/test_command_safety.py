@@ -120,6 +120,40 @@ async def test_files_inside_and_open_documents_are_still_served(workspace: Path,
         assert SECRET not in str(result)
 
 
+async def test_lenses_hover_and_actions_answer_nothing_for_files_outside(
+        workspace: Path, secret: Path) -> None:
+    """The same rule for the other requests that read a document: a closed file outside
+    the workspace gets no lens (which would show its token count), hover or action."""
+    (secret / "prompt.txt").write_text(f"{SECRET} " * 50, "utf-8")
+    os.symlink(secret / "prompt.txt", workspace / "prompts" / "link.txt")
+    at = types.Position(line=5, character=6)  # on max_output_tokens of p.yaml
+    outside = [(secret / "prompt.txt").resolve().as_uri(),
+               f"{workspace.resolve().as_uri()}/prompts/link.txt",
+               (secret / "pipelines" / "p.yaml").resolve().as_uri(),
+               f"{workspace.resolve().as_uri()}/pipelines/link.yaml"]
+    async with running_server(workspace) as ed:
+        for uri in outside:
+            assert not await ed.client.text_document_code_lens_async(
+                types.CodeLensParams(text_document=td(uri)))
+            assert await ed.client.text_document_hover_async(
+                types.HoverParams(text_document=td(uri), position=at)) is None
+            actions = await ed.client.text_document_code_action_async(types.CodeActionParams(
+                text_document=td(uri), range=types.Range(start=at, end=at),
+                context=types.CodeActionContext(diagnostics=[])))
+            assert not actions
+        # the control: a prompt inside the workspace has its lens, a pipeline its hover
+        inside = ed.uri("prompts/report.txt")
+        lenses = await ed.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=td(inside)))
+        assert lenses and "tokens" in str(lenses[0].command)
+        pipeline = (workspace / "pipelines/long_report.yaml").read_text("utf-8")
+        line = pipeline.split("\n").index("    max_output_tokens: 256")
+        hover = await ed.client.text_document_hover_async(types.HoverParams(
+            text_document=td(ed.uri("pipelines/long_report.yaml")),
+            position=types.Position(line=line, character=6)))
+        assert hover is not None
+
+
 # --- clamp edits on a value shared through an alias ------------------------------------------
 
 SHARED = """\
