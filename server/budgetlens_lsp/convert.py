@@ -1,4 +1,4 @@
-"""Every conversion from core data to LSP types (and LSP positions back), in one place.
+r"""Every conversion from core data to LSP types (and LSP positions back), in one place.
 
 Core positions count Unicode code points (Python ``str`` indices). LSP positions count code
 units of the negotiated ``positionEncoding``: UTF-16 by default (an emoji is 2 units, a CJK
@@ -124,7 +124,7 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 
 
 def lsp_line_starts(text: str) -> list[int]:
-    """Offsets at which the lines of ``text`` begin, by the LSP's rules (``\n``, ``\r\n``,
+    r"""Offsets at which the lines of ``text`` begin, by the LSP's rules (``\n``, ``\r\n``,
     ``\r`` end a line; nothing else does). A text has one line more than it has breaks."""
     return [0, *(m.end() for m in _LSP_BREAK.finditer(text))]
 
@@ -172,7 +172,7 @@ class LspText:
         return start + from_lsp_character(self.text[start:end], pos.character, self.encoding)
 
     def position(self, offset: int) -> types.Position:
-        """The LSP position of an offset (one inside a ``\r\n`` counts as the line's end)."""
+        r"""The LSP position of an offset (one inside a ``\r\n`` counts as the line's end)."""
         offset = max(0, min(offset, len(self.text)))
         line = bisect.bisect_right(self._starts, offset) - 1
         start, end = self.line_span(line)
@@ -282,7 +282,7 @@ class Converter:
         return self._lsp.get(file)
 
     def line_text(self, file: str, line: int) -> str:
-        """The text of core line ``line`` (lines end at ``\n``)."""
+        r"""The text of core line ``line`` (lines end at ``\n``)."""
         index = self._index(file)
         return index.line_text(line) if index is not None else ""
 
