@@ -1,14 +1,23 @@
-"""Every conversion from core data to LSP types (and LSP positions back), in one place.
+r"""Every conversion from core data to LSP types (and LSP positions back), in one place.
 
 Core positions count Unicode code points (Python ``str`` indices). LSP positions count code
 units of the negotiated ``positionEncoding``: UTF-16 by default (an emoji is 2 units, a CJK
 character 1), UTF-8 (a CJK character is 3 units, an emoji 4) or UTF-32 (code points, the same
 as the core). The fix-ups need the text of the line, so a :class:`Converter` is built with a
 function that returns a file's current text (the editor buffer when open, else the disk).
+
+Lines, too, are counted two ways. The LSP ends a line at ``\n``, ``\r\n`` or ``\r`` and at
+nothing else: U+2028, U+2029, U+0085, ``\v``, ``\f`` and ``\x1c``-``\x1e`` (where
+``str.splitlines`` also splits) are ordinary characters of a line. The core's
+:class:`~budgetlens.source.LineIndex` ends lines at ``\n`` only. :class:`LspText` counts lines
+the LSP's way; the server applies the editor's incremental changes with it
+(:func:`apply_changes`), so its copy of a buffer is the editor's text, and the
+:class:`Converter` maps through offsets where the two ways differ (a lone ``\r``).
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -52,6 +61,14 @@ def path_from_uri(uri: str) -> Path | None:
         return None
     path = uris.to_fs_path(uri)
     return Path(path) if path else None
+
+
+def encoding_name(value: object) -> str:
+    """``"utf-8"``, ``"utf-16"`` or ``"utf-32"`` for a negotiated position encoding (a
+    ``PositionEncodingKind`` or its string); anything else is the LSP default, UTF-16."""
+    if isinstance(value, types.PositionEncodingKind):
+        return str(value.value)
+    return value if isinstance(value, str) and value in (UTF8, UTF16, UTF32) else UTF16
 
 
 # --- code units -------------------------------------------------------------------------------
@@ -100,28 +117,182 @@ def from_lsp_character(line: str, units: int, encoding: str) -> int:
     return len(line)
 
 
+# --- LSP lines -------------------------------------------------------------------------------
+
+_LSP_BREAK = re.compile(r"\r\n|\r|\n")
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def lsp_line_starts(text: str) -> list[int]:
+    r"""Offsets at which the lines of ``text`` begin, by the LSP's rules (``\n``, ``\r\n``,
+    ``\r`` end a line; nothing else does). A text has one line more than it has breaks."""
+    return [0, *(m.end() for m in _LSP_BREAK.finditer(text))]
+
+
+class LspText:
+    """A text with its lines counted the LSP's way, converting LSP positions (in the code
+    units of ``encoding``) to code-point offsets and back."""
+
+    __slots__ = ("_starts", "encoding", "text")
+
+    def __init__(self, text: str, encoding: str = UTF16) -> None:
+        self.text = text
+        self.encoding = encoding_name(encoding)
+        self._starts = lsp_line_starts(text)
+
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)
+
+    def line_span(self, line: int) -> tuple[int, int]:
+        """Offsets of the first character of ``line`` and of its end (before its break)."""
+        start = self._starts[line]
+        if line + 1 >= len(self._starts):
+            return start, len(self.text)
+        end = self._starts[line + 1] - 1
+        if self.text[end] == "\n" and end > start and self.text[end - 1] == "\r":
+            end -= 1
+        return start, end
+
+    def line_text(self, line: int) -> str:
+        if not 0 <= line < len(self._starts):
+            return ""
+        start, end = self.line_span(line)
+        return self.text[start:end]
+
+    def offset(self, pos: types.Position) -> int:
+        """The offset of an LSP position. A line past the last one means the end of the text;
+        a character past the end of its line means the line's end (before its break), as
+        the LSP specification says; one inside a character moves to that character's end."""
+        if pos.line < 0:
+            return 0
+        if pos.line >= len(self._starts):
+            return len(self.text)
+        start, end = self.line_span(pos.line)
+        return start + from_lsp_character(self.text[start:end], pos.character, self.encoding)
+
+    def position(self, offset: int) -> types.Position:
+        r"""The LSP position of an offset (one inside a ``\r\n`` counts as the line's end)."""
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self._starts, offset) - 1
+        start, end = self.line_span(line)
+        column = min(offset, end) - start
+        return types.Position(line=line, character=to_lsp_character(
+            self.text[start:end], column, self.encoding))
+
+
+def apply_change(text: str, change: types.TextDocumentContentChangeEvent,
+                 encoding: str = UTF16) -> str:
+    """``text`` after one ``didChange`` content change: a whole-document change replaces
+    it; a ranged one replaces the range, whose positions count lines and code units as
+    the LSP does (see :class:`LspText`)."""
+    if not isinstance(change, types.TextDocumentContentChangePartial):
+        return change.text
+    encoding = encoding_name(encoding)
+    start = _offset(text, change.range.start, encoding)
+    end = _offset(text, change.range.end, encoding)
+    if end < start:  # a reversed range: the span between the two positions
+        start, end = end, start
+    return text[:start] + change.text + text[end:]
+
+
+def _offset(text: str, pos: types.Position, encoding: str) -> int:
+    """``LspText(text, encoding).offset(pos)`` without listing every line: the breaks
+    before ``pos.line`` are counted a chunk at a time, so a keystroke costs a few fast scans
+    of the buffer, not a Python step per line."""
+    if pos.line < 0:
+        return 0
+    has_cr = "\r" in text
+    start = _line_start(text, pos.line, has_cr)
+    if start is None:
+        return len(text)
+    if has_cr:
+        m = _LSP_BREAK.search(text, start)
+        end = m.start() if m is not None else len(text)
+    else:
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+    return start + from_lsp_character(text[start:end], pos.character, encoding)
+
+
+#: Characters whose line breaks are counted in one step when looking for a line.
+SCAN_CHUNK = 4096
+
+
+def _line_start(text: str, line: int, has_cr: bool) -> int | None:
+    """Offset at which LSP line ``line`` of ``text`` starts; None past the last line."""
+    pos, remaining, n = 0, line, len(text)
+    count = text.count
+    while remaining:
+        if pos >= n:
+            return None
+        end = min(pos + SCAN_CHUNK, n)
+        if has_cr and end < n and text[end - 1] == "\r":
+            end += 1  # never split a \r\n between two chunks
+        breaks = count("\n", pos, end)
+        if has_cr:
+            breaks += count("\r", pos, end) - count("\r\n", pos, end)
+        if breaks < remaining:
+            remaining -= breaks
+            pos = end
+            continue
+        for _ in range(remaining):  # the line starts in this chunk: walk to it
+            if has_cr:
+                m = _LSP_BREAK.search(text, pos, end)
+                assert m is not None
+                pos = m.end()
+            else:
+                pos = text.index("\n", pos, end) + 1
+        return pos
+    return pos
+
+
+def apply_changes(text: str, changes: Iterable[types.TextDocumentContentChangeEvent],
+                  encoding: str = UTF16) -> str:
+    """``text`` after a ``didChange`` notification's changes, applied in order."""
+    for change in changes:
+        text = apply_change(text, change, encoding)
+    return text
+
+
 # --- the converter ----------------------------------------------------------------------------
 
 class Converter:
     """Converts core data to LSP types for one negotiated position encoding."""
 
     def __init__(self, encoding: str, text_of: Callable[[str], str | None]) -> None:
-        self.encoding = encoding if encoding in (UTF8, UTF16, UTF32) else UTF16
+        self.encoding = encoding_name(encoding)
         self._text_of = text_of
         self._indexes: dict[str, LineIndex | None] = {}
+        self._lsp: dict[str, LspText | None] = {}
 
     def _index(self, file: str) -> LineIndex | None:
         if file not in self._indexes:
             text = self._text_of(file)
             self._indexes[file] = LineIndex(text) if text is not None else None
+            # the core's lines (``\n`` only) are the LSP's unless a lone ``\r`` ends one
+            self._lsp[file] = LspText(text, self.encoding) \
+                if text is not None and _LONE_CR.search(text) else None
         return self._indexes[file]
 
+    def _lsp_text(self, file: str) -> LspText | None:
+        """The file's LSP lines when they differ from the core's, else None."""
+        self._index(file)
+        return self._lsp.get(file)
+
     def line_text(self, file: str, line: int) -> str:
+        r"""The text of core line ``line`` (lines end at ``\n``)."""
         index = self._index(file)
         return index.line_text(line) if index is not None else ""
 
     # core -> LSP
     def position(self, file: str, pos: Position) -> types.Position:
+        lsp = self._lsp_text(file)
+        if lsp is not None:
+            index = self._index(file)
+            assert index is not None
+            return lsp.position(index.offset(pos))
         if self.encoding == UTF32:
             return types.Position(line=max(pos.line, 0), character=max(pos.character, 0))
         line = self.line_text(file, pos.line)
@@ -182,6 +353,11 @@ class Converter:
 
     # LSP -> core
     def core_position(self, file: str, pos: types.Position) -> Position:
+        lsp = self._lsp_text(file)
+        if lsp is not None:
+            index = self._index(file)
+            assert index is not None
+            return index.position(lsp.offset(pos))
         if self.encoding == UTF32:
             return Position(pos.line, pos.character)
         line = self.line_text(file, pos.line)

@@ -12,16 +12,18 @@ import asyncio
 import functools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 from budgetlens.contract import find_pipelines
 from budgetlens_lsp import __version__, actions, commands, diagnostics, hover, lenses
-from budgetlens_lsp.convert import path_from_uri
+from budgetlens_lsp.convert import encoding_name, path_from_uri
 from budgetlens_lsp.json_documents import CommandError
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.settings import Settings, parse_settings
@@ -57,10 +59,28 @@ class ClientFeatures:
         self.progress = bool(win and win.work_done_progress)
 
 
+class BudgetLensProtocol(LanguageServerProtocol):
+    """pygls's protocol, except that pygls keeps no copy of a changed buffer.
+
+    pygls applies incremental changes to lines cut by ``str.splitlines``, which also splits
+    at U+2028, U+2029, U+0085 and other characters the LSP does not count as line ends,
+    so its copy drifts from the editor's. The session applies the changes itself
+    (``Session.change`` with ``convert.apply_changes``); ``ls.workspace``'s documents are
+    not kept current and nothing reads them.
+    """
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams
+                                      ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+
 class BudgetLensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("budgetlens", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=BudgetLensProtocol)
         self.session = Session()
         self.client = ClientFeatures(types.ClientCapabilities())
         self.init_settings: Any = None
@@ -146,8 +166,7 @@ def create_server() -> BudgetLensServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: BudgetLensServer, params: types.InitializeParams) -> None:
         ls.client = ClientFeatures(params.capabilities)
-        session.encoding = str(ls.workspace.position_encoding
-                               or types.PositionEncodingKind.Utf16.value)
+        session.encoding = encoding_name(ls.workspace.position_encoding)
         ls.init_settings = params.initialization_options
         settings, problems = parse_settings(params.initialization_options)
         session.settings = settings
@@ -256,8 +275,8 @@ def create_server() -> BudgetLensServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @_guard
     def did_change(ls: BudgetLensServer, params: types.DidChangeTextDocumentParams) -> None:
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        session.change(doc.uri, params.text_document.version, doc.source)
+        session.change(params.text_document.uri, params.text_document.version,
+                       params.content_changes)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @_guard
@@ -321,15 +340,30 @@ def create_server() -> BudgetLensServer:
                                    params.previous_result_id)
 
     # --- lenses, hover, actions -------------------------------------------------------------
+    def _check(uri: str) -> str:
+        """What a URI may read (``commands.command_target``: an open document, or a file
+        inside the workspace folders); ``CommandError`` naming the rule otherwise."""
+        return commands.command_target(
+            uri, {u: d.path for u, d in session.documents.items()}, session.roots,
+            {d.path for d in session.documents.values()})
+
+    def _readable(uri: str) -> str | None:
+        """The key of a document lenses, hover and code actions may read, by the commands'
+        rule; None (the request answers with nothing) for anything else."""
+        try:
+            return _check(uri)
+        except CommandError:
+            return None
+
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: BudgetLensServer, params: types.CodeLensParams
                         ) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        return await session.query(lenses.code_lenses, session.index, session.path_of(uri), uri)
+        return await session.query(lenses.code_lenses, session.index, _readable(uri), uri)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: BudgetLensServer, params: types.HoverParams) -> types.Hover | None:
-        path = session.path_of(params.text_document.uri)
+        path = _readable(params.text_document.uri)
         return await session.query(hover.hover, session.index, path, params.position)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
@@ -339,7 +373,7 @@ def create_server() -> BudgetLensServer:
                           ) -> list[types.CodeAction]:
         uri = params.text_document.uri
         ctx = actions.EditContext(session.versions(), ls.client.document_changes)
-        return await session.query(actions.code_actions, session.index, session.path_of(uri),
+        return await session.query(actions.code_actions, session.index, _readable(uri),
                                    uri, params, ctx)
 
     # --- commands ---------------------------------------------------------------------------
@@ -349,9 +383,10 @@ def create_server() -> BudgetLensServer:
         except CommandError as exc:
             raise _invalid(exc) from None
         uri = arg["uri"]
-        path = session.path_of(uri)
-        if path is None:
-            raise _invalid(CommandError(f"{uri}: not an open document and not a file: URI"))
+        try:
+            path = _check(uri)
+        except CommandError as exc:
+            raise _invalid(exc) from None
         return arg, uri, path
 
     async def _query(fn: Callable[..., Any], *args: Any) -> Any:
@@ -377,6 +412,14 @@ def create_server() -> BudgetLensServer:
     async def clamp_all(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
         arg, uri, path = _target(args)
         plan = await _query(commands.clamp_all_plan, session.index, path, uri, arg)
+        open_paths = {d.path for d in session.documents.values()}
+        for file in plan.files:  # the edits obey the same rule as the reads
+            reason = None if norm(file) in open_paths else commands.outside_reason(
+                norm(file), session.roots)
+            if reason is not None:
+                raise _invalid(CommandError(
+                    f"the clamp plan edits {file}, which {reason}; {commands.READ_RULE}"
+                    "; nothing was applied"))
         changes = [c.to_dict() for c in plan.changes]
         if plan.empty:
             message = "nothing to clamp: every step fits" + (

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from lsprotocol import types
 
 from budgetlens.tokens import DEFAULT_TOKENIZER, get_tokenizer
-from budgetlens_lsp.convert import UTF16, path_from_uri
+from budgetlens_lsp.convert import UTF16, apply_changes, path_from_uri
 from budgetlens_lsp.diagnostics import publish_params
 from budgetlens_lsp.settings import Settings
 from budgetlens_lsp.workspace_index import (
@@ -98,12 +98,25 @@ class Session:
         self.documents[uri] = OpenDocument(uri, path, version, text, language_id)
         self.mark_dirty([path])
 
-    def change(self, uri: str, version: int | None, text: str) -> None:
+    def change(self, uri: str, version: int | None,
+               changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
+        """Apply a ``didChange``'s content changes to the buffer, with the LSP's line rules
+        and the negotiated position encoding (``convert.apply_changes``): the server's copy
+        is the editor's text, whatever characters it holds."""
         doc = self.documents.get(uri)
-        if doc is None:  # a change for a document never opened: treat it as opened now
+        if doc is None:
+            # a change for a document never opened: usable only from a whole-document change
+            whole = [i for i, c in enumerate(changes)
+                     if not isinstance(c, types.TextDocumentContentChangePartial)]
+            if not whole:
+                log.warning("didChange for %s, which is not open: ignored (no text to"
+                            " apply the change to)", uri)
+                return
+            text = apply_changes("", changes[whole[-1]:], self.encoding)
             self.open(uri, version, text, "")
             return
-        doc.version, doc.text = version, text
+        doc.version = version
+        doc.text = apply_changes(doc.text, changes, self.encoding)
         self.mark_dirty([doc.path])
 
     def close(self, uri: str) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from .harness import caps, running_server
 
@@ -61,3 +64,61 @@ def test_serve_rejects_a_bad_tcp_address() -> None:
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "HOST:PORT" in out.stderr
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses (hex, as the kernel prints them) of sockets listening on ``port``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table, encoding="ascii") as fh:
+            for row in fh.readlines()[1:]:
+                local, state = row.split()[1], row.split()[3]
+                address, _, hex_port = local.partition(":")
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    found.add(address)
+    return found
+
+
+async def test_serve_tcp_with_a_bare_port_listens_on_loopback_only(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "budgetlens_lsp", "serve", "--tcp",
+                             str(port)], stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            if _listening_addresses(port):
+                break
+            await asyncio.sleep(0.1)
+        # 127.0.0.1 as /proc/net/tcp writes it (little-endian hex); nothing on 0.0.0.0
+        assert _listening_addresses(port) == {"0100007F"}
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.close()
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert b"not a loopback address" not in err
+
+
+def test_tcp_addresses_default_to_loopback() -> None:
+    from budgetlens_lsp.cli.main import UsageError
+    from budgetlens_lsp.cli.serve_cmd import is_loopback, parse_address
+
+    assert parse_address("2087") == ("127.0.0.1", 2087)
+    assert parse_address("2087", "::1") == ("::1", 2087)
+    assert parse_address("[::1]:2087") == ("::1", 2087)
+    assert parse_address("0.0.0.0:2087") == ("0.0.0.0", 2087)
+    assert parse_address("127.0.0.1:2087", "127.0.0.1") == ("127.0.0.1", 2087)
+    for bad in (":2087", "host:", "99999"):
+        with pytest.raises(UsageError):
+            parse_address(bad)
+    with pytest.raises(UsageError, match="different addresses"):
+        parse_address("127.0.0.1:2087", "0.0.0.0")
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+    assert not is_loopback("example.org")
+
+
+def test_serve_host_needs_tcp() -> None:
+    out = subprocess.run([sys.executable, "-m", "budgetlens_lsp", "serve", "--host",
+                          "0.0.0.0"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "--host is an option of --tcp" in out.stderr
