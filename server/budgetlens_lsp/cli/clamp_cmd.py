@@ -78,6 +78,20 @@ def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineRe
     return plans, after, originals, edited
 
 
+def _print_blocking_errors(after: list[PipelineReport]) -> None:
+    """The errors no clamp fixes (such as a step that fits only below its floors, BL052),
+    one line each on stderr: the reason for exit status 1."""
+    seen: set[tuple[object, ...]] = set()
+    for report in after:
+        for d in report.diagnostics:
+            key = (d.file, d.range, d.code, d.message)
+            if d.severity is not Severity.ERROR or d.code == "BL050" or key in seen:
+                continue
+            seen.add(key)
+            where = f"{d.file}:{d.range.start.line + 1}:{d.range.start.character + 1}"
+            print(f"budgetlens: error: {where}: [{d.code}] {d.message}", file=sys.stderr)
+
+
 def _write(path: str, text: str) -> None:
     raw = Path(path).read_bytes()
     bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
@@ -107,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     for p in plans:
         for note in p.notes:
             print(f"budgetlens: note: {note}", file=sys.stderr)
+    _print_blocking_errors(after)
     if args.write:
         for file in sorted(edited):
             _write(file, edited[file])
