@@ -337,69 +337,81 @@ class SharedFloors:
     context_reason: str = ""
 
 
-def _context_key(report: PipelineReport, edit_parent: bool) -> tuple[str, ...]:
-    """Where the clamp plan edits this pipeline's max_context_tokens (see ``clamp_plan``)."""
+_Key = tuple[str, ...]
+
+
+def _context_keys(report: PipelineReport, edit_parent: bool) -> tuple[_Key, _Key]:
+    """Where this pipeline's max_context_tokens is set, and where its clamp plan edits it:
+    the same place, or an override in the pipeline itself (see ``clamp_plan``)."""
     ctx = report.context
-    if ctx is not None and ctx.location is not None and (not ctx.inherited or edit_parent):
-        start = ctx.location.range.start
-        return ("context", os.path.normpath(ctx.location.file), str(start.line),
-                str(start.character))
-    return ("child context", os.path.normpath(report.pipeline))
+    own: _Key = ("override", os.path.normpath(report.pipeline), "context")
+    if ctx is None or ctx.location is None:
+        return own, own
+    start = ctx.location.range.start
+    seen: _Key = ("value", os.path.normpath(ctx.location.file), "context", str(start.line),
+                  str(start.character))
+    return seen, (seen if not ctx.inherited or edit_parent else own)
 
 
-def _output_key(report: PipelineReport, step: StepBudget, edit_parent: bool) -> tuple[str, ...]:
-    """Where the clamp plan edits this step's output limit (see ``clamp_plan``)."""
+def _output_keys(report: PipelineReport, step: StepBudget,
+                 edit_parent: bool) -> tuple[_Key, _Key]:
+    """Where a step's output limit is set, and where the clamp plan edits it."""
+    seen: _Key = ("value", os.path.normpath(step.defined_in), "output", str(step.index))
     if step.inherited and not edit_parent:
-        return ("child output", os.path.normpath(report.pipeline), str(step.index))
-    return ("output", os.path.normpath(step.defined_in), str(step.index))
+        return seen, ("override", os.path.normpath(report.pipeline), "output", str(step.index))
+    return seen, seen
 
 
 def shared_floors(reports: Sequence[PipelineReport], *,
                   edit_parent: bool = False) -> list[SharedFloors]:
-    """The floors and the context of each pipeline planned together with the others.
+    """The floors and the context of each pipeline when they are planned together.
 
-    ``reports`` are the checks of the ORIGINAL files. A value that several pipelines edit
-    (a parent's ``max_context_tokens`` or step with ``edit_parent``) gets the highest of
-    their floors, and the lowest context any of them needs at those floors; every other
-    value keeps its own pipeline's floor. Planning each pipeline with ``with_floors`` over
-    the edits of the others then gives the same values whatever their order or names.
+    ``reports`` are the checks of the ORIGINAL files, never of files a plan has edited. A
+    value the plan edits gets the highest floor of every pipeline that uses it (a parent's
+    ``max_context_tokens`` is used by the children that inherit it), and the lowest context
+    any pipeline editing it needs at those floors; a value only one pipeline uses keeps that
+    pipeline's floors. Planning parents before children (fewer files in the extends chain
+    first), each with ``with_floors`` over the edits of the ones before, then gives the same
+    values whatever the order or the names of the files.
     """
     usable = [r.context is not None and r.window is not None for r in reports]
-    highest: dict[tuple[str, ...], int] = {}
+    highest: dict[_Key, int] = {}
+
+    def raise_to(keys: tuple[_Key, _Key], value: int) -> None:
+        for key in keys:
+            highest[key] = max(highest.get(key, 0), value)
+
     for r, ok in zip(reports, usable, strict=True):
         if not ok:
             continue
-        key = _context_key(r, edit_parent)
-        highest[key] = max(highest.get(key, 0), r.context_floor)
+        raise_to(_context_keys(r, edit_parent), r.context_floor)
         for s in r.steps:
-            step_floor = s.output_floor.value if s.output_floor is not None else \
-                floor_below(s.output.value, None)
-            key = _output_key(r, s, edit_parent)
-            highest[key] = max(highest.get(key, 0), step_floor)
+            raise_to(_output_keys(r, s, edit_parent), s.output_floor.value
+                     if s.output_floor is not None else floor_below(s.output.value, None))
     out: list[SharedFloors] = []
     for r, ok in zip(reports, usable, strict=True):
         if not ok:
             out.append(SharedFloors(r.context_floor, ()))
             continue
-        out.append(SharedFloors(highest[_context_key(r, edit_parent)],
-                                tuple(highest[_output_key(r, s, edit_parent)]
+        out.append(SharedFloors(highest[_context_keys(r, edit_parent)[1]],
+                                tuple(highest[_output_keys(r, s, edit_parent)[1]]
                                       for s in r.steps)))
-    # the context of each shared value: the lowest any of its pipelines needs
-    lowest: dict[tuple[str, ...], tuple[int, str, str]] = {}
+    # the context of each edited value: the lowest any pipeline editing it needs
+    lowest: dict[_Key, tuple[int, str, str]] = {}
     for r, ok, floors in zip(reports, usable, out, strict=True):
         if not ok or r.context is None:
             continue
         mine = with_floors(r, floors).clamp
         wanted = (mine.context_after if mine.context_after is not None else r.context.value,
                   r.pipeline, mine.context_reason)
-        key = _context_key(r, edit_parent)
+        key = _context_keys(r, edit_parent)[1]
         lowest[key] = min(lowest.get(key, wanted), wanted)
     shared: list[SharedFloors] = []
     for r, ok, floors in zip(reports, usable, out, strict=True):
         if not ok or r.context is None:
             shared.append(floors)
             continue
-        need, by, reason = lowest[_context_key(r, edit_parent)]
+        need, by, reason = lowest[_context_keys(r, edit_parent)[1]]
         shared.append(replace(floors, context=need, context_reason=(
             f"for {by}: {reason}" if reason and by != r.pipeline else "")))
     return shared

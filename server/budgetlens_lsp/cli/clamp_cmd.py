@@ -47,9 +47,9 @@ def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineRe
     """Plan every pipeline over the edits of the previous ones.
 
     The floors (and a context value several pipelines share) come from the original files,
-    checked before any edit, so the result does not depend on the order or the names of the
-    files. Returns the plans, the reports after all edits, the original and the new text of
-    every edited file.
+    checked before any edit, and parents are planned before children, so the result does not
+    depend on the order or the names of the files. Returns the plans, the reports after all
+    edits, the original and the new text of every edited file.
     """
     disk = DiskFiles()
     options = options_from(args)
@@ -60,10 +60,10 @@ def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineRe
     cache = BudgetCache()
     first = [check_pipeline(p, files=disk, options=options, cache=cache) for p in pipelines]
     floors = shared_floors(first, edit_parent=args.edit_parent)
-    for path, floor in zip(pipelines, floors, strict=True):
+    for i in sorted(range(len(pipelines)), key=lambda i: len(first[i].chain)):  # parents first
         files = OverlayFiles(disk, {Path(k): v for k, v in edited.items()})
-        report = with_floors(check_pipeline(path, files=files, options=options, cache=cache),
-                             floor)
+        report = with_floors(check_pipeline(pipelines[i], files=files, options=options,
+                                            cache=cache), floors[i])
         plan = clamp_plan(report, files=files, edit_parent=args.edit_parent)
         plans.append(plan)
         for file in plan.files:
