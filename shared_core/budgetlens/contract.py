@@ -14,7 +14,9 @@ For each ``call_model`` step::
 ``check_pipeline`` computes every term with the place it came from (inherited settings
 point into the parent file), validates every rule, and reports diagnostics with stable
 ``BL0xx`` codes. Under ``fail_fast`` a violation is an error; under ``auto_clamp`` it is a
-warning that says what the run time clamps to (see ``compute_clamp``).
+warning that says what the run time clamps to (see ``compute_clamp``). A step that fits only
+below the clamp's floors (``min_context_tokens``, ``min_output_tokens``) is an error under
+both policies (BL052), naming its largest term and the setting to change.
 """
 
 from __future__ import annotations
