@@ -231,23 +231,43 @@ def test_edit_parent_floors_come_from_the_original_files(tmp_path: Path) -> None
         "base.yaml": expected["base.yaml"]}
 
 
+def test_an_override_a_child_writes_keeps_its_own_childrens_floors(tmp_path: Path) -> None:
+    mid = "extends: base.yaml\nsteps:\n" \
+          "  - {id: big, type: call_model, prompt_key: sys, max_output_tokens: 4000}\n"
+    leaf = "extends: mid.yaml\nsettings:\n  min_context_tokens: 5000\n"
+    folder = _ws(tmp_path, {"base.yaml": BASE, "mid.yaml": mid, "leaf.yaml": leaf}, 8192)
+    # base fits (t + 7000 + 500 + 128). mid and leaf inherit the context 7000 and run 'big':
+    # alone, mid would override it with 8192 - t - 128 - 4000 = 4064 - t (its floor 3500),
+    # which leaf would inherit below its own floor 5000. The override mid writes is used by
+    # leaf, so it gets leaf's floor: 5000, and 'big' in mid 8192 - t - 128 - 5000 = 3064 - t
+    # (floor 2000); leaf then fits as it is.
+    texts = _plan_texts(folder, [str(folder)])
+    assert texts == {
+        "base.yaml": BASE, "leaf.yaml": leaf,
+        "mid.yaml": "extends: base.yaml\nsettings:\n  max_context_tokens: 5000\nsteps:\n"
+                    "  - {id: big, type: call_model, prompt_key: sys, max_output_tokens:"
+                    f" {3064 - t()}}}\n"}
+
+
 # ------------------------------------------------------------------ property test
 NAMES = ("alpha.yaml", "mid.yaml", "zeta.yaml")  # "base.yaml" sorts among them
+GRAND = "grand.yaml"  # extends the first child, whatever that child's name
 
 
 @dataclass
 class Generated:
     config: dict[str, int]
     base: str
-    children: list[str]
+    children: list[str]  # each starts with "extends: base.yaml"
+    grandchild: str | None  # its text after the extends line
     edit_parent: bool
     perm: list[int]  # child k is NAMES[perm[k]] in the second workspace
-    order: list[int]  # the order of the paths given in the second run (0 = base)
+    order: list[int]  # the order of the paths in the second run: base, children, grandchild
 
 
 def _yaml_block(settings_: dict[str, int], steps: list[dict[str, Any]] | None,
-                extends: bool) -> str:
-    lines = ["extends: base.yaml"] if extends else []
+                extends: str | None) -> str:
+    lines = [f"extends: {extends}"] if extends else []
     if settings_:
         lines += ["settings:"] + [f"  {k}: {v}" for k, v in settings_.items()]
     if steps is not None:
@@ -275,7 +295,9 @@ def generated(draw: Any) -> Generated:
         if value is not None:
             config[key] = value
 
-    def steps(prefix: str) -> list[dict[str, Any]]:
+    def steps(prefix: str) -> list[dict[str, Any]] | None:
+        if prefix != "b" and draw(st.booleans()):
+            return None  # inherits its parent's steps
         out = []
         for n in range(draw(st.integers(1, 3))):
             step: dict[str, Any] = {"id": f"{prefix}{n}", "use_history": draw(st.booleans())}
@@ -288,23 +310,25 @@ def generated(draw: Any) -> Generated:
     def settings_(keys: dict[str, Any]) -> dict[str, int]:
         return {k: v for k, v in ((k, maybe(s)) for k, s in keys.items()) if v is not None}
 
+    def child_settings() -> dict[str, int]:
+        return settings_({"max_context_tokens": st.integers(window // 4, window),
+                          "min_context_tokens": st.integers(0, window // 2),
+                          "min_output_tokens": st.integers(0, window // 2)})
+
     base_settings = {"max_context_tokens": draw(st.integers(window // 4, window)),
                      **settings_({"max_history_tokens": st.integers(1, window // 4),
                                   "budget_safety_margin_tokens": st.integers(0, 300),
                                   "min_context_tokens": st.integers(0, window // 2),
                                   "min_output_tokens": st.integers(0, window // 2)})}
-    base = _yaml_block(base_settings, steps("b"), extends=False)
+    base = _yaml_block(base_settings, steps("b"), None)
     count = draw(st.integers(1, len(NAMES)))
-    children = []
-    for k in range(count):
-        own = settings_({"max_context_tokens": st.integers(window // 4, window),
-                         "min_context_tokens": st.integers(0, window // 2),
-                         "min_output_tokens": st.integers(0, window // 2)})
-        children.append(_yaml_block(own, draw(st.one_of(st.none(), st.just(steps(f"c{k}")))),
-                                    extends=True))
-    return Generated(config, base, children, draw(st.booleans()),
-                     draw(st.permutations(range(count))),
-                     draw(st.permutations(range(count + 1))))
+    children = [_yaml_block(child_settings(), steps(f"c{k}"), "base.yaml")
+                for k in range(count)]
+    grandchild = _yaml_block(child_settings(), steps("g"), None) if draw(st.booleans()) \
+        else None
+    paths = count + 1 + (grandchild is not None)
+    return Generated(config, base, children, grandchild, draw(st.booleans()),
+                     draw(st.permutations(range(count))), draw(st.permutations(range(paths))))
 
 
 def _floor(value: int, explicit: int | None) -> int:
@@ -317,9 +341,10 @@ def _floor(value: int, explicit: int | None) -> int:
 def _resolved(texts: dict[str, str], name: str, config: dict[str, int]
               ) -> tuple[int, list[int], dict[str, Any]]:
     """max_context_tokens, each call_model step's output limit, and the merged settings of
-    a pipeline, read with plain PyYAML."""
-    doc = yaml.safe_load(texts[name])
-    chain = [doc] + ([yaml.safe_load(texts[doc["extends"]])] if doc.get("extends") else [])
+    a pipeline, read with plain PyYAML along its extends chain."""
+    chain = [yaml.safe_load(texts[name])]
+    while chain[-1].get("extends"):
+        chain.append(yaml.safe_load(texts[chain[-1]["extends"]]))
     merged: dict[str, Any] = {}
     for d in reversed(chain):
         merged.update(d.get("settings") or {})
@@ -329,11 +354,18 @@ def _resolved(texts: dict[str, str], name: str, config: dict[str, int]
     return merged["max_context_tokens"], outputs, merged
 
 
+def _files(g: Generated, names: list[str]) -> dict[str, str]:
+    files = {"base.yaml": g.base, **dict(zip(names, g.children, strict=True))}
+    if g.grandchild is not None:
+        files[GRAND] = f"extends: {names[0]}\n{g.grandchild}"
+    return files
+
+
 def _run(root: Path, g: Generated, names: list[str], order: list[int]) -> dict[str, str]:
-    files = {"base.yaml": g.base, **{names[k]: text for k, text in enumerate(g.children)}}
+    files = _files(g, names)
     folder = _ws(root, files, g.config["model_context_window"],
                  **{k: v for k, v in g.config.items() if k != "model_context_window"})
-    paths = [str(folder / (["base.yaml", *names][i])) for i in order]
+    paths = [str(folder / list(files)[i]) for i in order]
     args = build_parser().parse_args(["clamp", "--policy", "auto_clamp", *paths,
                                       *(["--edit-parent"] if g.edit_parent else [])])
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -346,24 +378,27 @@ def _run(root: Path, g: Generated, names: list[str], order: list[int]) -> dict[s
 @given(generated())
 def test_no_planned_value_is_below_its_floor_whatever_the_order_and_names(g: Generated) -> None:
     root = Path(tempfile.mkdtemp(prefix="floors-"))
+    first_names = list(NAMES[:len(g.children)])
+    second_names = [NAMES[g.perm[k]] for k in range(len(g.children))]
     try:
-        first_names = list(NAMES[:len(g.children)])
-        first = _run(root / "one", g, first_names, list(range(len(g.children) + 1)))
-        second_names = [NAMES[g.perm[k]] for k in range(len(g.children))]
+        first = _run(root / "one", g, first_names, list(range(len(g.order))))
         second = _run(root / "two", g, second_names, g.order)
     finally:
         shutil.rmtree(root)
-    changed = sorted(n for n in first if first[n] != {"base.yaml": g.base, **dict(
-        zip(first_names, g.children, strict=True))}[n])
+    original = _files(g, first_names)
+    changed = [n for n in first if first[n] != original[n]]
     kinds = (["base"] if "base.yaml" in changed else []) + \
         (["children"] if len(changed) > ("base.yaml" in changed) else [])
     event(f"edited: {' + '.join(kinds) or 'nothing'}{' (edit parent)' if g.edit_parent else ''}")
-    # the same files (base and each child, whatever its name) get the same text
+    event(f"grandchild: {g.grandchild is not None}")
+    # the same files (base, each child whatever its name, the grandchild) get the same text
     assert second["base.yaml"] == first["base.yaml"]
     for k in range(len(g.children)):
         assert second[second_names[k]] == first[first_names[k]]
+    if g.grandchild is not None:
+        assert second[GRAND].replace(f"extends: {second_names[0]}", "extends: c0", 1) == \
+            first[GRAND].replace(f"extends: {first_names[0]}", "extends: c0", 1)
     # no value below its floor, taken from the original files; no value raised
-    original = {"base.yaml": g.base, **dict(zip(first_names, g.children, strict=True))}
     ceiling = g.config.get("model_max_output_tokens")
     for name in original:
         context, outputs, merged = _resolved(original, name, g.config)

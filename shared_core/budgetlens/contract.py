@@ -370,11 +370,12 @@ def shared_floors(reports: Sequence[PipelineReport], *,
 
     ``reports`` are the checks of the ORIGINAL files, never of files a plan has edited. A
     value the plan edits gets the highest floor of every pipeline that uses it (a parent's
-    ``max_context_tokens`` is used by the children that inherit it), and the lowest context
-    any pipeline editing it needs at those floors; a value only one pipeline uses keeps that
-    pipeline's floors. Planning parents before children (fewer files in the extends chain
-    first), each with ``with_floors`` over the edits of the ones before, then gives the same
-    values whatever the order or the names of the files.
+    ``max_context_tokens`` is used by the children that inherit it, an override a child
+    writes by its own children), and the lowest context any pipeline editing it needs at
+    those floors; a value only one pipeline uses keeps that pipeline's floors. Planning
+    parents before children (fewer files in the extends chain first), each with
+    ``with_floors`` over the edits of the ones before, then gives the same values whatever
+    the order or the names of the files.
     """
     usable = [r.context is not None and r.window is not None for r in reports]
     highest: dict[_Key, int] = {}
@@ -383,13 +384,25 @@ def shared_floors(reports: Sequence[PipelineReport], *,
         for key in keys:
             highest[key] = max(highest.get(key, 0), value)
 
-    for r, ok in zip(reports, usable, strict=True):
-        if not ok:
-            continue
+    planned = {os.path.normpath(r.pipeline): r for r, ok in zip(reports, usable, strict=True)
+               if ok}
+    for r in planned.values():
+        # an override a pipeline of its extends chain writes is used by it too
+        ancestors = [a for a in (planned.get(os.path.normpath(p)) for p in r.chain[1:]) if a]
+        seen = _context_keys(r, edit_parent)[0]
         raise_to(_context_keys(r, edit_parent), r.context_floor)
+        for a in ancestors:
+            if _context_keys(a, edit_parent)[0] == seen:
+                raise_to(_context_keys(a, edit_parent), r.context_floor)
         for s in r.steps:
-            raise_to(_output_keys(r, s, edit_parent), s.output_floor.value
-                     if s.output_floor is not None else floor_below(s.output.value, None))
+            step_floor = s.output_floor.value if s.output_floor is not None \
+                else floor_below(s.output.value, None)
+            seen = _output_keys(r, s, edit_parent)[0]
+            raise_to(_output_keys(r, s, edit_parent), step_floor)
+            for a in ancestors:
+                for keys in (_output_keys(a, x, edit_parent) for x in a.steps):
+                    if keys[0] == seen:
+                        raise_to(keys, step_floor)
     out: list[SharedFloors] = []
     for r, ok in zip(reports, usable, strict=True):
         if not ok:
