@@ -386,23 +386,25 @@ def shared_floors(reports: Sequence[PipelineReport], *,
 
     planned = {os.path.normpath(r.pipeline): r for r, ok in zip(reports, usable, strict=True)
                if ok}
-    for r in planned.values():
+    output_edits = {path: dict(_output_keys(r, s, edit_parent) for s in r.steps)
+                    for path, r in planned.items()}
+    for path, r in planned.items():
         # an override a pipeline of its extends chain writes is used by it too
-        ancestors = [a for a in (planned.get(os.path.normpath(p)) for p in r.chain[1:]) if a]
-        seen = _context_keys(r, edit_parent)[0]
-        raise_to(_context_keys(r, edit_parent), r.context_floor)
+        ancestors = [a for a in map(os.path.normpath, r.chain[1:]) if a in planned]
+        seen, edit = _context_keys(r, edit_parent)
+        raise_to((seen, edit), r.context_floor)
         for a in ancestors:
-            if _context_keys(a, edit_parent)[0] == seen:
-                raise_to(_context_keys(a, edit_parent), r.context_floor)
+            a_seen, a_edit = _context_keys(planned[a], edit_parent)
+            if a_seen == seen:
+                raise_to((a_edit, a_edit), r.context_floor)
         for s in r.steps:
             step_floor = s.output_floor.value if s.output_floor is not None \
                 else floor_below(s.output.value, None)
             seen = _output_keys(r, s, edit_parent)[0]
-            raise_to(_output_keys(r, s, edit_parent), step_floor)
+            raise_to((seen, output_edits[path][seen]), step_floor)
             for a in ancestors:
-                for keys in (_output_keys(a, x, edit_parent) for x in a.steps):
-                    if keys[0] == seen:
-                        raise_to(keys, step_floor)
+                if seen in output_edits[a]:
+                    raise_to((output_edits[a][seen], seen), step_floor)
     out: list[SharedFloors] = []
     for r, ok in zip(reports, usable, strict=True):
         if not ok:
