@@ -158,6 +158,22 @@ def test_an_output_floor_that_leaves_no_room_is_an_error_naming_it(tmp_path: Pat
     assert report.clamp.empty  # a fits at 6000: nothing is lowered for it
 
 
+def test_a_default_context_floor_that_leaves_no_room_names_max_context_tokens(
+        tmp_path: Path) -> None:
+    text = ("settings:\n  max_context_tokens: 7000\nsteps:\n"
+            "  - {id: a, type: call_model, prompt_key: sys, max_output_tokens: 1000}\n")
+    path = _ws(tmp_path, {"p.yaml": text}, 4000) / "p.yaml"
+    # floors: 7000 // 2 = 3500 and 1000 // 2 = 500: t + 3500 + 500 + 128 = 4128 + t > 4000;
+    # the largest term is the context floor: 3500 / 4000 = 0.875, rounded 88%
+    for policy in ("fail_fast", "auto_clamp"):
+        diag = only(check(path, policy=policy), "BL052")
+        assert diag.severity is Severity.ERROR
+        assert f"= {4128 + t()} > 4000 (over by {128 + t()})" in diag.message
+        assert diag.message.endswith(
+            "context floor 3500 (half of max_context_tokens 7000) is 88% of the 4000 window:"
+            " lower max_context_tokens or set a lower min_context_tokens")
+
+
 def test_floors_from_config_json_and_the_settings_override(tmp_path: Path) -> None:
     folder = _ws(tmp_path / "c", {"p.yaml": _two_steps(6000)}, 8192, min_context_tokens=4000)
     # floor 4000 (config.json): context 6000 -> 4000, b 6000 -> 8192 - t - 128 - 4000
