@@ -82,6 +82,10 @@ def test_an_unknown_budget_has_an_empty_plan(tmp_path: Path) -> None:
     assert _plan(folder / "p.yaml")[1].empty
 
 
+# the context held at 3800; the output floor (default: half of the step's own limit, 200 of
+# 400 and 300 of 600) set lower, so that these tests can lower the output to 162
+FLOORS_3800 = "max_context_tokens: 3800\n  min_context_tokens: 3800\n  min_output_tokens: 100"
+
 BASE = """\
 settings:
   max_context_tokens: 3800
@@ -153,7 +157,7 @@ def test_edit_parent_changes_the_file_that_sets_the_value(tmp_path: Path) -> Non
 
 def test_inherited_step_output_is_overridden_by_copying_the_steps(tmp_path: Path) -> None:
     base = BASE.replace("max_context_tokens: 3800",
-                        "max_context_tokens: 3800\n  min_context_tokens: 3800")
+                        FLOORS_3800)
     folder = _ws(tmp_path, {"base.yaml": base, "child.yaml": "extends: base.yaml\n"})
     _report, plan = _plan(folder / "child.yaml")
     expected = WINDOW - (fixed() + 3800 + 128)
@@ -168,7 +172,7 @@ def test_inherited_step_output_is_overridden_by_copying_the_steps(tmp_path: Path
 
 def test_output_from_the_config_default_inserts_a_step_limit(tmp_path: Path) -> None:
     text = ONE_STEP.replace("    max_output_tokens: 400\n", "").replace(
-        "max_context_tokens: 3800", "max_context_tokens: 3800\n  min_context_tokens: 3800")
+        "max_context_tokens: 3800", FLOORS_3800)
     folder = _ws(tmp_path, {"p.yaml": text})
     _, plan = _plan(folder / "p.yaml")
     expected = WINDOW - (fixed() + 3800 + 128)
@@ -244,7 +248,7 @@ def test_entries_go_after_the_last_value_not_after_a_following_comment(
 
 def test_copied_steps_stop_before_a_trailing_comment(tmp_path: Path) -> None:
     base = BASE.replace("max_context_tokens: 3800",
-                        "max_context_tokens: 3800\n  min_context_tokens: 3800") + \
+                        FLOORS_3800) + \
         "# notes for maintainers\nowner: platform\n"
     folder = _ws(tmp_path, {"base.yaml": base, "child.yaml": "extends: base.yaml\n"})
     _, plan = _plan(folder / "child.yaml")

@@ -83,8 +83,7 @@ def prompt_diagnostics(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
         related = tuple(Related(s.name_location or s.location,
                                 f"{step_label(s)}: total {s.total} > window {s.window.value}")
                         for _, s in pairs)
-        code = codes.CANNOT_FIT if all(s.fixed.value + s.history.value + s.margin.value + 1
-                                       > s.window.value for _, s in pairs) \
+        code = codes.CANNOT_FIT if all(s.step in r.clamp.unfit for r, s in pairs) \
             else codes.CONTRACT_VIOLATION
         out[path] = [Diagnostic(path, Range.at(0, 0, 0, len(first)), severity, code, message,
                                 pairs[0][1].pipeline, pairs[0][1].step, related)]

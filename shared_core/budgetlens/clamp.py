@@ -301,9 +301,9 @@ def clamp_plan(report: PipelineReport, *, files: FileSource,
     # 1. max_context_tokens
     if values.context_after is not None and values.context_before is not None:
         ctx = report.context
-        reason = (f"lowered so that the worst step fits the window of {report.window.value}"
-                  f" tokens (not below min_context_tokens={report.context_floor} unless a"
-                  " step needs it)")
+        reason = values.context_reason or (
+            f"lowered so that every step fits the window of {report.window.value} tokens"
+            f" (not below min_context_tokens={report.context_floor})")
         if ctx.location is not None and (not ctx.inherited or edit_parent):
             target = get(ctx.location.file)
             path: YamlPath = ("settings", "max_context_tokens")

@@ -97,7 +97,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(CONTRACT_VIOLATION, _E, "step does not fit the context window"
                                  " (error in fail_fast, warning in auto_clamp)"),
     Code(OUTPUT_ABOVE_CEILING, _E, "output limit above model_max_output_tokens"),
-    Code(CANNOT_FIT, _E, "step cannot fit even with context 0 and output 1"),
+    Code(CANNOT_FIT, _E, "step cannot fit, not even at the clamp's floors"),
     Code(OUTPUT_MISSING, _E, "no output limit for the step and no model_max_tokens"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),

@@ -65,6 +65,14 @@ class WorkspaceConfig(BaseModel):
     tokenizer: StrictStr | None = Field(
         None, description="cl100k_base, o200k_base, a model name (gpt-4o) or the path of a"
                           " local Hugging Face tokenizer.json (default cl100k_base).")
+    min_context_tokens: NonNegativeInt | None = Field(
+        None, description="Workspace default of settings.min_context_tokens: the lowest"
+                          " max_context_tokens the clamp may set (a pipeline's own setting"
+                          " wins; default: half of max_context_tokens).")
+    min_output_tokens: NonNegativeInt | None = Field(
+        None, description="Workspace default of settings.min_output_tokens: the lowest output"
+                          " limit the clamp may set for a step (a pipeline's own setting wins;"
+                          " default: half of the step's own limit).")
 
 
 @dataclass(frozen=True)

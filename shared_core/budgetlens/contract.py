@@ -14,13 +14,15 @@ For each ``call_model`` step::
 ``check_pipeline`` computes every term with the place it came from (inherited settings
 point into the parent file), validates every rule, and reports diagnostics with stable
 ``BL0xx`` codes. Under ``fail_fast`` a violation is an error; under ``auto_clamp`` it is a
-warning that says what the run time clamps to (see ``compute_clamp``).
+warning that says what the run time clamps to (see ``compute_clamp``). A step that fits only
+below the clamp's floors (``min_context_tokens``, ``min_output_tokens``) is an error under
+both policies (BL052), naming its largest term and the setting to change.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -109,6 +111,10 @@ class StepBudget:
     prompt_file: str | None = None
     use_history: bool = False
     name_location: Location | None = None  # the id/name value, else the step's first key
+    output_floor: Term | None = None
+    """The lowest output limit a clamp may set for this step (``min_output_tokens``; its value
+    is never above the step's own limit after the model's ceiling). ``None``: the default,
+    half of that limit."""
 
     @property
     def inherited(self) -> bool:
@@ -151,7 +157,9 @@ class ClampValues:
     context_before: int | None = None
     context_after: int | None = None
     outputs: tuple[OutputClamp, ...] = ()
-    unfit: tuple[str, ...] = ()  # steps that cannot fit whatever is clamped
+    unfit: tuple[str, ...] = ()  # steps that cannot fit whatever is clamped within the floors
+    context_reason: str = ""  # why the context is lowered, naming the step that needs it
+    unfit_steps: tuple[int, ...] = ()  # ``unfit`` as indices into the steps
 
     @property
     def empty(self) -> bool:
@@ -175,6 +183,8 @@ class PipelineReport:
     window: Term | None = None
     output_ceiling: Term | None = None
     context_floor: int = 0
+    """The lowest ``max_context_tokens`` a clamp may set (``min_context_tokens``, default half
+    of ``max_context_tokens``; never above it, never below 1)."""
     clamp: ClampValues = field(default_factory=ClampValues)
     injection: InjectionCheck | None = None
     """The ``settings.injection`` policy of the chain and each step's split (None without one)."""
@@ -242,17 +252,31 @@ def find_pipelines(root: Path | str) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- the clamp
-def compute_clamp(steps: list[StepBudget], *, context: int, window: int,
-                  ceiling: int | None, floor: int) -> ClampValues:
-    """The auto-clamp of ``auto_clamp`` (docs/pipeline-format.md), as numbers.
+def floor_below(value: int, floor: int | None) -> int:
+    """The lowest value a clamp may set in place of ``value``: ``floor`` (``None``: half of
+    ``value``, rounded down), at least 1, and never above ``value`` itself (a clamp only
+    lowers). 0 for a value of 0 (an unknown output limit)."""
+    wanted = value // 2 if floor is None else floor
+    return min(value, max(1, wanted))
+
+
+def compute_clamp(steps: Sequence[StepBudget], *, context: int, window: int,
+                  ceiling: int | None, floor: int | None,
+                  target: int | None = None) -> ClampValues:
+    """The auto-clamp, as numbers; no value goes below its floor.
+
+    Floors: ``floor`` for ``max_context_tokens`` (``min_context_tokens``; ``None``: half of
+    ``context``) and each step's ``output_floor`` (``min_output_tokens``; ``None``: half of
+    its output limit), each capped at the value itself and at least 1 (``floor_below``).
 
     1. An output above the model's ceiling (``model_max_output_tokens``) is lowered to it.
-    2. ``max_context_tokens`` is lowered once, so that the worst step fits, but not below
-       ``floor`` (``min_context_tokens``, default half of ``max_context_tokens``) unless a
-       step cannot fit otherwise even with output 1.
-    3. Each step that still does not fit gets its output limit lowered until it fits.
-    ``max_context_tokens`` never goes below 1 (the smallest valid value) and an output limit
-    never below 1; a step that cannot fit even then is left alone (``unfit``).
+    2. A step that does not fit even with the context and its output at their floors is
+       ``unfit``: nothing is lowered for it (the check reports it as an error, BL052).
+    3. ``max_context_tokens`` is lowered once, so that the step that needs the most room fits
+       with its output limit, but not below its floor. ``target`` (planning several
+       pipelines that share the value) sets the context instead, never below the floor.
+    4. Each step that still does not fit gets its own output limit lowered until it fits;
+       that is never below its floor (step 2), and no other step's output changes.
     """
     outputs = {i: s.output.value for i, s in enumerate(steps)}
     reasons: dict[int, str] = {}
@@ -261,32 +285,185 @@ def compute_clamp(steps: list[StepBudget], *, context: int, window: int,
             if outputs[i] > ceiling:
                 outputs[i] = ceiling
                 reasons[i] = f"above the model's output ceiling model_max_output_tokens={ceiling}"
+    context_floor = floor_below(context, floor)
+    out_floor = {i: floor_below(outputs[i], s.output_floor.value if s.output_floor else None)
+                 for i, s in enumerate(steps)}
 
     def base(i: int) -> int:
         s = steps[i]
         return s.fixed.value + s.history.value + s.margin.value
 
-    least = MIN_CONTEXT + 1  # the smallest context and output a step can run with
-    unfit = tuple(s.step for i, s in enumerate(steps) if base(i) + least > window)
-    fittable = [i for i, s in enumerate(steps) if base(i) + least <= window]
-    new_context = context
-    if any(base(i) + context + outputs[i] > window for i in fittable):
-        worst = max(base(i) + outputs[i] for i in fittable)
-        new_context = min(context, max(min(floor, context), window - worst, MIN_CONTEXT))
-        # a step that cannot fit at that context even with output 1 lowers the context more
-        need = min((window - base(i) - 1 for i in fittable), default=new_context)
-        new_context = max(MIN_CONTEXT, min(new_context, need))
+    unfit = [i for i in range(len(steps)) if base(i) + context + outputs[i] > window
+             and base(i) + context_floor + out_floor[i] > window]
+    fittable = [i for i in range(len(steps)) if i not in unfit]
+    room = {i: window - base(i) - outputs[i] for i in fittable}  # context each step allows
+    needy = min((i for i in fittable if room[i] < context), key=lambda i: (room[i], i),
+                default=None)
+    if target is not None:
+        new_context = min(context, max(context_floor, target))
+    elif needy is None:
+        new_context = context
+    else:
+        new_context = max(context_floor, room[needy])
+    reason = ""
+    if new_context != context and needy is not None:
+        name = steps[needy].step
+        if new_context > context_floor:
+            reason = (f"lowered so that step {name!r} fits the window of {window} tokens;"
+                      f" above its floor min_context_tokens={context_floor}")
+        elif room[needy] < context_floor:
+            reason = (f"lowered for step {name!r} to its floor"
+                      f" min_context_tokens={context_floor}; each step that still does not"
+                      f" fit the window of {window} tokens gets its own output limit lowered")
+        else:
+            reason = (f"lowered so that step {name!r} fits the window of {window} tokens;"
+                      f" this is its floor min_context_tokens={context_floor}")
+    elif new_context != context:
+        reason = (f"lowered to {new_context} with the other pipelines that share this value"
+                  f" (not below its floor min_context_tokens={context_floor})")
     for i in fittable:
-        total = base(i) + new_context + outputs[i]
-        if total > window:
-            outputs[i] = window - base(i) - new_context
-            reasons[i] = (f"max_context_tokens={new_context} is as low as the clamp goes;"
-                          f" the step fits with this output limit")
+        allowed = window - base(i) - new_context
+        if allowed < out_floor[i]:  # only a ``target`` above what this step allows does this
+            unfit.append(i)
+            continue
+        if outputs[i] > allowed:
+            outputs[i] = allowed
+            lowered = (f"max_context_tokens cannot go below its floor"
+                       f" min_context_tokens={context_floor}; with this output limit the step"
+                       f" fits the window of {window} tokens (its floor min_output_tokens is"
+                       f" {out_floor[i]})")
+            reasons[i] = f"{reasons[i]}; then {lowered}" if i in reasons else lowered
     changed = tuple(OutputClamp(steps[i].step, i, steps[i].output.value, outputs[i], reasons[i])
                     for i in sorted(reasons) if outputs[i] != steps[i].output.value)
-    return ClampValues(context_before=context if new_context != context else None,
-                       context_after=new_context if new_context != context else None,
-                       outputs=changed, unfit=unfit)
+    moved = new_context != context
+    return ClampValues(context_before=context if moved else None,
+                       context_after=new_context if moved else None,
+                       outputs=changed, unfit=tuple(steps[i].step for i in sorted(unfit)),
+                       context_reason=reason, unfit_steps=tuple(sorted(unfit)))
+
+
+@dataclass(frozen=True)
+class SharedFloors:
+    """The floors (and the context) a pipeline is clamped with when several pipelines are
+    planned together (``shared_floors``); every value comes from the original files."""
+
+    context_floor: int
+    output_floors: tuple[int, ...]  # one per ``PipelineReport.steps``
+    context: int | None = None  # the context every pipeline sharing the value agrees on
+    context_reason: str = ""
+
+
+_Key = tuple[str, ...]
+
+
+def _context_keys(report: PipelineReport, edit_parent: bool) -> tuple[_Key, _Key]:
+    """Where this pipeline's max_context_tokens is set, and where its clamp plan edits it:
+    the same place, or an override in the pipeline itself (see ``clamp_plan``)."""
+    ctx = report.context
+    own: _Key = ("override", os.path.normpath(report.pipeline), "context")
+    if ctx is None or ctx.location is None:
+        return own, own
+    start = ctx.location.range.start
+    seen: _Key = ("value", os.path.normpath(ctx.location.file), "context", str(start.line),
+                  str(start.character))
+    return seen, (seen if not ctx.inherited or edit_parent else own)
+
+
+def _output_keys(report: PipelineReport, step: StepBudget,
+                 edit_parent: bool) -> tuple[_Key, _Key]:
+    """Where a step's output limit is set, and where the clamp plan edits it."""
+    seen: _Key = ("value", os.path.normpath(step.defined_in), "output", str(step.index))
+    if step.inherited and not edit_parent:
+        return seen, ("override", os.path.normpath(report.pipeline), "output", str(step.index))
+    return seen, seen
+
+
+def shared_floors(reports: Sequence[PipelineReport], *,
+                  edit_parent: bool = False) -> list[SharedFloors]:
+    """The floors and the context of each pipeline when they are planned together.
+
+    ``reports`` are the checks of the ORIGINAL files, never of files a plan has edited. A
+    value the plan edits gets the highest floor of every pipeline that uses it (a parent's
+    ``max_context_tokens`` is used by the children that inherit it, an override a child
+    writes by its own children), and the lowest context any pipeline editing it needs at
+    those floors; a value only one pipeline uses keeps that pipeline's floors. Planning
+    parents before children (fewer files in the extends chain first), each with
+    ``with_floors`` over the edits of the ones before, then gives the same values whatever
+    the order or the names of the files.
+    """
+    usable = [r.context is not None and r.window is not None for r in reports]
+    highest: dict[_Key, int] = {}
+
+    def raise_to(keys: tuple[_Key, _Key], value: int) -> None:
+        for key in keys:
+            highest[key] = max(highest.get(key, 0), value)
+
+    planned = {os.path.normpath(r.pipeline): r for r, ok in zip(reports, usable, strict=True)
+               if ok}
+    output_edits = {path: dict(_output_keys(r, s, edit_parent) for s in r.steps)
+                    for path, r in planned.items()}
+    for path, r in planned.items():
+        # an override a pipeline of its extends chain writes is used by it too
+        ancestors = [a for a in map(os.path.normpath, r.chain[1:]) if a in planned]
+        seen, edit = _context_keys(r, edit_parent)
+        raise_to((seen, edit), r.context_floor)
+        for a in ancestors:
+            a_seen, a_edit = _context_keys(planned[a], edit_parent)
+            if a_seen == seen:
+                raise_to((a_edit, a_edit), r.context_floor)
+        for s in r.steps:
+            step_floor = s.output_floor.value if s.output_floor is not None \
+                else floor_below(s.output.value, None)
+            seen = _output_keys(r, s, edit_parent)[0]
+            raise_to((seen, output_edits[path][seen]), step_floor)
+            for a in ancestors:
+                if seen in output_edits[a]:
+                    raise_to((output_edits[a][seen], seen), step_floor)
+    out: list[SharedFloors] = []
+    for r, ok in zip(reports, usable, strict=True):
+        if not ok:
+            out.append(SharedFloors(r.context_floor, ()))
+            continue
+        out.append(SharedFloors(highest[_context_keys(r, edit_parent)[1]],
+                                tuple(highest[_output_keys(r, s, edit_parent)[1]]
+                                      for s in r.steps)))
+    # the context of each edited value: the lowest any pipeline editing it needs
+    lowest: dict[_Key, tuple[int, str, str]] = {}
+    for r, ok, floors in zip(reports, usable, out, strict=True):
+        if not ok or r.context is None:
+            continue
+        mine = with_floors(r, floors).clamp
+        wanted = (mine.context_after if mine.context_after is not None else r.context.value,
+                  r.pipeline, mine.context_reason)
+        key = _context_keys(r, edit_parent)[1]
+        lowest[key] = min(lowest.get(key, wanted), wanted)
+    shared: list[SharedFloors] = []
+    for r, ok, floors in zip(reports, usable, out, strict=True):
+        if not ok or r.context is None:
+            shared.append(floors)
+            continue
+        need, by, reason = lowest[_context_keys(r, edit_parent)[1]]
+        shared.append(replace(floors, context=need, context_reason=(
+            f"for {by}: {reason}" if reason and by != r.pipeline else "")))
+    return shared
+
+
+def with_floors(report: PipelineReport, floors: SharedFloors) -> PipelineReport:
+    """``report`` with its clamp computed under ``floors`` (see ``shared_floors``): what a
+    plan of several pipelines uses. The diagnostics are the report's own."""
+    if report.context is None or report.window is None or \
+            len(floors.output_floors) != len(report.steps):
+        return report
+    steps = [replace(s, output_floor=Term(f, None, "shared floor"))
+             for s, f in zip(report.steps, floors.output_floors, strict=True)]
+    ceiling = report.output_ceiling.value if report.output_ceiling else None
+    values = compute_clamp(steps, context=report.context.value, window=report.window.value,
+                           ceiling=ceiling, floor=floors.context_floor, target=floors.context)
+    if values.context_after is not None and floors.context_reason and \
+            floors.context is not None and values.context_after == floors.context:
+        values = replace(values, context_reason=floors.context_reason)
+    return replace(report, steps=steps, clamp=values,
+                   context_floor=floor_below(report.context.value, floors.context_floor))
 
 
 # ----------------------------------------------------------------------------- checking
@@ -347,6 +524,106 @@ def _name_location(pf: PipelineFile, index: int) -> Location:
     if isinstance(step_node, dict) and step_node:
         return pf.key_location(("steps", index, next(iter(step_node))))
     return pf.location(("steps", index))
+
+
+def _floor_setting(key: str, settings: dict[str, Setting],
+                   config: LoadedConfig | None) -> Term | None:
+    """A floor (``min_context_tokens``, ``min_output_tokens``) as set: in the pipeline's
+    settings (merged along its extends chain), else in config.json; ``None`` when unset."""
+    setting = settings.get(key)
+    if setting is not None:
+        return Term(int(setting.value), setting.location, f"settings.{key}", setting.depth > 0)
+    cfg = config.config if config is not None else None
+    value = getattr(cfg, key, None) if cfg is not None else None
+    if config is not None and isinstance(value, int) and not isinstance(value, bool):
+        return Term(value, config.location(key), f"config.json {key}")
+    return None
+
+
+def _context_floor(context: Term, settings: dict[str, Setting],
+                   config: LoadedConfig | None) -> Term:
+    """The lowest max_context_tokens a clamp may set, from the value as read (never from one
+    a clamp lowered: the caller passes the original)."""
+    set_floor = _floor_setting("min_context_tokens", settings, config)
+    if set_floor is None:
+        return Term(floor_below(context.value, None), None,
+                    f"half of max_context_tokens {context.value}")
+    return replace(set_floor, value=floor_below(context.value, set_floor.value))
+
+
+def _output_floor(step: StepBudget, settings: dict[str, Setting], config: LoadedConfig | None,
+                  ceiling: Term | None) -> Term:
+    """The lowest output limit a clamp may set for ``step``: ``min_output_tokens``, default
+    half of the step's limit (after the model's ceiling), never above that limit."""
+    limit = step.output.value
+    if ceiling is not None:
+        limit = min(limit, ceiling.value)
+    set_floor = _floor_setting("min_output_tokens", settings, config)
+    if set_floor is None:
+        key = "model_max_tokens" if step.output_source == "model_max_tokens" \
+            else step.output_source
+        return Term(floor_below(limit, None), None, f"half of {key} {limit}")
+    return replace(set_floor, value=floor_below(limit, set_floor.value))
+
+
+def _floor_advice(kind: str, floor: Term, step: StepBudget) -> tuple[str, int, str]:
+    key = f"min_{kind}_tokens"
+    if floor.source.startswith("settings."):
+        return f"{kind} floor {floor.value} ({key})", floor.value, f"lower {key}"
+    if floor.source.startswith("config.json"):
+        return (f"{kind} floor {floor.value} (config.json {key})", floor.value,
+                f"lower {key} in config.json")
+    if kind == "context":
+        return (f"context floor {floor.value} ({floor.source})", floor.value,
+                f"lower max_context_tokens or set a lower {key}")
+    limit = ("model_max_tokens in config.json" if step.output_source == "model_max_tokens"
+             else f"the step's {step.output_source}")
+    return (f"output floor {floor.value} ({floor.source})", floor.value,
+            f"lower {limit} or set a lower {key}")
+
+
+def _largest_term(step: StepBudget, window: int, context_floor: Term | None = None) -> str:
+    """The largest term of a step that cannot fit, its share of the window, and what to
+    change: ``history 15000 is 92% of the 16384 window: lower max_history_tokens``."""
+    prompt = f" {os.path.basename(step.prompt_file)}" if step.prompt_file else ""
+    candidates = [
+        (f"system prompt {step.system_prompt.value}", step.system_prompt.value,
+         f"shorten the system prompt{prompt}"),
+        (f"template {step.template.value}", step.template.value,
+         "shorten the step's user_parts.template"),
+        (f"format overhead {step.format_overhead.value}", step.format_overhead.value,
+         "lower format_overhead_tokens in config.json"),
+        (f"history {step.history.value}", step.history.value,
+         "lower max_history_tokens (or turn off use_history for this step)"
+         if step.history.value else "lower max_history_tokens"),
+    ]
+    if context_floor is not None:
+        candidates.append(_floor_advice("context", context_floor, step))
+        if step.output_floor is not None:
+            candidates.append(_floor_advice("output", step.output_floor, step))
+    candidates.append((f"margin {step.margin.value}", step.margin.value,
+                       "lower budget_safety_margin_tokens"))
+    label, value, advice = max(candidates, key=lambda c: c[1])  # the first of equals
+    percent = (value * 100 + window // 2) // window
+    return f"{label} is {percent}% of the {window} window: {advice}"
+
+
+def _unfit_message(label: str, step: StepBudget, window: int, context_floor: Term) -> str:
+    """BL052 for a step that fits only below the clamp's floors."""
+    out_floor = step.output_floor.value if step.output_floor is not None else 1
+    total = (step.fixed.value + step.history.value + context_floor.value + out_floor
+             + step.margin.value)
+    return (f"{label} cannot fit the window of {window} tokens even at the clamp's floors:"
+            f" fixed {step.fixed.value} + history {step.history.value} + context floor"
+            f" {context_floor.value} + output floor {out_floor} + margin {step.margin.value}"
+            f" = {total} > {window} (over by {total - window}); no clamp is planned for it;"
+            f" {_largest_term(step, window, context_floor)}")
+
+
+def _floor_related(context_floor: Term, step: StepBudget) -> tuple[Related, ...]:
+    floors = [("min_context_tokens", context_floor), ("min_output_tokens", step.output_floor)]
+    return tuple(Related(t.location, f"{key}: {t.value}{_fmt_inherited(t)}")
+                 for key, t in floors if t is not None and t.location is not None)
 
 
 def _fmt_inherited(term: Term) -> str:
@@ -459,14 +736,15 @@ class _Checker:
         settings = merged_settings(chain)
         context = self.context_term(chain, settings, head)
         steps = self.steps(chain, settings, config, counter, policy, context, window, ceiling)
-        floor_setting = settings.get("min_context_tokens")
-        floor = (int(floor_setting.value) if floor_setting is not None
-                 else (context.value // 2 if context else 0))
+        steps = [replace(s, output_floor=_output_floor(s, settings, config, ceiling))
+                 for s in steps]
+        floor_term = _context_floor(context, settings, config) if context else None
+        floor = floor_term.value if floor_term else 0
         clamp = ClampValues()
         if context is not None and window is not None and steps:
             clamp = compute_clamp(steps, context=context.value, window=window.value,
                                   ceiling=ceiling.value if ceiling else None, floor=floor)
-            self.contract(steps, policy, clamp, window)
+            self.contract(steps, policy, clamp, window, floor_term)
         report = self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
                              **report_base)
         injection = check_injection(report, files=self.files, loaded=chain.files)
@@ -669,8 +947,9 @@ class _Checker:
         return path, Term(result, Location(path), "prompt file")
 
     def contract(self, steps: list[StepBudget], policy: Policy, clamp: ClampValues,
-                 window: Term) -> None:
+                 window: Term, context_floor: Term | None = None) -> None:
         outputs = {c.index: c for c in clamp.outputs}
+        unfit = set(clamp.unfit_steps)
         for i, s in enumerate(steps):
             if s.output_source == "missing":
                 continue
@@ -696,9 +975,15 @@ class _Checker:
                          f"{label} cannot fit the window of {window.value} tokens even with"
                          f" context 0 and output 1: it needs at least {minimum}"
                          f" (fixed {s.fixed.value} + history {s.history.value} + margin"
-                         f" {s.margin.value} + 1)", s.step, related, data)
+                         f" {s.margin.value} + 1); {_largest_term(s, window.value)}",
+                         s.step, related, data)
                 continue
             if s.fits:
+                continue
+            if i in unfit and context_floor is not None:
+                self.add(where, Severity.ERROR, codes.CANNOT_FIT,
+                         _unfit_message(label, s, window.value, context_floor), s.step,
+                         related + _floor_related(context_floor, s), data)
                 continue
             message = (f"{label} does not fit the context window: {arithmetic} >"
                        f" {window.value} (over by {-s.headroom})")
@@ -712,13 +997,6 @@ class _Checker:
                              f" {clamp.context_after}")
             if i in outputs:
                 parts.append(f"this step's output {outputs[i].before} -> {outputs[i].after}")
-            if s.step in clamp.unfit:
-                clamp_text = ("nothing: the step fits only with max_context_tokens 0, which"
-                              " is not a valid setting")
-                self.add(where, Severity.WARNING, codes.CONTRACT_VIOLATION,
-                         f"{message}; auto_clamp can lower {clamp_text}", s.step, related,
-                         data)
-                continue
             clamp_text = " and ".join(parts) if parts else "nothing"
             self.add(where, Severity.WARNING, codes.CONTRACT_VIOLATION,
                      f"{message}; auto_clamp lowers {clamp_text} at run time", s.step,

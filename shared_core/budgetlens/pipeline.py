@@ -83,6 +83,10 @@ class Settings(BaseModel):
     min_context_tokens: NonNegativeInt | None = Field(
         None, description="Lowest max_context_tokens the clamp may set (default: half of"
                           " max_context_tokens); below it, output limits are lowered.")
+    min_output_tokens: NonNegativeInt | None = Field(
+        None, description="Lowest output limit the clamp may set for a step (default: half of"
+                          " the step's own limit); a step that cannot fit above its floors is"
+                          " an error.")
 
 
 class Pipeline(BaseModel):

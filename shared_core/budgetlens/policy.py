@@ -1,7 +1,11 @@
 """The limits policy: what a contract violation means.
 
 - ``fail_fast`` (development): a violation is an error; the run refuses to start.
-- ``auto_clamp`` (production): a violation is a warning; the run clamps the budgets.
+- ``auto_clamp`` (production): a violation is a warning; the run clamps the budgets, never
+  below their floors (``min_context_tokens``, ``min_output_tokens``).
+
+Under both policies a step that fits only below those floors is an error (BL052): no clamp
+makes the run safe, so it refuses to start (see ``contract.compute_clamp``).
 
 The policy comes from, strongest first: an explicit override (``--policy``, an editor
 setting), the environment variable ``PIPELINE_LIMITS_POLICY``, then development mode:

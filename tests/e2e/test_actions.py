@@ -216,9 +216,12 @@ async def test_output_above_the_model_ceiling_has_its_own_fix(workspace: Path) -
     path = workspace / "pipelines/long_report.yaml"
     path.write_text(path.read_text("utf-8").replace("max_output_tokens: 2048",
                                                     "max_output_tokens: 5000"), "utf-8")
-    # the ceiling (4096) first, then as low as the step needs with the context held
-    b = expected.write_report(workspace, output=5000)
-    new_output = b.output + b.headroom
+    # the ceiling (4096) first; with the context held at 6144 the step would need an output
+    # of 4096 + its headroom at 4096 (1819), below its floor min_output_tokens (half of 4096 =
+    # 2048): the fix lowers the output to the ceiling only, and BL050 stays for the context
+    b = expected.write_report(workspace, output=4096)
+    assert b.output + b.headroom < 4096 // 2
+    new_output = 4096
     async with running_server(workspace) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         before = ed.texts[uri]
@@ -230,4 +233,5 @@ async def test_output_above_the_model_ceiling_has_its_own_fix(workspace: Path) -
         ed.apply(fix.edit)
         assert ed.texts[uri] == before.replace("max_output_tokens: 5000",
                                                f"max_output_tokens: {new_output}")
-        await ed.wait_diagnostics(uri, lambda ds: not {"BL050", "BL051"} & set(codes_of(ds)))
+        await ed.wait_diagnostics(uri, lambda ds: "BL051" not in codes_of(ds)
+                                  and "BL050" in codes_of(ds))

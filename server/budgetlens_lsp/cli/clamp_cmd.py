@@ -18,7 +18,7 @@ from typing import Any
 
 from budgetlens.cache import BudgetCache
 from budgetlens.clamp import ClampPlan, apply_edits, clamp_plan
-from budgetlens.contract import PipelineReport, check_pipeline
+from budgetlens.contract import PipelineReport, check_pipeline, shared_floors, with_floors
 from budgetlens.files import DiskFiles, OverlayFiles, SourceError
 from budgetlens.source import Severity
 from budgetlens_lsp.cli.check_cmd import (
@@ -52,8 +52,10 @@ def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineRe
                                                  dict[str, str], dict[str, str]]:
     """Plan every pipeline over the edits of the previous ones.
 
-    Returns the plans, the reports after all edits, the original and the new text of every
-    edited file.
+    The floors (and a context value several pipelines share) come from the original files,
+    checked before any edit, and parents are planned before children, so the result does not
+    depend on the order or the names of the files. Returns the plans, the reports after all
+    edits, the original and the new text of every edited file.
     """
     disk = DiskFiles()
     options = options_from(args)
@@ -62,9 +64,12 @@ def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineRe
     edited: dict[str, str] = {}
     plans: list[ClampPlan] = []
     cache = BudgetCache()
-    for path in pipelines:
+    first = [check_pipeline(p, files=disk, options=options, cache=cache) for p in pipelines]
+    floors = shared_floors(first, edit_parent=args.edit_parent)
+    for i in sorted(range(len(pipelines)), key=lambda i: len(first[i].chain)):  # parents first
         files = OverlayFiles(disk, {Path(k): v for k, v in edited.items()})
-        report = check_pipeline(path, files=files, options=options, cache=cache)
+        report = with_floors(check_pipeline(pipelines[i], files=files, options=options,
+                                            cache=cache), floors[i])
         plan = clamp_plan(report, files=files, edit_parent=args.edit_parent)
         plans.append(plan)
         for file in plan.files:
