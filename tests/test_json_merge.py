@@ -1,8 +1,17 @@
-"""merge_with_overlap: the longest overlap wins; fences, blanks and restarts are handled."""
+"""merge_with_overlap: the longest overlap wins; fences, blanks and restarts are handled;
+without an overlap the bytes are kept as given; the search is linear (counted, not timed)."""
 
 from __future__ import annotations
 
-from budgetlens import MIN_OVERLAP, merge_with_overlap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from budgetlens import MIN_OVERLAP, json_merge, merge_with_overlap
+from budgetlens.json_merge import longest_overlap, overlap_with_work
+from budgetlens_lsp.cli.main import main
 
 
 def test_longest_overlap_is_removed_once() -> None:
@@ -67,3 +76,84 @@ def test_empty_fragment() -> None:
 def test_to_dict_keys() -> None:
     assert set(merge_with_overlap("[1", "1]").to_dict()) == {
         "merged", "has_overlap", "overlap_length", "restarted"}
+
+
+# ---------------------------------------------------------------- no overlap: bytes as given
+def test_no_overlap_keeps_the_fragment_exactly_as_given() -> None:
+    r = merge_with_overlap("line", " was")
+    assert (r.merged, r.has_overlap, r.restarted) == ("line was", False, False)
+    r = merge_with_overlap('{"a": 1, ', '```json\n  xyz"}\n```\n')
+    assert r.merged == '{"a": 1, ```json\n  xyz"}\n```\n'
+    assert r.fragment_trimmed == 0
+
+
+def test_cli_merge_without_overlap_prints_base_plus_fragment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "base.txt").write_bytes(b"line")
+    (tmp_path / "frag.txt").write_bytes(b" was")
+    assert main(["merge", str(tmp_path / "base.txt"), str(tmp_path / "frag.txt")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "line was\n"
+    assert "printed base + fragment as is" in captured.err
+
+
+# ---------------------------------------------------------------- linear time, by counting
+def _reference_overlap(base: str, fragment: str, min_overlap: int) -> int:
+    for length in range(min(len(base), len(fragment)), max(min_overlap, 1) - 1, -1):
+        if base.endswith(fragment[:length]):
+            return length
+    return 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab\"{", max_size=40), st.text(alphabet="ab\"{", max_size=40),
+       st.integers(min_value=1, max_value=5))
+def test_longest_overlap_equals_the_brute_force_answer(base: str, fragment: str,
+                                                       min_overlap: int) -> None:
+    assert longest_overlap(base, fragment, min_overlap) == _reference_overlap(
+        base, fragment, min_overlap)
+
+
+def _hard_cases(n: int) -> list[tuple[str, str, int]]:
+    """(base, fragment, longest overlap worked out by hand) on which a search that
+    re-compares the tail once per candidate position does n**2 work (n: a multiple of 20)."""
+    return [
+        ('{"k": "' + "a" * n, "a" * n + '"}', n),                   # all one character
+        ("a" * n, "a" * (n - 1) + "b", n - 1),                      # fails on the last char
+        ("ab" * (n // 2), "ab" * (n // 2 - 1) + "ac", n - 2),       # period 2, late mismatch
+        (("a" * 9 + "b") * (n // 10), ("a" * 9 + "b") * (n // 20) + "a" * 9 + "c", n // 2),
+        ('{"x": 1}, ' * (n // 10), '{"x": 1}, ' * (n // 10 - 1) + '{"x": 2}]', n - 10),
+    ]
+
+
+def test_overlap_search_work_is_linear_in_the_input() -> None:
+    for n in (20, 2_000, 20_000, 200_000):
+        for base, fragment, expected in _hard_cases(n):
+            length, work = overlap_with_work(base, fragment)
+            assert length == expected
+            limit = min(len(base), len(fragment))
+            # KMP: at most 2 comparisons per character of each of its two passes
+            assert work <= 4 * limit, (n, work, limit)
+
+
+def test_merge_does_linear_work_over_all_its_attempts(monkeypatch: pytest.MonkeyPatch) -> None:
+    total = [0]
+    calls = [0]
+    real = json_merge.overlap_with_work
+
+    def counting(base: str, fragment: str, min_overlap: int = 1) -> tuple[int, int]:
+        length, work = real(base, fragment, min_overlap)
+        total[0] += work
+        calls[0] += 1
+        return length, work
+
+    monkeypatch.setattr(json_merge, "overlap_with_work", counting)
+    n = 100_000
+    # as given: no overlap (" " vs a base ending in a newline); without the blank: none
+    # either; against the base without its trailing newline: "ab" * (n - 1)
+    base = '["' + "ab" * n + "\n"
+    fragment = " " + "ab" * (n - 1) + "ac" + '"]'
+    r = merge_with_overlap(base, fragment)
+    assert (r.merged, r.overlap_length) == ('["' + "ab" * n + 'ac"]', 2 * (n - 1))
+    assert calls[0] == 3
+    assert 0 < total[0] <= 3 * 4 * (len(base) + len(fragment))
