@@ -3,6 +3,9 @@ without an overlap the bytes are kept as given; the search is linear (counted, n
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +160,19 @@ def test_merge_does_linear_work_over_all_its_attempts(monkeypatch: pytest.Monkey
     assert (r.merged, r.overlap_length) == ('["' + "ab" * n + 'ac"]', 2 * (n - 1))
     assert calls[0] == 3
     assert 0 < total[0] <= 3 * 4 * (len(base) + len(fragment))
+
+
+def test_bench_merge_runs_small_and_writes_its_figures(tmp_path: Path) -> None:
+    bench = Path(__file__).resolve().parent.parent / "bench" / "bench_merge.py"
+    out = tmp_path / "figures.json"
+    proc = subprocess.run([sys.executable, str(bench), "--sizes", "20K", "--repeat", "1",
+                           "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "x json.loads" in proc.stdout
+    rows = json.loads(out.read_text("utf-8"))["rows"]
+    assert [(r["base"], r["fragment"]) for r in rows] == [
+        ("string", "long"), ("string", "4K"), ("objects", "long"), ("objects", "4K")]
+    # the long fragments repeat all of the base but its first character ('{' or '[')
+    assert [r["overlap"] for r in rows if r["fragment"] == "long"] == [
+        r["base_chars"] - 1 for r in rows if r["fragment"] == "long"]
+    assert all(r["ms"] >= 0 and r["ratio_to_json_loads"] >= 0 for r in rows)
