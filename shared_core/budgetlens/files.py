@@ -110,6 +110,10 @@ class DiskFiles:
         self.max_bytes = max_bytes
 
     def read_text(self, path: Path) -> str:
+        return decode_text(self.read_bytes(path), path)
+
+    def read_bytes(self, path: Path) -> bytes:
+        """The raw bytes of ``path`` after the checks of ``read_text`` (not decoded)."""
         if self.root is not None and not is_inside(path, self.root):
             raise OutsideRoot(path, f"{path}: resolves outside the workspace root {self.root}")
         try:
@@ -135,7 +139,7 @@ class DiskFiles:
         if len(data) > self.max_bytes:
             raise FileTooLarge(path, f"{path}: above the {self.max_bytes} byte cap"
                                      " for a text input")
-        return decode_text(data, path)
+        return data
 
     def fingerprint(self, path: Path) -> str:
         try:
