@@ -270,8 +270,10 @@ def write_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
         for current in targets:
             current.new_tmp = _temp_with(current, current.write.new_bytes(), "new")
             current.backup_tmp = _temp_with(current, current.write.original, "old")
-    except OSError as exc:
+    except BaseException as exc:
         _discard(targets)
+        if not isinstance(exc, OSError):
+            raise
         assert current is not None
         raise WriteFailed(current.names[0], f"cannot write a temporary file next to it"
                                             f" ({exc.strerror or exc}); nothing was written",
@@ -290,8 +292,11 @@ def write_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
         assert t.new_tmp is not None
         try:
             os.replace(t.new_tmp, t.real)
-        except OSError as exc:
-            raise _roll_back(t, done, targets, exc) from None
+        except BaseException as exc:  # an interrupt too: never leave half a plan
+            failure = _roll_back(t, done, targets, exc)
+            if not isinstance(exc, OSError):
+                raise
+            raise failure from None
         t.new_tmp = None
         done.append(t)
     for folder in sorted({os.path.dirname(t.real) for t in targets}):
@@ -301,7 +306,7 @@ def write_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
 
 
 def _roll_back(failed: _Target, done: list[_Target], targets: list[_Target],
-               exc: OSError) -> WriteFailed:
+               exc: BaseException) -> WriteFailed:
     """Put back the files already replaced, from their rollback copies; the error to raise."""
     kept: list[str] = []
     for t in reversed(done):
@@ -313,7 +318,9 @@ def _roll_back(failed: _Target, done: list[_Target], targets: list[_Target],
             kept.append(f"{t.names[0]} (its previous bytes are kept in {t.backup_tmp})")
             t.backup_tmp = None     # kept on purpose, not removed below
     _discard(targets)
-    why = f"cannot replace it ({exc.strerror or exc})"
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or \
+        type(exc).__name__
+    why = f"cannot replace it ({reason})"
     if kept:
         return WriteFailed(failed.names[0], f"{why}; could not put back " + ", ".join(kept),
                            restored=False)
