@@ -10,7 +10,10 @@ characters, in two shapes, each merged with two fragments:
 - ``objects``: ``[{"id": 1, "tag": "x"}, {"id": 1, "tag": "x"}, …`` (one object repeated);
 - fragment ``long``: repeats the base's whole tail (as long as the base) and closes the
   document: the longest possible overlap search;
-- fragment ``4K``: repeats the last 4,000 characters and closes the document (a typical reply).
+- fragment ``4K``: repeats the last 4,000 characters and closes the document (a typical reply);
+- fragment ``late``: repeats only the last 1,000 characters, then goes on for as long again
+  with the same repetitive text: every position of the tail looks like the start of an
+  overlap but fails late (a search comparing the tail once per position is quadratic here).
 
 Printed per row (best of ``--repeat``): milliseconds per merge, and the ratio to
 ``json.loads`` of the complete document of the same size (the C reference). ``--json FILE``
@@ -39,9 +42,14 @@ def make_cases(size: int) -> list[tuple[str, str, str, str]]:
         "string": ('{"text": "' + "a" * (size - 12), '"}'),
         "objects": ("[" + _OBJECT * ((size - 2) // len(_OBJECT)), '{"id": 2, "tag": "y"}]'),
     }
+    late = {
+        "string": ('", "next": "' + "a" * size + '"}'),
+        "objects": ('{"id": 2, "tag": "y"}, ' + _OBJECT * (size // len(_OBJECT)) + '{"id": 3}]'),
+    }
     for shape, (base, close) in shapes.items():
         out.append((shape, "long", base, base[1:] + close))
         out.append((shape, "4K", base, base[-_SHORT_FRAGMENT:] + close))
+        out.append((shape, "late", base, base[-1000:] + late[shape]))
     return out
 
 

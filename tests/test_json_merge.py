@@ -171,7 +171,9 @@ def test_bench_merge_runs_small_and_writes_its_figures(tmp_path: Path) -> None:
     assert "x json.loads" in proc.stdout
     rows = json.loads(out.read_text("utf-8"))["rows"]
     assert [(r["base"], r["fragment"]) for r in rows] == [
-        ("string", "long"), ("string", "4K"), ("objects", "long"), ("objects", "4K")]
+        ("string", "long"), ("string", "4K"), ("string", "late"),
+        ("objects", "long"), ("objects", "4K"), ("objects", "late")]
+    assert [r["overlap"] for r in rows if r["fragment"] == "late"] == [1000, 1000]
     # the long fragments repeat all of the base but its first character ('{' or '[')
     assert [r["overlap"] for r in rows if r["fragment"] == "long"] == [
         r["base_chars"] - 1 for r in rows if r["fragment"] == "long"]
