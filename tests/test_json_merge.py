@@ -4,6 +4,7 @@ without an overlap the bytes are kept as given; the search is linear (counted, n
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,23 @@ def test_bench_merge_runs_small_and_writes_its_figures(tmp_path: Path) -> None:
     assert [r["overlap"] for r in rows if r["fragment"] == "long"] == [
         r["base_chars"] - 1 for r in rows if r["fragment"] == "long"]
     assert all(r["ms"] >= 0 and r["ratio_to_json_loads"] >= 0 for r in rows)
+
+
+_CLOSE_REFERENCE = re.compile(r"\n?[ \t]*```[ \t\r\n]*\Z")
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(["`", "```", " ", "\t", "\n", "\r", "x"]),
+                max_size=20).map("".join),
+       st.integers(min_value=0, max_value=12))
+def test_the_closing_fence_is_found_as_the_regex_finds_it(text: str, start: int) -> None:
+    start = min(start, len(text))
+    m = _CLOSE_REFERENCE.search(text, start)
+    assert json_merge._fence_close(text, start) == (m.start() if m else len(text))
+
+
+def test_a_fenced_fragment_of_many_blanks_is_handled() -> None:
+    # the closing-fence search runs from the end: a long run of blanks is one pass
+    fragment = "```json\n" + " " * 300_000 + '3]\n```\n'
+    r = merge_with_overlap("[1, 2, 3", fragment)
+    assert (r.merged, r.overlap_length) == ("[1, 2, 3]", 1)

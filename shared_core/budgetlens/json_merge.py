@@ -25,7 +25,6 @@ from typing import Any
 MIN_OVERLAP = 1
 RESTART_PREFIX = 16
 _FENCE_OPEN = re.compile(r"[ \t\r\n]*```[^\n]*\n")
-_FENCE_CLOSE = re.compile(r"\n?[ \t]*```[ \t\r\n]*\Z")
 
 
 @dataclass(frozen=True)
@@ -102,12 +101,25 @@ def _body_span(fragment: str) -> tuple[int, int]:
     m = _FENCE_OPEN.match(fragment)
     if m is not None:
         start = m.end()
-        close = _FENCE_CLOSE.search(fragment, start)
-        if close is not None:
-            end = close.start()
+        end = _fence_close(fragment, start)
     while start < end and fragment[start] in " \t\r\n":
         start += 1
     return start, end
+
+
+def _fence_close(fragment: str, start: int) -> int:
+    """Where a closing fence (a newline, blanks, three backticks, trailing blanks) begins at
+    or after ``start``, or ``len(fragment)`` without one: what a search for
+    ``\\n?[ \\t]*```[ \\t\\r\\n]*\\Z`` gives, found from the end in linear time (that
+    regex searched from the front is quadratic on a long run of blanks)."""
+    close = len(fragment.rstrip(" \t\r\n")) - 3
+    if close < start or not fragment.startswith("```", close):
+        return len(fragment)
+    while close > start and fragment[close - 1] in " \t":
+        close -= 1
+    if close > start and fragment[close - 1] == "\n":
+        close -= 1
+    return close
 
 
 def _common_prefix(a: str, b: str, limit: int) -> int:
