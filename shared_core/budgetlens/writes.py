@@ -20,8 +20,9 @@ and the new text, and writes them in three phases:
 3. **Replace.** ``os.replace`` puts each new file in place (atomic on one file system), the
    folders are fsynced. If a replace fails, the files already replaced are put back from
    their rollback copies (a rename, which needs no free space), so every file ends either
-   as before or as planned. Best effort: if putting one back fails too, the error names it
-   and the rollback copy holding its previous bytes is kept next to it.
+   as before or as planned (an interrupt during the replaces is rolled back the same way,
+   then re-raised). Best effort: if putting one back fails too, the error names it and the
+   rollback copy holding its previous bytes is kept next to it.
 
 The remaining gap is the instant between the last comparison and the replace: without locks
 (editors take none) a save in that instant cannot be detected.
@@ -66,7 +67,8 @@ class PlannedWrite:
 class SnapshotFiles(DiskFiles):
     """Files on disk, each read once: a later read of a path returns the bytes of the first,
     so everything a plan computes comes from one version of each file, and ``snapshot(path)``
-    gives those exact bytes to ``PlannedWrite.original``. (Fingerprints stay the disk's.)"""
+    gives those exact bytes to ``PlannedWrite.original``. (Fingerprints stay the disk's.)
+    The bytes of every file read are kept for the object's life: make one per run."""
 
     def __init__(self, root: Path | str | None = None, **kwargs: int) -> None:
         super().__init__(root, **kwargs)
@@ -129,7 +131,7 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def check_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
+def _check_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
                root: str | Path | None = None) -> list[_Target]:
     """Phase 1 of ``write_plan``: the real files to write, or ``WriteRefused``."""
     groups: dict[tuple[int, int], list[tuple[str, PlannedWrite, bytes, os.stat_result]]] = {}
@@ -264,7 +266,7 @@ def write_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
     ``before_replace`` (a test hook) runs after the temporary files are written, just
     before the files are compared with the plan's bytes the second time.
     """
-    targets = check_plan(plan, root)
+    targets = _check_plan(plan, root)
     current = targets[0] if targets else None
     try:
         for current in targets:
