@@ -407,3 +407,23 @@ def test_write_failed_says_whether_everything_was_restored(
         write_plan(plan, ws)
     assert info.value.restored is True
     assert {n: sha256(Path(n).read_bytes()) for n in plan} == digests
+
+
+def test_an_interrupt_between_two_replaces_is_rolled_back_and_re_raised(
+        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _snapshot(ws)
+    plan = _plan(ws, ["pipelines/a.yaml", "pipelines/b.yaml"])
+    real_replace = os.replace
+    count = [0]
+
+    def interrupted(src: Any, dst: Any) -> None:
+        count[0] += 1
+        if count[0] == 2:
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_plan(plan, ws)
+    assert count[0] == 3            # the second replace, then a.yaml put back
+    assert _snapshot(ws) == before  # and no temporary file left
