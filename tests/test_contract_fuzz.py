@@ -64,6 +64,11 @@ class _Empty(dict[str, str]):
         return ""
 
 
+class _Zero(dict[str, int]):
+    def __missing__(self, key: str) -> int:
+        return 0
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=list("{}ab_1 \n予🚀.!:[]"), max_size=60))
 def test_a_valid_template_empties_like_python_format(text: str) -> None:
@@ -72,6 +77,23 @@ def test_a_valid_template_empties_like_python_format(text: str) -> None:
     parsed = parse_template(text)
     if not parsed.problems:
         # the independent reference: Python's own format with every field empty
-        assert text.format_map(_Empty()) == parsed.emptied
+        try:
+            reference = text.format_map(_Empty())
+        except ValueError:
+            # a spec for numbers only ({n:5d}): valid, Python formats it for a number
+            text.format_map(_Zero())
+        else:
+            assert reference == parsed.emptied
     for p in parsed.problems:
         assert 0 <= p.start < p.end <= len(text)
+
+
+def test_a_format_spec_no_value_accepts_is_a_template_problem() -> None:
+    from budgetlens.template import parse_template
+
+    # '{q::}': str.format raises "Invalid format specifier" for any value
+    assert [p.message for p in parse_template("{予::}").problems] == [
+        "invalid placeholder '{予::}': invalid format spec ':'; write '{{' and '}}' for"
+        " literal braces"]
+    # a spec for numbers is accepted (the value may be a number at run time)
+    assert not parse_template("{n:5d}").problems

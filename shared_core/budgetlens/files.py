@@ -121,6 +121,10 @@ class DiskFiles:
         self.max_bytes = max_bytes
 
     def read_text(self, path: Path) -> str:
+        return decode_text(self.read_bytes(path), path)
+
+    def read_bytes(self, path: Path) -> bytes:
+        """The raw bytes of ``path`` after the checks of ``read_text`` (not decoded)."""
         problem = path_problem(path)
         if problem is not None:
             raise BadPath(path, f"{str(path)!r}: {problem}")
@@ -149,7 +153,7 @@ class DiskFiles:
         if len(data) > self.max_bytes:
             raise FileTooLarge(path, f"{path}: above the {self.max_bytes} byte cap"
                                      " for a text input")
-        return decode_text(data, path)
+        return data
 
     def fingerprint(self, path: Path) -> str:
         try:

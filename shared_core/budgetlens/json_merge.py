@@ -9,6 +9,8 @@ when the fragment as given does not overlap); trailing whitespace of the base is
 without it in the same way. A fragment that starts the whole document again from the top
 (its first ``RESTART_PREFIX`` characters, blanks aside, equal the base's, further than any
 overlap reaches) is a restart: the merged text is the fragment alone, ``restarted`` is true.
+With neither, the merged text is ``base + fragment`` exactly as given (``has_overlap`` false).
+The overlap search is linear in the length of the inputs (see ``longest_overlap``).
 
 >>> merge_with_overlap('{"a": [1, 2', '[1, 2, 3]}').merged
 '{"a": [1, 2, 3]}'
@@ -22,9 +24,7 @@ from typing import Any
 
 MIN_OVERLAP = 1
 RESTART_PREFIX = 16
-_PROBE = 8
 _FENCE_OPEN = re.compile(r"[ \t\r\n]*```[^\n]*\n")
-_FENCE_CLOSE = re.compile(r"\n?[ \t]*```[ \t\r\n]*\Z")
 
 
 @dataclass(frozen=True)
@@ -43,22 +43,56 @@ class MergeResult:
 
 
 def longest_overlap(base: str, fragment: str, min_overlap: int = MIN_OVERLAP) -> int:
-    """Length of the longest suffix of ``base`` that ``fragment`` starts with (>= min), or 0."""
+    """Length of the longest suffix of ``base`` that ``fragment`` starts with (>= min), or 0.
+
+    Linear time: one Knuth-Morris-Pratt pass of the fragment's first ``limit`` characters
+    over the last ``limit`` characters of the base (``limit`` = the shorter length), at most
+    ``4 * limit`` character comparisons, nothing copied per candidate position.
+    """
+    return overlap_with_work(base, fragment, min_overlap)[0]
+
+
+def overlap_with_work(base: str, fragment: str,
+                      min_overlap: int = MIN_OVERLAP) -> tuple[int, int]:
+    """``longest_overlap`` and the number of character comparisons it made (for tests)."""
     limit = min(len(base), len(fragment))
     if limit < max(min_overlap, 1):
-        return 0
-    tail = base[len(base) - limit:]
-    if limit >= _PROBE:
-        probe = fragment[:_PROBE]
-        at = tail.find(probe)
-        while at != -1:
-            if fragment.startswith(tail[at:]):
-                return limit - at
-            at = tail.find(probe, at + 1)
-    for length in range(min(limit, _PROBE - 1), max(min_overlap, 1) - 1, -1):
-        if base.endswith(fragment[:length]):
-            return length
-    return 0
+        return 0, 0
+    pattern = fragment[:limit]
+    # border[i]: length of the longest proper prefix of pattern[:i + 1] that is also its suffix
+    border = [0] * limit
+    work = 0
+    k = 0
+    for i in range(1, limit):
+        c = pattern[i]
+        while k:
+            work += 1
+            if pattern[k] == c:
+                break
+            k = border[k - 1]
+        else:
+            work += 1
+            if pattern[0] != c:
+                border[i] = 0
+                continue
+        k += 1
+        border[i] = k
+    # Scan the base's tail: k = the longest prefix of the pattern ending at this character.
+    k = 0
+    for c in base[len(base) - limit:]:
+        if k == limit:  # a whole match before the end: continue from its longest border
+            k = border[k - 1]
+        while k:
+            work += 1
+            if pattern[k] == c:
+                break
+            k = border[k - 1]
+        else:
+            work += 1
+            if pattern[0] != c:
+                continue
+        k += 1
+    return (k if k >= max(min_overlap, 1) else 0), work
 
 
 def _body_span(fragment: str) -> tuple[int, int]:
@@ -67,12 +101,25 @@ def _body_span(fragment: str) -> tuple[int, int]:
     m = _FENCE_OPEN.match(fragment)
     if m is not None:
         start = m.end()
-        close = _FENCE_CLOSE.search(fragment, start)
-        if close is not None:
-            end = close.start()
+        end = _fence_close(fragment, start)
     while start < end and fragment[start] in " \t\r\n":
         start += 1
     return start, end
+
+
+def _fence_close(fragment: str, start: int) -> int:
+    """Where a closing fence (a newline, blanks, three backticks, trailing blanks) begins at
+    or after ``start``, or ``len(fragment)`` without one: what a search for
+    ``\\n?[ \\t]*```[ \\t\\r\\n]*\\Z`` gives, found from the end in linear time (that
+    regex searched from the front is quadratic on a long run of blanks)."""
+    close = len(fragment.rstrip(" \t\r\n")) - 3
+    if close < start or not fragment.startswith("```", close):
+        return len(fragment)
+    while close > start and fragment[close - 1] in " \t":
+        close -= 1
+    if close > start and fragment[close - 1] == "\n":
+        close -= 1
+    return close
 
 
 def _common_prefix(a: str, b: str, limit: int) -> int:
@@ -87,8 +134,8 @@ def merge_with_overlap(base: str, fragment: str, *,
                        min_overlap: int = MIN_OVERLAP) -> MergeResult:
     """Append ``fragment`` to ``base`` without repeating their overlap (see module docs).
 
-    When no overlap is found, ``merged`` is ``base + fragment`` (blanks and fence trimmed)
-    and ``has_overlap`` is false: do not trust it.
+    When no overlap is found, ``merged`` is ``base + fragment`` exactly as given (nothing
+    trimmed) and ``has_overlap`` is false: do not trust it.
     """
     trimmed, body_end = _body_span(fragment)
     cleaned = fragment[trimmed:body_end]
@@ -113,8 +160,7 @@ def merge_with_overlap(base: str, fragment: str, *,
             return MergeResult(merged=cleaned, has_overlap=False, overlap_length=0,
                                restarted=True, fragment_trimmed=trimmed)
     if best is None:
-        return MergeResult(merged=base + cleaned, has_overlap=False, overlap_length=0,
-                           fragment_trimmed=trimmed)
+        return MergeResult(merged=base + fragment, has_overlap=False, overlap_length=0)
     b, f, length, cut = best
     return MergeResult(merged=b + f[length:], has_overlap=True, overlap_length=length,
                        fragment_trimmed=cut)

@@ -281,13 +281,25 @@ def resolve_extends(child: str, value: str) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(child), value))
 
 
+def _named_inside(path: str, root: str) -> bool:
+    p, r = os.path.abspath(path), os.path.abspath(root)
+    return p == r or p.startswith(r.rstrip(os.sep) + os.sep)
+
+
 def load_chain(path: str, files: FileSource, *, root: str | None,
                load: Callable[[str], PipelineFile] | None = None) -> Chain:
     """Load ``path`` and follow ``extends`` up its chain.
 
     Errors are reported at the ``extends`` value of the child: a missing or unreadable
-    parent, a cycle (naming the chain), a parent outside ``root``, a broken parent.
+    parent, a cycle (naming the chain), a parent outside ``root``, a broken parent. A
+    pipeline inside ``root`` as named whose real path (symlinks resolved) leaves it is not
+    read at all (BL007, as the editor's workspace-rooted reads refuse it).
     """
+    if root is not None and _named_inside(path, root) and not is_inside(path, root):
+        return Chain((PipelineFile(path, None, None, (Diagnostic(
+            path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
+            f"pipeline cannot be read: {path}: resolves outside the workspace root {root}"),
+        )),), (), False, (path,))
     loader = load or (lambda p: read_pipeline(p, files))
     first = loader(path)
     chain = [first]

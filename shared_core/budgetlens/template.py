@@ -70,7 +70,21 @@ def _field_problem(content: str) -> str | None:
         conversion = tail[1:].split(":", 1)[0]
         if conversion not in _CONVERSIONS:
             return f"unknown conversion '!{conversion}' (use !r, !s or !a)"
+    if ":" in tail and not _spec_accepted(tail.split(":", 1)[1]):
+        return f"invalid format spec {tail.split(':', 1)[1]!r}"
     return None
+
+
+def _spec_accepted(spec: str) -> bool:
+    """``spec`` formats a string, an integer or a float (str.format would accept it for a
+    value of one of those types)."""
+    for value in ("", 0, 0.0):
+        try:
+            format(value, spec)
+        except (ValueError, TypeError):
+            continue
+        return True
+    return False
 
 
 def _emptied(content: str) -> str:

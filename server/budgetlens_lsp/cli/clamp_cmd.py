@@ -1,10 +1,13 @@
 """``budgetlens clamp [PATH...] [--diff | --write] [--edit-parent]``: the clamp plan.
 
 Without ``--diff`` or ``--write`` the plan is listed (one line per clamped value); ``--diff``
-prints it as a unified diff; ``--write`` applies it to the files. Pipelines are planned one
-after the other over the edits of the ones before, so two children of one parent never get
-conflicting edits. Exit status: 0 when no contract violation remains after the plan, 1 when
-errors remain (a step that cannot fit, or other errors in the input), 2 on bad usage.
+prints it as a unified diff; ``--write`` applies it to the files, all of them or none
+(``budgetlens.writes``: through temporary files, only files unchanged since the plan read
+them and inside their workspace root; otherwise one line and exit status 2). Pipelines are
+planned one after the other over the edits of the ones before, so two children of one parent
+never get conflicting edits. Exit status: 0 when no contract violation remains after the
+plan, 1 when errors remain (a step that cannot fit, or other errors in the input), 2 on bad
+usage or a plan that could not be written.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from budgetlens.clamp import ClampPlan, apply_edits, clamp_plan
 from budgetlens.contract import PipelineReport, check_pipeline, shared_floors, with_floors
 from budgetlens.files import DiskFiles, OverlayFiles, SourceError
 from budgetlens.source import Severity
+from budgetlens.writes import PlannedWrite, SnapshotFiles, WriteError, write_plan
 from budgetlens_lsp.cli.check_cmd import (
     add_common_arguments,
     collect_pipelines,
@@ -48,16 +53,17 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineReport],
-                                                 dict[str, str], dict[str, str]]:
-    """Plan every pipeline over the edits of the previous ones.
+def plan_all(args: argparse.Namespace, disk: DiskFiles | None = None,
+             ) -> tuple[list[ClampPlan], list[PipelineReport], dict[str, str], dict[str, str]]:
+    """Plan every pipeline over the edits of the previous ones, reading files from ``disk``
+    (a ``SnapshotFiles`` keeps the bytes every plan was computed from).
 
     The floors (and a context value several pipelines share) come from the original files,
     checked before any edit, and parents are planned before children, so the result does not
     depend on the order or the names of the files. Returns the plans, the reports after all
     edits, the original and the new text of every edited file.
     """
-    disk = DiskFiles()
+    disk = disk if disk is not None else DiskFiles()
     options = options_from(args)
     pipelines = collect_pipelines(args.paths)
     originals: dict[str, str] = {}
@@ -84,15 +90,47 @@ def plan_all(args: argparse.Namespace) -> tuple[list[ClampPlan], list[PipelineRe
     return plans, after, originals, edited
 
 
-def _write(path: str, text: str) -> None:
-    raw = Path(path).read_bytes()
-    bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(bom + text)
+def workspace_roots(plans: list[ClampPlan], reports: list[PipelineReport]) -> dict[str, str]:
+    """The workspace root of every file a plan edits: the folder holding the config.json of
+    the pipeline whose plan edits it (the root its check used for extends and prompts), or
+    the pipeline's own folder without one; also that folder when the pipeline is not below
+    its config (``--config`` elsewhere: their common folder). A file edited by the plans of
+    pipelines with different roots gets the folder common to them."""
+    pipeline_root: dict[str, str] = {}
+    for r in reports:
+        own = os.path.dirname(os.path.abspath(r.pipeline))
+        config = os.path.dirname(os.path.abspath(r.config)) if r.config else own
+        pipeline_root[r.pipeline] = os.path.commonpath([config, own])
+    roots: dict[str, str] = {}
+    for plan in plans:
+        root = pipeline_root.get(plan.pipeline,
+                                 os.path.dirname(os.path.abspath(plan.pipeline)))
+        for file in plan.files:
+            roots[file] = os.path.commonpath([roots[file], root]) if file in roots else root
+    return roots
+
+
+def write_all(edited: dict[str, str], disk: SnapshotFiles, roots: dict[str, str]) -> None:
+    """Write the plan: every file or none, only files unchanged since the plan read them,
+    only inside their workspace root (``budgetlens.writes``); UsageError (one line, exit 2)
+    when it cannot."""
+    plan: dict[str, PlannedWrite] = {}
+    for file, text in edited.items():
+        original = disk.snapshot(file)
+        if original is None:  # pragma: no cover - every edited file was read by its plan
+            raise UsageError(f"{file}: was not read by the plan; nothing was written")
+        plan[file] = PlannedWrite(original, text, roots[file])
+    try:
+        write_plan(plan)
+    except WriteError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
-    plans, after, originals, edited = plan_all(args)
+    disk = SnapshotFiles()
+    plans, after, originals, edited = plan_all(args, disk)
+    if args.write:  # before any output: a refused or failed write prints one line only
+        write_all(edited, disk, workspace_roots(plans, after))
     out = sys.stdout
     changes = [c for p in plans for c in p.changes]
     if args.diff:
@@ -113,9 +151,6 @@ def run(args: argparse.Namespace) -> int:
     for p in plans:
         for note in p.notes:
             print(f"budgetlens: note: {note}", file=sys.stderr)
-    if args.write:
-        for file in sorted(edited):
-            _write(file, edited[file])
     if not args.diff and args.format == "text":
         files = len(edited)
         verb = "applied" if args.write else "planned"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 import sys
-from pathlib import Path
 
 from budgetlens_lsp.cli.main import UsageError
 
@@ -13,16 +14,13 @@ MAX_INPUT_BYTES = 256 * 1024 * 1024
 
 def read_bytes_arg(name: str) -> bytes:
     """The bytes of the file ``name`` (standard input for ``-``), without a UTF-8 BOM;
-    UsageError when it is missing, a directory, unreadable or too large."""
+    UsageError when it is missing, a directory, not a regular file (a FIFO, a device, a
+    socket: reading one could block forever or never end), unreadable or too large."""
     try:
         if name == "-":
             data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         else:
-            path = Path(name)
-            if path.is_dir():
-                raise UsageError(f"{name}: is a directory, expected a file")
-            with path.open("rb") as fh:
-                data = fh.read(MAX_INPUT_BYTES + 1)
+            data = _read_regular_file(name)
     except FileNotFoundError:
         raise UsageError(f"{name}: no such file") from None
     except OSError as exc:
@@ -30,6 +28,24 @@ def read_bytes_arg(name: str) -> bytes:
     if len(data) > MAX_INPUT_BYTES:
         raise UsageError(f"{name}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
     return data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
+
+
+def _check_regular(name: str, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{name}: is a directory, expected a file")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{name}: not a regular file")
+
+
+def _read_regular_file(name: str) -> bytes:
+    """Read a regular file; anything else is refused before a byte is read. The file is
+    opened without blocking (a FIFO without a writer would block ``open`` itself) and
+    checked again on the open descriptor, so a path swapped in between is caught too."""
+    _check_regular(name, os.stat(name).st_mode)
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        _check_regular(name, os.fstat(fd).st_mode)
+        return fh.read(MAX_INPUT_BYTES + 1)
 
 
 def read_text_arg(name: str) -> str:

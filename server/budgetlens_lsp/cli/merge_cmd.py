@@ -1,8 +1,10 @@
 """``budgetlens merge BASE FRAGMENT [--format text|json]``.
 
 Append a continuation FRAGMENT to the cut text BASE without repeating their overlap.
-Text format prints the merged text; exit status 0 when an overlap was found (or the
-fragment restarts the document and replaces the base), 1 when none was, 2 on bad usage.
+Text format prints the merged text (and a newline when it does not end with one); without an
+overlap that is BASE followed by FRAGMENT exactly as read, nothing trimmed. Exit status 0
+when an overlap was found (or the fragment restarts the document and replaces the base), 1
+when none was, 2 on bad usage.
 """
 
 from __future__ import annotations
