@@ -218,8 +218,8 @@ class _File:
         last = toks[-2]
         if last.kind == "FlowMappingStart":
             return last.end, entry
-        if last.kind == "FlowEntry":
-            return last.end, " " + entry
+        if last.kind == "FlowEntry":  # a trailing comma: the new entry gets one too
+            return last.end, f" {entry},"
         return last.end, ", " + entry
 
     def insert_entry(self, mapping: YamlPath, key: str, value: int) -> tuple[int, str] | None:
