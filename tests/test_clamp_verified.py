@@ -395,6 +395,8 @@ class Gen:
 
 
 NEWLINES = ["\n", "\r\n", "\r", "mixed"]
+ANCHORS = {"max_context_tokens": "ctx", "min_context_tokens": "floor",
+           "max_history_tokens": "hist"}
 
 
 @st.composite
@@ -419,10 +421,11 @@ def _settings_lines(draw: Any, values: dict[str, int], ind: str,
     parts: list[str] = []
     users: list[str] = []
     for k, v in values.items():
-        text, anchored = draw(_value(v, "c" + k[:3]))
+        name = ANCHORS[k]
+        text, anchored = draw(_value(v, name))
         parts.append(f"{k}: {text}")
         if anchored:
-            users.append(draw(st.sampled_from([f"x-{k}: *c{k[:3]}", f"other_{k}: *c{k[:3]}"])))
+            users.append(draw(st.sampled_from([f"x-{k}: *{name}", f"other_{k}: *{name}"])))
     settings_users = [u for u in users if u.startswith("other_")]
     holders = [u for u in users if u.startswith("x-")]
     style = draw(st.sampled_from(["block", "flow", "flow_comma", "flow_lines", "merge_block",
