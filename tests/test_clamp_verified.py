@@ -417,7 +417,9 @@ def _settings_lines(draw: Any, values: dict[str, int], ind: str,
                     comments: bool) -> tuple[list[str], list[str]]:
     """Lines of the settings entry, and lines to put before it (anchored holders)."""
     if not values:
-        return (["settings:", f"{ind}note: kept"] if draw(st.booleans()) else []), []
+        empty = draw(st.sampled_from([[], ["settings:", f"{ind}note: kept"], ["settings:"],
+                                      ["settings: ~"], ["settings:   # none yet"]]))
+        return empty, []
     parts: list[str] = []
     users: list[str] = []
     for k, v in values.items():
@@ -528,8 +530,15 @@ def workspaces(draw: Any) -> Gen:
             {"max_context_tokens": values["max_context_tokens"]}
         steps_in_child = draw(st.booleans())
         files["base.yaml"] = draw(_file(base_vals, not steps_in_child, False))
-        if draw(st.booleans()) and not child_vals and not steps_in_child:
-            files["c.yaml"] = "{extends: base.yaml, owner: team}\n"
+        if draw(st.booleans()) and not steps_in_child:
+            entries = ", ".join(f"{k}: {v}" for k, v in child_vals.items())
+            body = entries or "retrieval_top_k: 3"
+            flow_settings = draw(st.sampled_from(
+                ([""] if not child_vals else [])
+                + [f", settings: {{{body}}}", f", settings: {{{body},}}",
+                   f", settings: {{\n  {body}  # a comment\n}}"]))
+            comma = draw(st.sampled_from(["", ","]))
+            files["c.yaml"] = f"{{extends: base.yaml{flow_settings}, owner: team{comma}}}\n"
         else:
             files["c.yaml"] = draw(_file(child_vals, steps_in_child, True))
         target = "c.yaml"
@@ -580,6 +589,9 @@ def _check_plan(plan: ClampPlan, report: PipelineReport, originals: dict[str, st
         for e in mine:
             start, end = index.offset(e.range.start), index.offset(e.range.end)
             if start != end:  # only a number's own digits are replaced, by a number
+                if old[start:end] in ("~", "null"):  # or an empty value by a flow mapping
+                    assert re.fullmatch(r"\{[a-z_]+: [0-9]+\}", e.new_text), e.new_text
+                    continue
                 assert _NUMBER.fullmatch(old[start:end]), (old[start:end], old)
                 assert _NUMBER.fullmatch(e.new_text), e.new_text
             else:  # an insertion: never in a comment or after "..."; an alias it copies

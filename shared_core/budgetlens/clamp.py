@@ -222,8 +222,10 @@ class _File:
             return last.end, f" {entry},"
         return last.end, ", " + entry
 
-    def insert_entry(self, mapping: YamlPath, key: str, value: int) -> tuple[int, str] | None:
-        """Add ``key: value`` to the mapping at ``mapping`` in its own style."""
+    def insert_entry(self, mapping: YamlPath, key: str,
+                     value: int) -> tuple[int, str] | tuple[int, str, int] | None:
+        """Add ``key: value`` to the mapping at ``mapping`` in its own style (an empty value
+        written ``~`` or ``null`` is replaced: the third item is the end of what goes)."""
         span = self.doc.span(mapping)
         node = self.doc.node(mapping)
         if span is None:
@@ -236,7 +238,8 @@ class _File:
         if span.kind == "scalar" and node is None:
             tok = self.tokens.scalar(span)
             if tok is not None and tok.style is None:  # "settings: ~" or "null"
-                return None if tok.start != span.start else (tok.start, f"{{{key}: {value}}}")
+                return (None if tok.start != span.start
+                        else (tok.start, f"{{{key}: {value}}}", tok.end))
             if span.start != span.end or span.key_start is None or span.key_end is None:
                 return None
             indent = " " * (self.col(span.key_start) + self.indent_unit())
@@ -341,6 +344,7 @@ class _Insert:
     text: str
     wants: list[_Want]
     planned: list[Planned]
+    end: int | None = None  # replaces ``at..end`` (an empty value ``~``) instead
 
 
 @dataclass
@@ -377,9 +381,10 @@ class _Builder:
             return
         self.of(f).replaces.setdefault(where, []).append(want)
 
-    def insert(self, f: _File, at_text: tuple[int, str], wants: list[_Want],
-               planned: list[Planned]) -> None:
-        self.of(f).inserts.append(_Insert(at_text[0], at_text[1], wants, planned))
+    def insert(self, f: _File, at_text: tuple[int, str] | tuple[int, str, int],
+               wants: list[_Want], planned: list[Planned]) -> None:
+        end = at_text[2] if len(at_text) == 3 else None
+        self.of(f).inserts.append(_Insert(at_text[0], at_text[1], wants, planned, end))
 
     @staticmethod
     def by_hand(f: _File, changes: list[tuple[float, ClampChange]]) -> str:
@@ -433,7 +438,7 @@ class _Builder:
                         else None, (edit,), u)))
                     planned.append(Planned(u, value))
             for ins in fp.inserts:
-                edit = f.edit(ins.at, ins.at, ins.text)
+                edit = f.edit(ins.at, ins.at if ins.end is None else ins.end, ins.text)
                 edits.append(edit)
                 planned.extend(ins.planned)
                 for w in ins.wants:
@@ -486,7 +491,7 @@ def _copy_text(owner: _File, child: _File, values: dict[int, int],
     """The owner's ``steps`` entry as text with the new output limits, and the values it
     sets (a scalar shared by several steps is set once, to the lowest of their limits)."""
     groups: dict[tuple[int, int], list[YamlPath]] = {}
-    inserts: list[tuple[int, str]] = []
+    inserts: list[tuple[int, str] | tuple[int, str, int]] = []
     inserted: list[int] = []
     for index, after in values.items():
         step = steps_data[index]
@@ -512,7 +517,8 @@ def _copy_text(owner: _File, child: _File, values: dict[int, int],
         value = min(values[int(p[1])] for p in paths)
         edits.append(owner.edit(start, end, str(value)))
         sets.update({u: value for u in users})
-    edits.extend(owner.edit(at, at, text) for at, text in inserts)
+    edits.extend(owner.edit(ins[0], ins[2] if len(ins) == 3 else ins[0], ins[1])
+                 for ins in inserts)
     for index in inserted:
         sets[("steps", index, "max_output_tokens")] = values[index]
     try:

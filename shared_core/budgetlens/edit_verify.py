@@ -103,7 +103,9 @@ def _set(data: Any, path: YamlPath, value: Any) -> bool:
         else:
             if not isinstance(node, dict):
                 return False
-            node = node.setdefault(part, {})
+            if node.get(part) is None:  # an empty value ("settings:") becomes a mapping
+                node[part] = {}
+            node = node[part]
     last = path[-1]
     if isinstance(last, int):
         if not isinstance(node, list) or not 0 <= last < len(node):
