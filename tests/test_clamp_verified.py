@@ -223,8 +223,12 @@ def test_explicit_steps_key_is_copied_with_its_indentation(tmp_path: Path) -> No
 def test_cr_only_line_endings(tmp_path: Path) -> None:
     child = "# child\rextends: base.yaml\rsettings:\r  retrieval_top_k: 3\rowner: me\r"
     folder = _ws(tmp_path, {"base.yaml": BASE, "c.yaml": child})
-    new = _one(_plan(folder / "c.yaml"), folder / "c.yaml")
+    plan = _plan(folder / "c.yaml")
+    new = _one(plan, folder / "c.yaml")
     assert new == child.replace("3\r", f"3\r  max_context_tokens: {ctx_after()}\r")
+    # the edit's range counts a lone CR as a line end, as an editor (LSP) does
+    (edit,) = plan.edits
+    assert edit.range == Range.at(3, len("  retrieval_top_k: 3"))
     _settled(folder / "c.yaml", {str(folder / "c.yaml"): new})
 
 
@@ -267,6 +271,20 @@ def test_duplicate_settings_child_override_goes_to_the_live_block(tmp_path: Path
     folder = _ws(tmp_path, {"base.yaml": BASE, "c.yaml": child})
     new = _one(_plan(folder / "c.yaml"), folder / "c.yaml")
     assert new == child.replace("  b: 2\n", f"  b: 2\n  max_context_tokens: {ctx_after()}\n")
+    _settled(folder / "c.yaml", {str(folder / "c.yaml"): new})
+
+
+@pytest.mark.parametrize(("written", "expected"), [
+    ("settings:   # none yet\n", "settings:   # none yet\n  max_context_tokens: {n}\n"),
+    ("settings: ~\n", "settings: {{max_context_tokens: {n}}}\n"),
+    ("settings: null  # later\n", "settings: {{max_context_tokens: {n}}}  # later\n"),
+])
+def test_empty_settings_value_gets_the_override(tmp_path: Path, written: str,
+                                                expected: str) -> None:
+    child = "extends: base.yaml\n" + written + "owner: me\n"
+    folder = _ws(tmp_path, {"base.yaml": BASE, "c.yaml": child})
+    new = _one(_plan(folder / "c.yaml"), folder / "c.yaml")
+    assert new == "extends: base.yaml\n" + expected.format(n=ctx_after()) + "owner: me\n"
     _settled(folder / "c.yaml", {str(folder / "c.yaml"): new})
 
 
@@ -340,6 +358,14 @@ def test_overlapping_edits_are_refused_by_the_core() -> None:
         assert_disjoint([a, b])
     assert_disjoint([a, TextEdit("g", Range.at(0, 4, 0, 8), "2")])  # other file: fine
     assert_disjoint([a, TextEdit("f", Range.at(0, 6, 0, 6), "x")])  # touching: fine
+
+
+def test_verification_refuses_overlapping_edits() -> None:
+    text = "a: 8000\n"
+    one = TextEdit("f", Range.at(0, 3, 0, 7), "7000")
+    two = TextEdit("f", Range.at(0, 3, 0, 7), "6000")
+    assert verify_file_edits(_doc(text), [one, two], [Planned(("a",), 6000)]) == \
+        "two edits of the file would overlap"
 
 
 def _doc(text: str) -> Any:
