@@ -502,6 +502,8 @@ def _steps_lines(draw: Any, ind: str, comments: bool) -> tuple[list[str], list[s
                     value = "*o" if anchored else f"&o {value}"
                     anchored = True
                     okey = "max_output_tokens"
+                if draw(st.booleans()):  # a dead duplicate first: the loader keeps the last
+                    keys.append(f"{okey}: 7777")
                 keys.append(f"{okey}: {value}")
         if draw(st.booleans()):
             keys.append("use_history: true")
@@ -607,6 +609,8 @@ def _check_plan(plan: ClampPlan, report: PipelineReport, originals: dict[str, st
     # notes of a refusal name a line
     for note in plan.notes:
         assert re.search(r"line \d+|:\d+: ", note), note
+        named = next(f for f in originals if note.startswith(f + ":"))
+        assert named not in plan.files, (note, plan.files)  # a refused file is not edited
     texts: dict[str, str] = {}
     for file in plan.files:
         old = originals[file]
