@@ -13,6 +13,17 @@ inherited step copies the parent's ``steps`` block into the child with the numbe
 so the parent and its other children stay as they are. With ``edit_parent=True`` the file
 that sets the value is edited instead. Applying a plan and checking again gives no contract
 violation and an empty plan.
+
+Every edit is verified before it leaves the core (``edit_verify``): each file's edits are
+applied in memory and parsed again, and the data must equal the original's with exactly the
+planned values set; the pipeline must then use them. A replacement covers a number's own
+characters only, so anchors (``&ctx 8000``), tags (``!!int``), quotes, commas and comments
+stay. One scalar shared through an anchor, an alias or a ``<<`` merge key gets one edit, the
+lowest value its users need, when every other user is a step's output limit or a top-level
+holder the contract does not read; otherwise that file is not edited and a note names the
+anchor's line. Inherited steps whose text uses aliases defined elsewhere are copied with
+their values written out. A file whose edits fail any check gets none, and a note says where
+to change it by hand.
 """
 
 from __future__ import annotations
