@@ -3,6 +3,7 @@ diagnostic points inside its file."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ def _check(root: Path, text: str) -> PipelineReport:
                    prompts={"sys.txt": "system"})
     path = root / "pipelines" / "p.yaml"
     report = check_pipeline(path, files=DiskFiles(), options=CheckOptions(environ={}))
-    lines = {str(path): text.split("\n")}
+    lines = {str(path): re.split(r"\r\n|\r|\n", text)}  # LSP's line ends
     for d in report.diagnostics:
         if d.file in lines:
             assert 0 <= d.range.start.line < len(lines[d.file]), d

@@ -9,10 +9,10 @@ function that returns a file's current text (the editor buffer when open, else t
 Lines, too, are counted two ways. The LSP ends a line at ``\n``, ``\r\n`` or ``\r`` and at
 nothing else: U+2028, U+2029, U+0085, ``\v``, ``\f`` and ``\x1c``-``\x1e`` (where
 ``str.splitlines`` also splits) are ordinary characters of a line. The core's
-:class:`~budgetlens.source.LineIndex` ends lines at ``\n`` only. :class:`LspText` counts lines
-the LSP's way; the server applies the editor's incremental changes with it
-(:func:`apply_changes`), so its copy of a buffer is the editor's text, and the
-:class:`Converter` maps through offsets where the two ways differ (a lone ``\r``).
+:class:`~budgetlens.source.LineIndex` counts lines the same way, so core and LSP lines agree.
+:class:`LspText` counts them in code units of the negotiated encoding; the server applies the
+editor's incremental changes with it (:func:`apply_changes`), so its copy of a buffer is the
+editor's text.
 """
 
 from __future__ import annotations
@@ -120,7 +120,6 @@ def from_lsp_character(line: str, units: int, encoding: str) -> int:
 # --- LSP lines -------------------------------------------------------------------------------
 
 _LSP_BREAK = re.compile(r"\r\n|\r|\n")
-_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 def lsp_line_starts(text: str) -> list[int]:
@@ -265,34 +264,20 @@ class Converter:
         self.encoding = encoding_name(encoding)
         self._text_of = text_of
         self._indexes: dict[str, LineIndex | None] = {}
-        self._lsp: dict[str, LspText | None] = {}
 
     def _index(self, file: str) -> LineIndex | None:
         if file not in self._indexes:
             text = self._text_of(file)
             self._indexes[file] = LineIndex(text) if text is not None else None
-            # the core's lines (``\n`` only) are the LSP's unless a lone ``\r`` ends one
-            self._lsp[file] = LspText(text, self.encoding) \
-                if text is not None and _LONE_CR.search(text) else None
         return self._indexes[file]
 
-    def _lsp_text(self, file: str) -> LspText | None:
-        """The file's LSP lines when they differ from the core's, else None."""
-        self._index(file)
-        return self._lsp.get(file)
-
     def line_text(self, file: str, line: int) -> str:
-        r"""The text of core line ``line`` (lines end at ``\n``)."""
+        r"""The text of line ``line`` (lines end at ``\n``, ``\r\n`` or ``\r``)."""
         index = self._index(file)
         return index.line_text(line) if index is not None else ""
 
     # core -> LSP
     def position(self, file: str, pos: Position) -> types.Position:
-        lsp = self._lsp_text(file)
-        if lsp is not None:
-            index = self._index(file)
-            assert index is not None
-            return lsp.position(index.offset(pos))
         if self.encoding == UTF32:
             return types.Position(line=max(pos.line, 0), character=max(pos.character, 0))
         line = self.line_text(file, pos.line)
@@ -353,11 +338,6 @@ class Converter:
 
     # LSP -> core
     def core_position(self, file: str, pos: types.Position) -> Position:
-        lsp = self._lsp_text(file)
-        if lsp is not None:
-            index = self._index(file)
-            assert index is not None
-            return index.position(lsp.offset(pos))
         if self.encoding == UTF32:
             return Position(pos.line, pos.character)
         line = self.line_text(file, pos.line)

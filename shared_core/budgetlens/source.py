@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -100,16 +101,23 @@ class TextEdit:
     new_text: str
 
 
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
 class LineIndex:
     """Maps code-point offsets of a text to (line, character) positions and back.
 
-    Lines end at ``\\n``; a ``\\r`` before it belongs to the line, as in LSP.
+    Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``, as in LSP (and YAML); other
+    characters (U+2028, U+0085, ...) do not end a line.
     """
 
     __slots__ = ("_starts", "_text")
 
     def __init__(self, text: str) -> None:
         self._text = text
+        if "\r" in text:
+            self._starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+            return
         starts = [0]
         find = text.find
         i = find("\n")
@@ -135,10 +143,10 @@ class LineIndex:
         return min(start + max(position.character, 0), end)
 
     def line_end(self, line: int) -> int:
-        """Offset of the end of ``line`` (before its ``\\r\\n`` or ``\\n``)."""
+        """Offset of the end of ``line`` (before its ``\\r\\n``, ``\\n`` or ``\\r``)."""
         if line + 1 < len(self._starts):
             end = self._starts[line + 1] - 1
-            if end > 0 and self._text[end - 1] == "\r":
+            if self._text[end] == "\n" and end > 0 and self._text[end - 1] == "\r":
                 end -= 1
             return end
         return len(self._text)

@@ -13,6 +13,7 @@ values the text itself writes out; so are documents nested too deeply or too lar
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -82,11 +83,94 @@ class YamlProblem:
 
 
 @dataclass(frozen=True)
+class YamlToken:
+    """One token of the YAML scanner: its kind (``"Scalar"``, ``"Anchor"``, ``"Alias"``,
+    ``"Tag"``, ``"FlowEntry"``, ``"BlockEnd"``, ...), code-point offsets and value."""
+
+    kind: str
+    start: int
+    end: int
+    value: Any = None
+    style: str | None = None
+
+
+class YamlTokens:
+    """The scanner's tokens of a text, to find a scalar's own characters (without its
+    anchor and tag) and where the content of a collection ends."""
+
+    def __init__(self, text: str) -> None:
+        shift = 1 if text.startswith("\ufeff") else 0
+        tokens: list[YamlToken] = []
+        try:
+            for tok in yaml.scan(text[shift:], Loader=_LOADER):
+                kind = type(tok).__name__.removesuffix("Token")
+                tokens.append(YamlToken(kind, int(tok.start_mark.index) + shift,
+                                        int(tok.end_mark.index) + shift,
+                                        getattr(tok, "value", None),
+                                        getattr(tok, "style", None) or None))
+        except yaml.YAMLError:
+            tokens = []
+        self.tokens = tokens
+        self._starts = [t.start for t in tokens]
+        self._scalars = {t.end: i for i, t in enumerate(tokens) if t.kind == "Scalar"}
+
+    def scalar(self, span: Span) -> YamlToken | None:
+        """The scalar token of a scalar node (its own characters: no anchor, no tag)."""
+        i = self._scalars.get(span.end)
+        if i is None or span.kind != "scalar":
+            return None
+        tok = self.tokens[i]
+        return tok if tok.start >= span.start else None
+
+    def anchor(self, span: Span) -> YamlToken | None:
+        """The anchor token in front of a node (``&name``), if it has one."""
+        i = bisect.bisect_left(self._starts, span.start)
+        while i < len(self.tokens) and self.tokens[i].start < span.end:
+            tok = self.tokens[i]
+            if tok.kind == "Anchor":
+                return tok
+            if tok.kind != "Tag":
+                return None
+            i += 1
+        return None
+
+    def inside(self, start: int, end: int) -> list[YamlToken]:
+        """The tokens lying within ``[start, end]``."""
+        i = bisect.bisect_left(self._starts, start)
+        out: list[YamlToken] = []
+        while i < len(self.tokens) and self.tokens[i].start <= end:
+            if self.tokens[i].end <= end:
+                out.append(self.tokens[i])
+            i += 1
+        return out
+
+    def content_end(self, span: Span) -> int:
+        """Where the text of a node ends: its last token, not the comments and blank lines
+        a block collection's end mark includes."""
+        if span.kind == "scalar" or span.flow:
+            return span.end
+        ends = [t.end for t in self.inside(span.start, span.end)
+                if t.end > t.start and t.kind not in ("DocumentEnd", "DocumentStart")]
+        return max(ends, default=span.start)
+
+
+def line_number(text: str, offset: int) -> int:
+    """The 1-based line of ``offset`` as an editor shows it (``\\n``, ``\\r\\n`` and a lone
+    ``\\r`` end a line)."""
+    head = text[:offset]
+    return head.count("\n") + head.count("\r") - head.count("\r\n") + 1
+
+
+@dataclass(frozen=True)
 class YamlDocument:
     text: str
     value: Any
     spans: Mapping[YamlPath, Span]
     index: LineIndex
+
+    @cached_property
+    def tokens(self) -> YamlTokens:
+        return YamlTokens(self.text)
 
     def span(self, path: YamlPath) -> Span | None:
         return self.spans.get(path)
@@ -186,17 +270,32 @@ class _Converter:
                 self.warnings.append(YamlProblem(
                     YAML_DUPLICATE_KEY, self.range(key_node),
                     f"duplicate key {name!r}: the last one wins", fatal=False))
-                self.spans.pop((*path, name), None)
+                self._drop((*path, name))  # the earlier value and everything under it
             result[name] = self.convert(value_node, (*path, name), depth + 1, key_node)
         for merge in merges:
             sources = merge.value if isinstance(merge, SequenceNode) else [merge]
             for source in sources:
                 if not isinstance(source, MappingNode):
                     raise _Refused(YAML_REFUSED, source, "a merge key '<<' needs a mapping")
-                merged = self.convert(source, path, depth + 1, None)
+                # a merged mapping's spans are kept only for the keys the mapping takes
+                # from it (an explicit key, or an earlier merge, wins)
+                own, self.spans = self.spans, {}
+                try:
+                    merged = self.convert(source, path, depth + 1, None)
+                finally:
+                    found, self.spans = self.spans, own
+                taken = {name for name in merged if name not in result}
+                for sub, span in found.items():
+                    if len(sub) > len(path) and sub[len(path)] in taken:
+                        self.spans.setdefault(sub, span)
                 for name, value in merged.items():
                     result.setdefault(name, value)
         return result
+
+    def _drop(self, path: YamlPath) -> None:
+        n = len(path)
+        for sub in [p for p in self.spans if p[:n] == path]:
+            del self.spans[sub]
 
     def scalar(self, node: ScalarNode) -> Any:
         tag = node.tag

@@ -207,7 +207,6 @@ def _fixed(diags: list[types.Diagnostic]) -> bool:
     return not {"BL050", "BL051"} & set(codes_of(diags))
 
 
-@pytest.mark.xfail(strict=True, reason="needs verified-edits branch")
 async def test_fix_all_sends_no_overlapping_edits_for_a_shared_alias(workspace: Path) -> None:
     (workspace / "pipelines" / "shared.yaml").write_text(SHARED, "utf-8")
     async with running_server(workspace) as ed:
@@ -226,7 +225,6 @@ async def test_fix_all_sends_no_overlapping_edits_for_a_shared_alias(workspace: 
         await ed.wait_diagnostics(uri, _fixed)
 
 
-@pytest.mark.xfail(strict=True, reason="needs verified-edits branch")
 async def test_clamp_all_sends_no_overlapping_edits_for_a_shared_alias(workspace: Path) -> None:
     (workspace / "pipelines" / "shared.yaml").write_text(SHARED, "utf-8")
     async with running_server(workspace) as ed:

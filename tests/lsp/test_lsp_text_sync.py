@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 
-from budgetlens.source import Position
+from budgetlens.source import LineIndex, Position
 from budgetlens_lsp.convert import (
     SCAN_CHUNK,
     UTF8,
@@ -114,18 +114,16 @@ def test_changes_apply_in_order_each_on_the_text_the_previous_one_left() -> None
     assert apply_changes(text, changes) == "x\nyz"
 
 
-def test_the_converter_maps_core_lines_to_lsp_lines_when_a_lone_cr_ends_one() -> None:
+def test_core_and_lsp_lines_agree_when_a_lone_cr_ends_one() -> None:
     text = "a\rbb\r\u2028c\n\U0001F600d"
     conv = Converter(UTF16, lambda _: text)
-    # the core counts lines at \n only: 'c' is core (0, 6); the LSP's (2, 1)
-    assert conv.position("f", Position(0, 6)) == types.Position(line=2, character=1)
-    assert conv.core_position("f", types.Position(line=2, character=1)) == Position(0, 6)
-    # after the \n the lines agree again; the emoji is two UTF-16 units
-    assert conv.position("f", Position(1, 1)) == types.Position(line=3, character=2)
-    assert conv.core_position("f", types.Position(line=3, character=2)) == Position(1, 1)
-    # without a lone \r the two agree line for line (U+2028 is inside a line for both)
-    plain = Converter(UTF16, lambda _: "a\u2028b\r\nc")
-    assert plain.position("f", Position(1, 1)) == types.Position(line=1, character=1)
+    # a lone \r ends a line for the core too: 'c' is line 2, after U+2028 (not a line end)
+    assert LineIndex(text).position(text.index("c")) == Position(2, 1)
+    assert conv.position("f", Position(2, 1)) == types.Position(line=2, character=1)
+    assert conv.core_position("f", types.Position(line=2, character=1)) == Position(2, 1)
+    # after the \n; the emoji is two UTF-16 units
+    assert conv.position("f", Position(3, 1)) == types.Position(line=3, character=2)
+    assert conv.core_position("f", types.Position(line=3, character=2)) == Position(3, 1)
 
 
 # --- a property: the same edit, applied by a reference that knows nothing of convert.py ---
