@@ -27,7 +27,8 @@ EXPECTED_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
-OUT_DIR = Path(__file__).resolve().parent.parent / "shared_core" / "budgetlens" / "encodings"
+OUT_DIR = (Path(__file__).resolve().parent.parent / "shared_core" / "budgetlens" / "tokens"
+           / "encodings")
 
 
 def convert(bpe_ranks: str) -> bytes:

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from budgetlens.contract import CheckOptions, PipelineReport, check_pipeline
+from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline
 from budgetlens.files import DiskFiles
-from budgetlens.tokens import get_tokenizer
+from budgetlens.tokens.core import get_tokenizer
 
 CL100K = get_tokenizer("cl100k_base")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from contract_helpers import check, make_workspace, tokens
 
-from budgetlens.clamp import ClampPlan, apply_plan, clamp_plan
-from budgetlens.contract import PipelineReport
+from budgetlens.contract.check import PipelineReport
+from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
 from budgetlens.files import DiskFiles
 
 SYSTEM = "You are a careful assistant."

@@ -27,11 +27,11 @@ from contract_helpers import check, codes_of, make_workspace, only, tokens
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from budgetlens.clamp import apply_plan, clamp_plan
+from budgetlens.contract.plan import apply_plan, clamp_plan
 from budgetlens.files import DiskFiles
 from budgetlens.source import Severity
-from budgetlens_lsp.cli.clamp_cmd import plan_all
-from budgetlens_lsp.cli.main import build_parser, main
+from budgetlens_cli.clamp_cmd import plan_all
+from budgetlens_cli.main import build_parser, main
 
 SYSTEM = "You are a helpful assistant."
 MARGIN = 128

@@ -18,8 +18,8 @@ from contract_helpers import make_workspace
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from budgetlens.clamp import apply_plan, clamp_plan
-from budgetlens.contract import CheckOptions, check_pipeline
+from budgetlens.contract.check import CheckOptions, check_pipeline
+from budgetlens.contract.plan import apply_plan, clamp_plan
 from budgetlens.files import DiskFiles
 from budgetlens.source import LineIndex, TextEdit
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from contract_helpers import check, make_workspace, tokens
 
-from budgetlens.clamp import apply_plan, context_clamp_plan, output_clamp_plan
+from budgetlens.contract.plan import apply_plan, context_clamp_plan, output_clamp_plan
 from budgetlens.files import DiskFiles
 
 SYSTEM = "You are a careful assistant."

@@ -24,18 +24,18 @@ from contract_helpers import make_workspace, tokens
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from budgetlens.clamp import (
+from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline
+from budgetlens.contract.plan import (
     ClampPlan,
     apply_plan,
     clamp_plan,
     context_clamp_plan,
     output_clamp_plan,
 )
-from budgetlens.contract import CheckOptions, PipelineReport, check_pipeline
-from budgetlens.edit_verify import OverlappingEdits, Planned, assert_disjoint, verify_file_edits
 from budgetlens.files import DiskFiles, OverlayFiles
 from budgetlens.source import LineIndex, Range, TextEdit, apply_text_edits
-from budgetlens.yaml_source import parse_yaml
+from budgetlens.yamldoc.parse import parse_yaml
+from budgetlens.yamldoc.verify import OverlappingEdits, Planned, assert_disjoint, verify_file_edits
 
 SYSTEM = "You are a careful assistant."
 WINDOW = 4096
@@ -343,7 +343,7 @@ def test_shared_alias_with_edit_parent(tmp_path: Path) -> None:
 
 
 def test_the_cli_clamps_a_shared_alias_without_a_traceback(tmp_path: Path) -> None:
-    from budgetlens_lsp.cli.main import main
+    from budgetlens_cli.main import main
 
     path = _ws(tmp_path, {"p.yaml": SHARED}) / "p.yaml"
     code = main(["clamp", "--write", str(path)])

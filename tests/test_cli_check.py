@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from contract_helpers import make_workspace
 
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BUDGET_KEYS = {"system_prompt", "template", "format_overhead", "fixed", "history", "context",

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from budgetlens import get_tokenizer
-from budgetlens_lsp.cli import inject_cmd, pack_cmd
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli import inject_cmd, pack_cmd
+from budgetlens_cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "injection" / "plan.json"

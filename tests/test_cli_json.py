@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli.main import main
 
 CUT = '{"document": {"sections": [{"id": 1}, {"content": "Hello wor'
 
@@ -97,7 +97,7 @@ def test_contexts_on_binary_and_missing_files(tmp_path: Path,
 
 def test_contexts_refuses_a_huge_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    import budgetlens_lsp.cli.io as cli_io
+    import budgetlens_cli.io as cli_io
 
     monkeypatch.setattr(cli_io, "MAX_INPUT_BYTES", 10)
     path = _write(tmp_path, "big.json", "[" + "1," * 20)

@@ -16,13 +16,13 @@ import pytest
 from contract_helpers import check, make_workspace, only
 
 from budgetlens import codes
+from budgetlens.continuation.contexts import get_contexts
+from budgetlens.contract.template import parse_template
 from budgetlens.files import BadPath, DiskFiles
-from budgetlens.json_contexts import get_contexts
-from budgetlens.template import parse_template
-from budgetlens.tokens import get_tokenizer
-from budgetlens.yaml_source import parse_yaml
-from budgetlens_lsp.cli.main import main
-from budgetlens_lsp.json_documents import json_diagnostic
+from budgetlens.tokens.core import get_tokenizer
+from budgetlens.yamldoc.parse import parse_yaml
+from budgetlens_cli.main import main
+from budgetlens_lsp.features.json_documents import json_diagnostic
 
 CL100K = get_tokenizer("cl100k_base")
 O200K = get_tokenizer("o200k_base")

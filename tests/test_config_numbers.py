@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens.config import load_config
+from budgetlens.contract.config import load_config
 from budgetlens.source import Range
-from budgetlens_lsp.cli import check_cmd
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli import check_cmd
+from budgetlens_cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HUGE = "9" * 4301

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from contract_helpers import make_workspace, tokens
 
-from budgetlens.cache import BudgetCache
-from budgetlens.contract import CheckOptions, check_pipeline
+from budgetlens.contract.cache import BudgetCache
+from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, OverlayFiles
 
 BASE = """\

@@ -13,8 +13,8 @@ from contract_helpers import make_workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from budgetlens.clamp import clamp_plan
-from budgetlens.contract import CheckOptions, PipelineReport, check_pipeline
+from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline
+from budgetlens.contract.plan import clamp_plan
 from budgetlens.files import DiskFiles
 
 YAMLISH = st.text(alphabet=list("{}[]:-,'\"!&*#|>?%@`\n \t\r0123456789abcxyz_.~予🚀\\"),
@@ -73,7 +73,7 @@ class _Zero(dict[str, int]):
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=list("{}ab_1 \n予🚀.!:[]"), max_size=60))
 def test_a_valid_template_empties_like_python_format(text: str) -> None:
-    from budgetlens.template import parse_template
+    from budgetlens.contract.template import parse_template
 
     parsed = parse_template(text)
     if not parsed.problems:
@@ -90,7 +90,7 @@ def test_a_valid_template_empties_like_python_format(text: str) -> None:
 
 
 def test_a_format_spec_no_value_accepts_is_a_template_problem() -> None:
-    from budgetlens.template import parse_template
+    from budgetlens.contract.template import parse_template
 
     # '{q::}': str.format raises "Invalid format specifier" for any value
     assert [p.message for p in parse_template("{予::}").problems] == [

@@ -14,7 +14,7 @@ from contract_helpers import check, codes_of, make_workspace, only
 
 from budgetlens.files import MAX_FILE_BYTES
 from budgetlens.source import Severity
-from budgetlens.yaml_source import parse_yaml
+from budgetlens.yamldoc.parse import parse_yaml
 
 CONFIG = {"model_context_window": 8192, "model_max_tokens": 256}
 GOOD = """\

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from contract_helpers import check, codes_of, make_workspace, only, text_at, tokens
 
-from budgetlens.contract import find_pipelines
-from budgetlens.policy import Policy
+from budgetlens.contract.check import find_pipelines
+from budgetlens.contract.policy import Policy
 from budgetlens.source import Severity
 
 SYSTEM = "You answer questions about the fleet.\nBe brief.\n"
@@ -341,7 +341,7 @@ steps:
 
 
 def test_tokenizer_from_config_changes_the_counts(tmp_path: Path) -> None:
-    from budgetlens.tokens import get_tokenizer
+    from budgetlens.tokens.core import get_tokenizer
     path = _ws(tmp_path, BASIC, config={"tokenizer": "gpt-4o"})
     report = check(path)
     assert report.tokenizer == "o200k_base"

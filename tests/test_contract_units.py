@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from contract_helpers import tokens
 
-from budgetlens.config import load_config
+from budgetlens.context.history import trim_history
+from budgetlens.contract.config import load_config
+from budgetlens.contract.policy import Policy, resolve_policy
+from budgetlens.contract.template import parse_template
 from budgetlens.files import (
     DiskFiles,
     FileMissing,
@@ -18,11 +21,8 @@ from budgetlens.files import (
     OutsideRoot,
     OverlayFiles,
 )
-from budgetlens.history import trim_history
-from budgetlens.policy import Policy, resolve_policy
 from budgetlens.source import Position, Range
-from budgetlens.template import parse_template
-from budgetlens.yaml_source import parse_yaml
+from budgetlens.yamldoc.parse import parse_yaml
 
 # ------------------------------------------------------------------------- templates
 
@@ -221,7 +221,7 @@ def test_pure_python_and_libyaml_composers_agree(text: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
-    from budgetlens import yaml_source
+    from budgetlens.yamldoc import parse as yaml_source
 
     fast, fast_problems = parse_yaml(text)
     monkeypatch.setattr(yaml_source, "_LOADER", yaml.SafeLoader)
@@ -235,7 +235,7 @@ def test_pure_python_and_libyaml_composers_agree(text: str,
 def test_pure_python_composer_refuses_tags_and_bombs(monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
-    from budgetlens import yaml_source
+    from budgetlens.yamldoc import parse as yaml_source
 
     monkeypatch.setattr(yaml_source, "_LOADER", yaml.SafeLoader)
     assert parse_yaml("a: !!python/object/apply:os.system [x]")[1][0].code == "BL002"

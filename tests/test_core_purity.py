@@ -46,7 +46,7 @@ socket.getaddrinfo = refuse
 import budgetlens
 for mod in pkgutil.walk_packages(budgetlens.__path__, "budgetlens."):
     importlib.import_module(mod.name)
-from budgetlens.tokens import get_tokenizer
+from budgetlens.tokens.core import get_tokenizer
 assert get_tokenizer("cl100k_base").encode("hello world") == [15339, 1917]
 assert get_tokenizer("o200k_base").encode("hello world") == [24912, 2375]
 bad = sorted(m for m in sys.modules if m.split(".")[0] in ("pygls", "lsprotocol"))

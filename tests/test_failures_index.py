@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from budgetlens_lsp import diagnostics as diagnostics_module
 from budgetlens_lsp.convert import Converter
+from budgetlens_lsp.features import diagnostics as diagnostics_module
 from budgetlens_lsp.workspace_index import FULL, INCREMENTAL, Snapshot, WorkspaceIndex, norm
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

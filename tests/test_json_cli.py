@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli.main import main
 
 CUT = '{"reply": {"items": ["one", "two", "thr'   # 39 characters
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from budgetlens import CutKind, LineIndex, get_contexts
-from budgetlens.json_cut import position_at
+from budgetlens.continuation.cut import position_at
 
 # (text, kind, path, complete_part) -- see the closing-rules table in docs/json-continuation.md
 CASES = [

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetlens import MIN_OVERLAP, json_merge, merge_with_overlap
-from budgetlens.json_merge import longest_overlap, overlap_with_work
-from budgetlens_lsp.cli.main import main
+from budgetlens import MIN_OVERLAP, merge_with_overlap
+from budgetlens.continuation import merge as json_merge
+from budgetlens.continuation.merge import longest_overlap, overlap_with_work
+from budgetlens_cli.main import main
 
 
 def test_longest_overlap_is_removed_once() -> None:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from budgetlens.codes import CODES
-from budgetlens_lsp.cli.main import SUBCOMMANDS
+from budgetlens_cli.main import SUBCOMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text("utf-8")

@@ -22,8 +22,8 @@ import pytest
 from contract_helpers import make_workspace
 
 from budgetlens.writes import PlannedWrite, WriteFailed, WriteRefused, sha256, write_plan
-from budgetlens_lsp.cli import clamp_cmd
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli import clamp_cmd
+from budgetlens_cli.main import main
 
 PIPELINE = ("settings:\n  max_context_tokens: 1800\nsteps:\n"
             "  - {id: a, type: call_model, prompt_key: s}\n")

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from budgetlens.pipeline import Pipeline
-from budgetlens_lsp.cli.main import main
+from budgetlens.contract.pipeline import Pipeline
+from budgetlens_cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE_COPY = ROOT / "shared_core" / "budgetlens" / "schema" / "pipeline.schema.json"
+CORE_COPY = ROOT / "shared_core" / "budgetlens" / "contract" / "pipeline.schema.json"
 EXTENSION_COPY = ROOT / "editor-clients" / "vscode" / "schemas" / "pipeline.schema.json"
 REGENERATE = "budgetlens schema -o {}"
 
@@ -174,7 +174,7 @@ settings:
 ])
 def test_schema_and_the_injection_check_agree_on_injection_blocks(
         block: str, code: str, where: list[str]) -> None:
-    from budgetlens.pipeline_injection import check_injection_text
+    from budgetlens.contract.injection import check_injection_text
 
     validator = jsonschema.Draft7Validator(_schema())
     good = yaml.safe_load(GOOD_INJECTION)

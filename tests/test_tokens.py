@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens.tokens import (
+from budgetlens.tokens.core import (
     TokenCounter,
     TokenizerError,
     get_tokenizer,
     resolve_tokenizer_name,
 )
 
-ENCODINGS = Path(__file__).resolve().parent.parent / "shared_core" / "budgetlens" / "encodings"
+ENCODINGS = (Path(__file__).resolve().parent.parent / "shared_core" / "budgetlens" / "tokens"
+             / "encodings")
 
 
 @pytest.mark.parametrize(("name", "ids"), [

@@ -14,9 +14,9 @@ import pytest
 from contract_helpers import check, make_workspace
 
 from budgetlens import codes
-from budgetlens.near_miss import osa_distance, suggest
+from budgetlens.contract.near_miss import osa_distance, suggest
 from budgetlens.source import Range, Severity, TextEdit, apply_text_edits
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli.main import main
 
 SYSTEM = "You answer questions.\n"
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from budgetlens_lsp import commands
+from budgetlens_lsp.features import commands
 from budgetlens_lsp.settings import Settings, settings_to_json
 
 ROOT = Path(__file__).resolve().parents[1]

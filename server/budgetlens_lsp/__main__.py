@@ -1,3 +1,3 @@
-from budgetlens_lsp.cli.main import main
+from budgetlens_cli.main import main
 
 raise SystemExit(main())

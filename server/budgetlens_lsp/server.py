@@ -21,10 +21,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from budgetlens.contract import find_pipelines
-from budgetlens_lsp import __version__, actions, commands, diagnostics, hover, lenses
+from budgetlens.contract.check import find_pipelines
+from budgetlens_lsp import __version__
 from budgetlens_lsp.convert import encoding_name, path_from_uri
-from budgetlens_lsp.json_documents import CommandError
+from budgetlens_lsp.features import actions, commands, diagnostics, hover, lenses
+from budgetlens_lsp.features.json_documents import CommandError
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.settings import Settings, parse_settings
 from budgetlens_lsp.workspace_index import FULL, INCREMENTAL, REDISCOVER, norm

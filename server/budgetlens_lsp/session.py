@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 from lsprotocol import types
 
-from budgetlens.tokens import DEFAULT_TOKENIZER, get_tokenizer
+from budgetlens.tokens.core import DEFAULT_TOKENIZER, get_tokenizer
 from budgetlens_lsp.convert import UTF16, apply_changes, path_from_uri
-from budgetlens_lsp.diagnostics import publish_params
+from budgetlens_lsp.features.diagnostics import publish_params
 from budgetlens_lsp.settings import Settings
 from budgetlens_lsp.workspace_index import (
     FULL,

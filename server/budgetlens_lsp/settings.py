@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from budgetlens.json_contexts import DEFAULT_BUDGET as DEFAULT_HIERARCHY_BUDGET
-from budgetlens.json_contexts import DEFAULT_MARKER as DEFAULT_CUT_MARKER
+from budgetlens.continuation.contexts import DEFAULT_BUDGET as DEFAULT_HIERARCHY_BUDGET
+from budgetlens.continuation.contexts import DEFAULT_MARKER as DEFAULT_CUT_MARKER
 
 POLICIES = ("fail_fast", "auto_clamp")
 DEFAULT_DEBOUNCE_MS = 30

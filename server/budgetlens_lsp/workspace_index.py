@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from budgetlens import codes
-from budgetlens.cache import BudgetCache
-from budgetlens.contract import (
+from budgetlens.continuation.contexts import JsonContexts
+from budgetlens.contract.cache import BudgetCache
+from budgetlens.contract.check import (
     CheckOptions,
     PipelineReport,
     StepBudget,
@@ -35,7 +36,6 @@ from budgetlens.contract import (
     find_pipelines,
 )
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles
-from budgetlens.json_contexts import JsonContexts
 from budgetlens.source import Diagnostic
 from budgetlens_lsp.convert import UTF16, Converter
 from budgetlens_lsp.settings import Settings
@@ -222,7 +222,7 @@ class WorkspaceIndex:
                        exc: Exception) -> Results:
         """The analysis itself raised: every edited buffer shows the failure; the next
         update re-checks everything."""
-        from budgetlens_lsp.diagnostics import failure_diagnostic
+        from budgetlens_lsp.features.diagnostics import failure_diagnostic
 
         self.snapshot = snapshot
         self._retry_all = True
@@ -331,7 +331,7 @@ class WorkspaceIndex:
                 self.dependents.get(norm(dep), set()).discard(path)
 
     def _update_json(self, snapshot: Snapshot, changed: Iterable[str]) -> None:
-        from budgetlens_lsp.json_documents import MAX_JSON_CHARS, analyze_json
+        from budgetlens_lsp.features.json_documents import MAX_JSON_CHARS, analyze_json
 
         for path in changed:
             if not (snapshot.is_json(path) or path in self.json_docs
@@ -366,7 +366,7 @@ class WorkspaceIndex:
     def _refresh_diagnostics(self, always: Iterable[str] = ()) -> dict[str, list[Diagnostic]]:
         """Diagnostics of every file whose set changed, plus the edited buffers ``always``
         (their text moved, so the same code-point ranges may be other LSP columns)."""
-        from budgetlens_lsp.diagnostics import collect
+        from budgetlens_lsp.features.diagnostics import collect
 
         current = collect(self)
         changed: dict[str, list[Diagnostic]] = {p: current.get(p, []) for p in always}

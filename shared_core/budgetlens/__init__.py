@@ -4,19 +4,50 @@ The public API is re-exported here; every function takes and returns plain typed
 The core is pure: no language-server imports, no network, no global mutable state.
 """
 
-from budgetlens.cache import BudgetCache
-from budgetlens.clamp import (
-    ClampChange,
-    ClampPlan,
-    apply_edits,
-    apply_plan,
-    clamp_plan,
-    context_clamp_plan,
-    output_clamp_plan,
-)
 from budgetlens.codes import CODES
-from budgetlens.config import WorkspaceConfig
-from budgetlens.continuation import (
+from budgetlens.context.history import HistoryTrim, trim_history
+from budgetlens.context.injection import (
+    Bucket,
+    BucketFile,
+    InjectionPlan,
+    InjectionRequest,
+    KnowledgeCardCandidate,
+    TierThresholds,
+    UnifiedInjectionManifest,
+    plan_injection,
+)
+from budgetlens.context.input_errors import InputError
+from budgetlens.context.overlap import (
+    BucketFileRef,
+    OverlapResult,
+    background_covered_by_cards,
+    detect_bucket_overlap,
+)
+from budgetlens.context.packer import (
+    IntentMap,
+    PackDoc,
+    PackResult,
+    default_intent_map,
+    load_intent_map,
+    pack_context,
+    parse_docs,
+    resolve_intent,
+)
+from budgetlens.context.unified_budget import (
+    UnifiedBudget,
+    UnifiedContextBudgetPolicy,
+    compute_unified_budget,
+)
+from budgetlens.continuation.contexts import (
+    DEFAULT_BUDGET,
+    DEFAULT_MARKER,
+    JsonContexts,
+    JsonCut,
+    JsonProblem,
+    get_contexts,
+)
+from budgetlens.continuation.cut import CutKind
+from budgetlens.continuation.loop import (
     CONTINUATION_TEMPLATE,
     Case,
     ContinuationResult,
@@ -27,7 +58,9 @@ from budgetlens.continuation import (
     continue_json,
     continue_json_async,
 )
-from budgetlens.contract import (
+from budgetlens.continuation.merge import MIN_OVERLAP, MergeResult, merge_with_overlap
+from budgetlens.contract.cache import BudgetCache
+from budgetlens.contract.check import (
     CheckOptions,
     ClampValues,
     PipelineReport,
@@ -37,58 +70,31 @@ from budgetlens.contract import (
     compute_clamp,
     find_pipelines,
 )
+from budgetlens.contract.config import WorkspaceConfig
+from budgetlens.contract.injection import (
+    INJECTION_CODES,
+    InjectionCheck,
+    StepInjection,
+    check_injection,
+)
+from budgetlens.contract.pipeline import Pipeline, Settings, Step, UserParts
+from budgetlens.contract.plan import (
+    ClampChange,
+    ClampPlan,
+    apply_edits,
+    apply_plan,
+    clamp_plan,
+    context_clamp_plan,
+    output_clamp_plan,
+)
+from budgetlens.contract.policy import Policy
+from budgetlens.contract.template import parse_template
 from budgetlens.files import (
     DiskFiles,
     FileSource,
     OverlayFiles,
     SourceError,
 )
-from budgetlens.history import HistoryTrim, trim_history
-from budgetlens.injection import (
-    Bucket,
-    BucketFile,
-    InjectionPlan,
-    InjectionRequest,
-    KnowledgeCardCandidate,
-    TierThresholds,
-    UnifiedInjectionManifest,
-    plan_injection,
-)
-from budgetlens.input_errors import InputError
-from budgetlens.json_contexts import (
-    DEFAULT_BUDGET,
-    DEFAULT_MARKER,
-    JsonContexts,
-    JsonCut,
-    JsonProblem,
-    get_contexts,
-)
-from budgetlens.json_cut import CutKind
-from budgetlens.json_merge import MIN_OVERLAP, MergeResult, merge_with_overlap
-from budgetlens.overlap import (
-    BucketFileRef,
-    OverlapResult,
-    background_covered_by_cards,
-    detect_bucket_overlap,
-)
-from budgetlens.packer import (
-    IntentMap,
-    PackDoc,
-    PackResult,
-    default_intent_map,
-    load_intent_map,
-    pack_context,
-    parse_docs,
-    resolve_intent,
-)
-from budgetlens.pipeline import Pipeline, Settings, Step, UserParts
-from budgetlens.pipeline_injection import (
-    INJECTION_CODES,
-    InjectionCheck,
-    StepInjection,
-    check_injection,
-)
-from budgetlens.policy import Policy
 from budgetlens.source import (
     Diagnostic,
     LineIndex,
@@ -100,19 +106,13 @@ from budgetlens.source import (
     TextEdit,
     apply_text_edits,
 )
-from budgetlens.template import parse_template
-from budgetlens.tokens import (
+from budgetlens.tokens.core import (
     DEFAULT_TOKENIZER,
     TokenCounter,
     Tokenizer,
     TokenizerError,
     TokenizerLike,
     get_tokenizer,
-)
-from budgetlens.unified_budget import (
-    UnifiedBudget,
-    UnifiedContextBudgetPolicy,
-    compute_unified_budget,
 )
 
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from budgetlens.tokens import content_hash
+from budgetlens.tokens.core import content_hash
 
 #: Files above this size are refused, not read: a prompt of 8 MiB is ~2 million tokens,
 #: more than any model's context window, so counting it exactly would tell nothing new.

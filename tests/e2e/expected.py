@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from budgetlens.tokens import get_tokenizer
+from budgetlens.tokens.core import get_tokenizer
 
 WINDOW = 8192  # config.json model_context_window
 OVERHEAD = 32  # config.json format_overhead_tokens

@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
-from budgetlens.tokens import get_tokenizer
+from budgetlens.tokens.core import get_tokenizer
 
 WINDOW = 1000
 OUTPUT = 200

@@ -99,8 +99,8 @@ async def test_serve_tcp_with_a_bare_port_listens_on_loopback_only(tmp_path: Pat
 
 
 def test_tcp_addresses_default_to_loopback() -> None:
-    from budgetlens_lsp.cli.main import UsageError
-    from budgetlens_lsp.cli.serve_cmd import is_loopback, parse_address
+    from budgetlens_cli.main import UsageError
+    from budgetlens_cli.serve_cmd import is_loopback, parse_address
 
     assert parse_address("2087") == ("127.0.0.1", 2087)
     assert parse_address("2087", "::1") == ("::1", 2087)

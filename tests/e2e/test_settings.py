@@ -9,7 +9,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from budgetlens.tokens import get_tokenizer
+from budgetlens.tokens.core import get_tokenizer
 
 from . import expected
 from .harness import Editor, caps, codes_of, running_server, td

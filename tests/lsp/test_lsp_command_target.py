@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens_lsp.commands import READ_RULE, command_target, outside_reason
-from budgetlens_lsp.json_documents import CommandError
+from budgetlens_lsp.features.commands import READ_RULE, command_target, outside_reason
+from budgetlens_lsp.features.json_documents import CommandError
 
 
 @pytest.fixture

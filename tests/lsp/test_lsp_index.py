@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from budgetlens.tokens import get_tokenizer
+from budgetlens.tokens.core import get_tokenizer
 from budgetlens_lsp.workspace_index import FULL, INCREMENTAL, Snapshot, WorkspaceIndex, norm
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from budgetlens.tokens import get_tokenizer
+from budgetlens.tokens.core import get_tokenizer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -1,0 +1,332 @@
+"""``budgetlens check [PATH...] [--format text|json|sarif] [--policy fail_fast|auto_clamp]``.
+
+PATH (default ``.``) is a pipeline file or a folder searched for ``pipelines/*.yaml``; a
+``pipelines`` folder itself gives its own files. Text output reads like a compiler's
+(``file:line:col: severity[CODE] message``, the source line, a caret, and where each term
+of a budget comes from) followed by a per-step budget table; ``--format json`` prints one
+object ``{"version": 1, "diagnostics": [...], "steps": [...]}`` with each term's value and
+location; ``--format sarif`` prints SARIF 2.1.0 with the terms as related locations. Exit
+status: 0 without errors, 1 with at least one error, 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
+
+from budgetlens import codes
+from budgetlens.contract.cache import BudgetCache
+from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline, find_pipelines
+from budgetlens.contract.policy import Policy
+from budgetlens.contract.report_text import budget_table, display_width
+from budgetlens.files import DiskFiles, FileSource, SourceError
+from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity
+from budgetlens.tokens.core import TokenizerError, get_tokenizer
+from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
+from budgetlens_lsp import __version__
+
+JSON_SCHEMA_VERSION = 1
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "check", help="check pipelines against the token budget contract",
+        description="Check every call_model step of the pipelines against the model's"
+                    " context window. PATH (default .) is a pipeline file or a folder"
+                    " searched for pipelines/*.yaml.")
+    add_common_arguments(p)
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                   help="output format (default text)")
+    p.add_argument("--no-table", action="store_true",
+                   help="text format: print the diagnostics only, not the budget tables")
+    p.set_defaults(run=run)
+
+
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                   help="pipeline files or folders (default: the current folder)")
+    p.add_argument("--policy", choices=[x.value for x in Policy],
+                   help="override the policy (default: the PIPELINE_LIMITS_POLICY environment"
+                        " variable, else development in config.json: true = fail_fast)")
+    p.add_argument("--tokenizer", help="override the tokenizer of config.json")
+    p.add_argument("--config", metavar="FILE", help="use this config.json for every pipeline")
+
+
+def options_from(args: argparse.Namespace) -> CheckOptions:
+    """The check options of the command line; a bad --tokenizer or --config is bad usage."""
+    if args.tokenizer is not None:
+        try:
+            get_tokenizer(args.tokenizer)
+        except TokenizerError as exc:
+            raise UsageError(f"--tokenizer: {exc}") from None
+    if args.config is not None and not Path(args.config).is_file():
+        raise UsageError(f"--config {args.config}: no such file")
+    return CheckOptions(policy=args.policy, tokenizer=args.tokenizer,
+                        config_path=args.config)
+
+
+def collect_pipelines(paths: Iterable[str]) -> list[Path]:
+    """Every pipeline named or found under the PATH arguments; UsageError when none."""
+    found: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if not path.exists() and not path.is_symlink():
+            raise UsageError(f"{name}: no such file or folder")
+        pipelines = find_pipelines(path)
+        if not pipelines:
+            raise UsageError(f"{name}: no pipelines/*.yaml found under this folder"
+                             + _workspace_hint(path))
+        found.extend(p for p in pipelines if p not in found)
+    return found
+
+
+def _workspace_hint(folder: Path) -> str:
+    """Where the pipelines are when ``folder`` is inside a workspace (a config.json above)."""
+    current = os.path.abspath(folder)
+    for _ in range(64):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return ""
+        current = parent
+        pipelines = os.path.join(current, "pipelines")
+        if os.path.isfile(os.path.join(current, "config.json")) and os.path.isdir(pipelines) \
+                and find_pipelines(pipelines):
+            shown = os.path.relpath(current)
+            return f"; its workspace is {shown}: run `budgetlens check {shown}`"
+    return ""
+
+
+def check_all(paths: Iterable[str], options: CheckOptions,
+              files: FileSource | None = None) -> list[PipelineReport]:
+    files = files or DiskFiles()
+    cache = BudgetCache()
+    return [check_pipeline(p, files=files, options=options, cache=cache)
+            for p in collect_pipelines(paths)]
+
+
+def unique_diagnostics(reports: Iterable[PipelineReport]) -> list[Diagnostic]:
+    """Diagnostics of all reports, each once (a parent's problem shows in every child)."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[Diagnostic] = []
+    for report in reports:
+        for d in report.diagnostics:
+            key = (d.file, d.range, d.code, d.message)
+            if key not in seen:
+                seen.add(key)
+                out.append(d)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    reports = check_all(args.paths, options_from(args))
+    diagnostics = unique_diagnostics(reports)
+    out = sys.stdout
+    if args.format == "json":
+        json.dump(json_output(reports, diagnostics), out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    elif args.format == "sarif":
+        json.dump(sarif_output(diagnostics), out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        write_text(out, reports, diagnostics, tables=not args.no_table)
+    has_error = any(d.severity is Severity.ERROR for d in diagnostics)
+    return EXIT_FINDINGS if has_error else EXIT_OK
+
+
+# ---------------------------------------------------------------------------- JSON
+def json_output(reports: list[PipelineReport], diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    return {"version": JSON_SCHEMA_VERSION,
+            "diagnostics": [_diagnostic_json(d) for d in diagnostics],
+            "steps": [_step_json(r, i) for r in reports for i in range(len(r.steps))]}
+
+
+def _diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    """A diagnostic with its related places (for a violation: where each term comes from)."""
+    out = d.to_dict()
+    out["related"] = [{"message": r.message, "location": r.location.to_dict()}
+                      for r in d.related]
+    return out
+
+
+def _step_json(report: PipelineReport, index: int) -> dict[str, Any]:
+    """A step of the JSON output: its budget, each term's value and provenance, and
+    ``injection`` when the pipeline has a policy."""
+    step = report.steps[index]
+    out = step.to_dict()
+    out["terms"] = {label: term.to_dict() for label, term in step.terms().items()}
+    split = report.injection.step(index) if report.injection else None
+    if split is not None:
+        out["injection"] = split.to_dict()
+    return out
+
+
+# ---------------------------------------------------------------------------- SARIF
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",
+                Severity.INFORMATION: "note", Severity.HINT: "note"}
+
+
+def _sarif_rule(code: str) -> dict[str, Any]:
+    """A rule with its help inline (budgetlens has no published documentation site, so no
+    ``helpUri``)."""
+    info = codes.CODES[code]
+    help_text = codes.HELP.get(code, info.summary)
+    full = f"{info.summary}. {help_text}" if code in codes.HELP else info.summary
+    return {"id": code, "shortDescription": {"text": info.summary},
+            "fullDescription": {"text": full},
+            "help": {"text": help_text},
+            "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]}}
+
+
+def _sarif_location(file: str, rng: Range) -> dict[str, Any]:
+    return {"physicalLocation": {
+        "artifactLocation": {"uri": Path(file).as_posix()},
+        "region": {"startLine": rng.start.line + 1, "startColumn": rng.start.character + 1,
+                   "endLine": rng.end.line + 1, "endColumn": rng.end.character + 1}}}
+
+
+def sarif_output(diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    used = sorted({d.code for d in diagnostics})
+    rules = [_sarif_rule(c) for c in used if c in codes.CODES]
+    results = []
+    for d in diagnostics:
+        result: dict[str, Any] = {
+            "ruleId": d.code,
+            "level": _SARIF_LEVEL[d.severity],
+            "message": {"text": d.message},
+            "locations": [_sarif_location(d.file, d.range)],
+            "properties": {"pipeline": d.pipeline, "step": d.step},
+        }
+        if d.related:
+            result["relatedLocations"] = [
+                {"id": n, "message": {"text": r.message},
+                 **_sarif_location(r.location.file, r.location.range)}
+                for n, r in enumerate(d.related, start=1)]
+        results.append(result)
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{
+        "tool": {"driver": {"name": "budgetlens", "version": __version__, "rules": rules}},
+        "columnKind": "unicodeCodePoints",
+        "results": results}]}
+
+
+# ---------------------------------------------------------------------------- text
+def _pad(prefix: str) -> str:
+    """Blanks as wide on screen as ``prefix`` (tabs kept, wide characters doubled)."""
+    return "".join("\t" if ch == "\t" else " " * display_width(ch) for ch in prefix)
+
+
+class SourceLines:
+    """The text of the files diagnostics point into, read once each."""
+
+    def __init__(self, files: FileSource | None = None) -> None:
+        self.files = files or DiskFiles()
+        self._index: dict[str, LineIndex | None] = {}
+
+    def line(self, file: str, line: int) -> str | None:
+        if file not in self._index:
+            try:
+                self._index[file] = LineIndex(self.files.read_text(Path(file)))
+            except (SourceError, OSError):
+                self._index[file] = None
+        index = self._index[file]
+        if index is None or line >= index.line_count:
+            return None
+        return index.line_text(line)
+
+
+def _at(file: str, rng: Range) -> str:
+    return f"{file}:{rng.start.line + 1}:{rng.start.character + 1}"
+
+
+def _notes(d: Diagnostic) -> list[str]:
+    """The ``= ...`` lines: where each term comes from (a defaulted one says so), else the
+    related places; for a violation, how to see the clamp plan."""
+    terms = d.data.get("terms") if isinstance(d.data, dict) else None
+    notes: list[str] = []
+    if isinstance(terms, dict):
+        for label, term in terms.items():
+            loc = term.get("location")
+            inherited = " (inherited)" if term.get("inherited") else ""
+            if loc is not None and term.get("value"):
+                start = loc["range"]["start"]
+                notes.append(f"{label}: {term['value']}{inherited} at {loc['file']}:"
+                             f"{start['line'] + 1}:{start['character'] + 1}")
+            elif term.get("source") == "default":
+                notes.append(f"{label}: {term['value']} (default)")
+    else:
+        notes = [f"{r.message} at {_at(r.location.file, r.location.range)}" for r in d.related]
+    if d.code == codes.CONTRACT_VIOLATION:
+        notes.append(f"help: `budgetlens clamp --diff {d.pipeline or d.file}` shows the clamp"
+                     " plan, `--write` applies it")
+    return notes
+
+
+def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
+    start, end = d.range.start, d.range.end
+    head = f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
+    text = lines.line(d.file, start.line)
+    if text is None:
+        return head + "".join(f"\n      = {n}" for n in _notes(d))
+    shown = text
+    last = end.character if end.line == start.line else len(text)
+    last = max(min(last, len(text)), start.character + 1)
+    caret = _pad(shown[:start.character]) + "^" * max(
+        1, display_width(shown[start.character:last]))
+    gutter = f"{start.line + 1:>5} | "
+    blank = " " * (len(gutter) - 2)
+    notes = "".join(f"\n{blank}= {n}" for n in _notes(d))
+    return f"{head}\n{gutter}{shown}\n{blank}| {caret}{notes}"
+
+
+def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | None:
+    """For a BL023 whose parent error is printed too: that error (the child gets one line)."""
+    if d.code != codes.EXTENDS_PARENT_BROKEN or not d.related:
+        return None
+    first = d.related[0]
+    return first if (first.location.file, first.location.range) in shown else None
+
+
+def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Diagnostic],
+               *, tables: bool = True) -> None:
+    lines = SourceLines()
+    shown = {(d.file, d.range) for d in diagnostics if d.code != codes.EXTENDS_PARENT_BROKEN}
+    pointers = 0
+    for d in diagnostics:
+        parent_error = parent_pointer(d, shown)
+        if parent_error is not None:  # reported once, at the parent; one line here
+            pointers += 1
+            out.write(f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
+                      f" (see {_at(parent_error.location.file, parent_error.location.range)})"
+                      "\n")
+            continue
+        out.write(format_diagnostic(d, lines) + "\n")
+    if diagnostics:
+        out.write("\n")
+    if tables:
+        for r in reports:
+            if not r.steps:
+                continue
+            window = r.window.value if r.window else "?"
+            out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
+                      f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
+            for row in budget_table(r):
+                out.write(row + "\n")
+            for split in r.injection.steps if r.injection else ():
+                out.write(f"  {split.step}: {split.label}\n")
+            out.write("\n")
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics) - pointers
+    warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
+    steps = sum(len(r.steps) for r in reports)
+    unfit = sum(not s.fits for r in reports for s in r.steps)
+    blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
+               f"{'s' if pointers == 1 else ''} a parent with errors" if pointers else "")
+    out.write(f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
+              f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
+              f" {errors} error{'s' if errors != 1 else ''},"
+              f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}\n")
+

@@ -1,0 +1,88 @@
+"""Entry point of the ``budgetlens`` console script.
+
+Exit status: 0 when nothing is wrong, 1 when the input has errors (a diagnostic of severity
+error, an unparseable file), 2 on bad usage or an internal failure. An internal failure is
+one line on standard error (``budgetlens: internal error: <type>: <message> ...``); with
+``BUDGETLENS_TRACEBACK=1`` the traceback follows it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from budgetlens_lsp import __version__
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+#: Set to 1 to print the traceback of an internal failure after its one-line message.
+TRACEBACK_VARIABLE = "BUDGETLENS_TRACEBACK"
+
+# Each name is a module of this package defining ``register(subparsers)``; the parser it adds
+# sets ``run`` (a callable taking the parsed args and returning an exit status).
+SUBCOMMANDS: tuple[str, ...] = (
+    "check",
+    "clamp",
+    "tokens",
+    "contexts",
+    "merge",
+    "inject",
+    "pack",
+    "serve",
+    "schema",
+)
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input named on the command line (exit status 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="budgetlens",
+        description="Token budgets of LLM pipelines: check, clamp, count, and read cut JSON.")
+    parser.add_argument("--version", action="version", version=f"budgetlens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"budgetlens_cli.{name}_cmd").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exc.code or 0)
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.run(args))
+    except UsageError as exc:
+        print(f"budgetlens: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # an internal failure: one line, never a bare traceback
+        print(internal_error_line(exc), file=sys.stderr)
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            traceback.print_exc(file=sys.stderr)
+        return EXIT_USAGE
+
+
+def internal_error_line(exc: BaseException, limit: int = 300) -> str:
+    """The one line an internal failure prints."""
+    lines = str(exc).strip().splitlines()
+    what = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    if len(what) > limit:
+        what = what[:limit - 1] + "…"
+    return (f"budgetlens: internal error: {what} (a bug: please report it;"
+            f" {TRACEBACK_VARIABLE}=1 prints the details)")

@@ -1,0 +1,180 @@
+"""Diagnostics: every file's list (pipelines, config.json, prompt files, JSON buffers), for
+``publishDiagnostics`` (push) and ``textDocument/diagnostic`` (pull).
+
+Pipeline and config diagnostics are the core's, as they are. A prompt file gets one more
+diagnostic at its top when a step that uses it is over budget, naming every such pipeline
+and step, with each step's place as related information; the same rule (BL050/BL052) and
+the worst severity of those steps' own diagnostics.
+
+A file budgetlens failed on (an exception while checking it, see ``workspace_index.py``)
+gets one BL009 error on its first line instead, so it never looks clean; a JSON buffer too
+large to analyse as you type gets a BL201 information diagnostic saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from budgetlens import codes
+from budgetlens.contract.check import PipelineReport, StepBudget
+from budgetlens.contract.policy import Policy
+from budgetlens.source import Diagnostic, Range, Related, Severity
+from budgetlens_lsp.convert import SOURCE, format_int, uri_from_path
+from budgetlens_lsp.features.json_documents import json_diagnostic, too_large_diagnostic
+
+if TYPE_CHECKING:
+    from budgetlens_lsp.workspace_index import Failure, WorkspaceIndex
+
+log = logging.getLogger(__name__)
+
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
+_CONTRACT = (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)
+
+
+def is_prompt_path(path: str) -> bool:
+    return path.endswith(".txt")
+
+
+def _enabled(index: WorkspaceIndex, path: str) -> bool:
+    toggles = index.snapshot.settings.diagnostics
+    if is_prompt_path(path):
+        return toggles.prompts
+    return toggles.pipelines
+
+
+def step_label(step: StepBudget) -> str:
+    return f"{os.path.basename(step.pipeline)} › {step.step}"
+
+
+def _step_severity(report: PipelineReport, step: StepBudget) -> Severity:
+    found = [d.severity for d in report.diagnostics
+             if d.code in _CONTRACT and d.step == step.step]
+    if found:
+        return min(found, key=_RANK.__getitem__)
+    return Severity.ERROR if report.policy is Policy.FAIL_FAST else Severity.WARNING
+
+
+def prompt_diagnostics(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
+    """One diagnostic per prompt file that makes a step over budget."""
+    broken: dict[str, list[tuple[PipelineReport, StepBudget]]] = {}
+    for report in index.reports.values():
+        for step in report.steps:
+            if step.prompt_file and not step.fits and step.output_source != "missing" \
+                    and report.window is not None and report.context is not None:
+                broken.setdefault(os.path.normpath(step.prompt_file), []).append((report, step))
+    out: dict[str, list[Diagnostic]] = {}
+    for path, pairs in broken.items():
+        pairs.sort(key=lambda rs: (rs[1].pipeline, rs[1].index))
+        pipelines = sorted({s.pipeline for _, s in pairs})
+        severity = min((_step_severity(r, s) for r, s in pairs), key=_RANK.__getitem__)
+        text = index.text_of(path) or ""
+        first = text.split("\n", 1)[0].rstrip("\r")
+        tokens = pairs[0][1].system_prompt.value
+        parts = [f"{step_label(s)} ({format_int(-s.headroom)} over)" for _, s in pairs]
+        message = (f"this prompt ({format_int(tokens)} tokens) is used by"
+                   f" {len(pairs)} step{'s' if len(pairs) != 1 else ''} over budget in"
+                   f" {len(pipelines)} pipeline{'s' if len(pipelines) != 1 else ''}: "
+                   + ", ".join(parts))
+        related = tuple(Related(s.name_location or s.location,
+                                f"{step_label(s)}: total {s.total} > window {s.window.value}")
+                        for _, s in pairs)
+        code = codes.CANNOT_FIT if all(s.step in r.clamp.unfit for r, s in pairs) \
+            else codes.CONTRACT_VIOLATION
+        out[path] = [Diagnostic(path, Range.at(0, 0, 0, len(first)), severity, code, message,
+                                pairs[0][1].pipeline, pairs[0][1].step, related)]
+    return out
+
+
+def failure_diagnostic(index: WorkspaceIndex, failure: Failure) -> Diagnostic:
+    """The BL009 error of a file budgetlens failed on, over its first line."""
+    try:
+        text = index.text_of(failure.path) or ""
+    except Exception:  # the failure may be in reading it
+        text = ""
+    first = text.split("\n", 1)[0].rstrip("\r")
+    what = "check" if failure.stage != "json" else "analyse"
+    return Diagnostic(failure.path, Range.at(0, 0, 0, len(first)), Severity.ERROR,
+                      codes.INTERNAL_ERROR,
+                      f"budgetlens could not {what} this file: {failure.error}; details in the"
+                      " log", data={"stage": failure.stage})
+
+
+def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
+    """Every file's diagnostics as they should be shown now."""
+    out: dict[str, list[Diagnostic]] = {}
+    for path, failure in sorted(index.failures.items()):
+        out.setdefault(path, []).append(failure_diagnostic(index, failure))
+    seen: set[tuple[object, ...]] = set()
+    for pipeline in sorted(index.reports):
+        for d in index.reports[pipeline].diagnostics:
+            path = os.path.normpath(d.file)
+            key = (path, d.range, d.code, d.message)
+            if key in seen or not _enabled(index, path):
+                continue
+            seen.add(key)
+            out.setdefault(path, []).append(d)
+    if index.snapshot.settings.diagnostics.prompts:
+        for path, diags in prompt_diagnostics(index).items():
+            out.setdefault(path, []).extend(diags)
+    for path, contexts in index.json_docs.items():
+        diag = json_diagnostic(path, contexts)
+        if diag is not None:
+            out.setdefault(path, []).append(diag)
+    for path, length in index.json_too_large.items():
+        out.setdefault(path, []).append(too_large_diagnostic(path, length))
+    return out
+
+
+def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic]) -> list[types.Diagnostic]:
+    """The LSP form of one file's diagnostics; if converting them fails, one BL009 error at
+    the top of the file says so (never an empty list that reads as "fine")."""
+    conv = index.converter()
+    try:
+        return [conv.diagnostic(d) for d in diags]
+    except Exception as exc:
+        path = diags[0].file if diags else "?"
+        log.exception("converting the diagnostics of %s failed", path)
+        index.notify_failure(path, "convert", exc)
+        from budgetlens_lsp.workspace_index import one_line
+        return [types.Diagnostic(
+            range=types.Range(start=types.Position(line=0, character=0),
+                              end=types.Position(line=0, character=0)),
+            message=f"budgetlens could not check this file: {one_line(exc)}; details in"
+                    " the log",
+            severity=types.DiagnosticSeverity.Error, code=codes.INTERNAL_ERROR,
+            source=SOURCE)]
+
+
+def publish_params(index: WorkspaceIndex,
+                   changed: dict[str, list[Diagnostic]]) -> list[types.PublishDiagnosticsParams]:
+    snap = index.snapshot
+    out = []
+    for path in sorted(changed):
+        uri = snap.open_uris.get(path) or uri_from_path(path)
+        out.append(types.PublishDiagnosticsParams(
+            uri=uri, version=snap.versions.get(uri), diagnostics=to_lsp(index, changed[path])))
+    return out
+
+
+def result_id(items: list[types.Diagnostic]) -> str:
+    raw = repr([(d.range, d.code, d.message, d.severity) for d in items]).encode()
+    return hashlib.blake2b(raw, digest_size=8).hexdigest()
+
+
+def document_report(index: WorkspaceIndex, path: str | None, previous: str | None
+                    ) -> types.DocumentDiagnosticReport:
+    """``textDocument/diagnostic``: the full list, or "unchanged" for the same result id."""
+    items = to_lsp(index, index.diagnostics.get(path, [])) if path else []
+    rid = result_id(items)
+    if previous == rid:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=rid)
+    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=rid)
+
+
+__all__ = ["collect", "document_report", "failure_diagnostic", "prompt_diagnostics",
+           "publish_params", "to_lsp"]

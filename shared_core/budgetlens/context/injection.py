@@ -1,0 +1,580 @@
+"""The unified injection step: budget, bucket files, knowledge cards, overlap, manifest.
+
+``plan_injection(request)`` runs the seven sub-steps of the unified injection step in order:
+
+a. compute the unified budget (``compute_unified_budget``) from the window, the tokens used
+   before injection and the policy; cards and buckets "have content" when the request lists
+   any card candidate / any bucket background or file;
+b. decide the bucket files, within the bucket budget: every non-empty bucket background is
+   reserved first (in bucket order; one that does not fit is left out), then each file in
+   order is **inlined** when its mode is ``inline`` (the default) and its text fits what is
+   left, else **listed** (manifest mode: name and summary) when that fits, else omitted;
+c. take the knowledge card candidates, ranked by ``relevance_score`` (highest first, ties by
+   ``node_id``);
+d. run overlap detection (``detect_bucket_overlap``) against the inlined files: redundant cards
+   are suppressed with reason ``bucket_file_overlap`` and cost nothing;
+e. render the other cards within the knowledge card budget, in rank order: each card wants the
+   tier its relevance earns (``full`` >= 0.75, ``standard`` >= 0.40, else ``compact``; see
+   ``TierThresholds``) and falls back to cheaper tiers until one fits what is left; cards of
+   kind ``procedure`` / ``interaction_policy`` also stay within their sub-budgets. A card that
+   fits in no tier is suppressed with reason ``budget_exhausted``;
+f. render the buckets within the bucket budget: a reserved background is dropped again when 3+
+   entity cards of the bucket's matter were rendered (``background_covered_by_cards``);
+g. build the ``UnifiedInjectionManifest``.
+
+Every rendered part is a block of text that starts with a ``[`` header line and ends with a
+newline; its ``token_count`` is the count of that block with the request's tokenizer. Section
+totals are sums of parts, and never exceed their budget. With the shipped tiktoken encodings
+the count of the concatenated text equals that sum (the pre-tokenizer always splits at a
+newline followed by ``[``); for any other tokenizer each section is counted again as one text
+and its last parts are dropped until it fits (cards suppressed in step d stay suppressed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from budgetlens.context.overlap import (
+    BUCKET_FILE_OVERLAP,
+    BucketFileRef,
+    background_covered_by_cards,
+    detect_bucket_overlap,
+)
+from budgetlens.context.unified_budget import (
+    UnifiedBudget,
+    UnifiedContextBudgetPolicy,
+    compute_unified_budget,
+)
+from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
+
+BUDGET_EXHAUSTED = "budget_exhausted"
+SUB_BUDGET_EXHAUSTED = "sub_budget_exhausted"
+PROCEDURE_KIND = "procedure"
+INTERACTION_POLICY_KIND = "interaction_policy"
+
+Tier = Literal["compact", "standard", "full"]
+_TIER_ORDER: tuple[Tier, ...] = ("full", "standard", "compact")
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=120)]
+Str40 = Annotated[str, StringConstraints(max_length=40)]
+Str80 = Annotated[str, StringConstraints(max_length=80)]
+Str120 = Annotated[str, StringConstraints(max_length=120)]
+Str200 = Annotated[str, StringConstraints(max_length=200)]
+
+_INPUT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Request
+
+
+class BucketFile(BaseModel):
+    """A file of a bucket: its full ``text`` (inline mode) and a one-line ``summary``."""
+
+    model_config = _INPUT
+
+    file_id: Id
+    name: Str200 = ""
+    """Display name (default: ``file_id``)."""
+    text: str = ""
+    summary: str = ""
+    """Shown when the file is listed rather than inlined."""
+    mode: Literal["inline", "manifest"] = "inline"
+    """``inline``: inline the text when it fits, else list it; ``manifest``: always list it."""
+
+
+class Bucket(BaseModel):
+    """A bucket of user material for a matter: a short background and files."""
+
+    model_config = _INPUT
+
+    bucket_id: Id
+    title: Str80 = ""
+    background: str = ""
+    matter_id: Str120 | None = None
+    """The matter the bucket belongs to (background dedup counts cards of this matter)."""
+    files: list[BucketFile] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_files(self) -> Bucket:
+        _check_unique([f.file_id for f in self.files], "files", "file_id")
+        return self
+
+
+class KnowledgeCardCandidate(BaseModel):
+    """A knowledge card that may be injected, with its text in up to three tiers."""
+
+    model_config = _INPUT
+
+    node_id: Id
+    node_kind: Annotated[str, StringConstraints(min_length=1, max_length=40)]
+    canonical_name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    relevance_score: float = Field(allow_inf_nan=False)
+    compact: str
+    """The shortest rendering (required)."""
+    standard: str | None = None
+    full: str | None = None
+    provenance_source: Str40 | None = None
+    """``bucket_file`` for cards extracted from a bucket file; anything else is never suppressed."""
+    provenance_source_ref: Annotated[str, StringConstraints(max_length=241)] | None = None
+    """``"{bucket_id}:{file_id}"`` of the bucket file the card was extracted from."""
+    matter_id: Str120 | None = None
+    resolution_source: Str40 | None = None
+    primary_tag: Str80 | None = None
+    hedge_mode: Str80 | None = None
+    force_level: Str80 | None = None
+    source_bundle_ids: list[Str120] = Field(default_factory=list)
+
+    def text_for(self, tier: Tier) -> str | None:
+        return self.full if tier == "full" else self.standard if tier == "standard" \
+            else self.compact
+
+
+class InjectionRequest(BaseModel):
+    """Everything one unified injection step needs (the ``budgetlens inject`` PLAN.json)."""
+
+    model_config = _INPUT
+
+    trace_id: Str120 = ""
+    timestamp: datetime | None = Field(default=None, strict=False)
+    """ISO 8601, stamped on the manifest; default: the time of the call (UTC)."""
+    model_context_window: int = Field(gt=0)
+    tokens_used_before: int = Field(ge=0)
+    bucket_is_direct_target: bool = False
+    """The user referenced a bucket or its content: the split shifts to 0.20 / 0.80."""
+    policy: UnifiedContextBudgetPolicy = Field(default_factory=UnifiedContextBudgetPolicy)
+    buckets: list[Bucket] = Field(default_factory=list)
+    knowledge_cards: list[KnowledgeCardCandidate] = Field(default_factory=list)
+    tokenizer: str | None = None
+    """Tokenizer spec (see ``get_tokenizer``); default ``cl100k_base``."""
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> InjectionRequest:
+        _check_unique([b.bucket_id for b in self.buckets], "buckets", "bucket_id")
+        _check_unique([c.node_id for c in self.knowledge_cards], "knowledge_cards", "node_id")
+        return self
+
+
+def _check_unique(ids: Sequence[str], where: str, key: str) -> None:
+    seen: dict[str, int] = {}
+    for i, value in enumerate(ids):
+        if value in seen:
+            raise ValueError(f"{where}[{i}].{key}: {value!r} repeats {where}[{seen[value]}]")
+        seen[value] = i
+
+
+@dataclass(frozen=True)
+class TierThresholds:
+    """Relevance needed for a card to want its ``full`` or ``standard`` rendering."""
+
+    full: float = 0.75
+    standard: float = 0.40
+
+    def tier_for(self, relevance: float) -> Tier:
+        if relevance >= self.full:
+            return "full"
+        return "standard" if relevance >= self.standard else "compact"
+
+
+# ----------------------------------------------------------------------------------------------
+# Manifest (fields and limits of the unified injection manifest, schema_version 1)
+
+_OUTPUT = ConfigDict(extra="forbid", frozen=True)
+
+
+class ManifestKnowledgeCard(BaseModel):
+    model_config = _OUTPUT
+
+    node_id: Str120
+    node_kind: Str40
+    canonical_name: Str200
+    rendering_tier: Tier
+    token_count: int
+    relevance_score: float
+    resolution_source: Str40 | None = None
+    primary_tag: Str80 | None = None
+    hedge_mode: Str80 | None = None
+    force_level: Str80 | None = None
+    source_bundle_ids: list[Str120] = Field(default_factory=list)
+    suppressed: bool = False
+    suppression_reason: Str120 | None = None
+
+
+class ManifestBucketCard(BaseModel):
+    model_config = _OUTPUT
+
+    bucket_id: Str120
+    bucket_title: Str80
+    mode: Literal["inline", "manifest"]
+    background_included: bool
+    background_suppressed_by_overlap: bool = False
+    files_inlined: int = 0
+    files_manifested: int = 0
+    token_count: int
+
+
+class UnifiedInjectionManifest(BaseModel):
+    """The inspectable record of one injection (cards and buckets, budgets and overlap).
+
+    ``total_tokens_used`` is the sum of every card's and bucket's ``token_count``;
+    ``overlap_detections`` counts every suppression by overlap (cards + bucket backgrounds);
+    ``degraded_state`` is ``unavailable`` when there was content but no budget at all,
+    ``partial`` when a card, background or file was left out for lack of budget.
+    """
+
+    model_config = _OUTPUT
+
+    trace_id: Str120
+    timestamp: str
+    """ISO 8601, UTC (``...Z``)."""
+    total_budget_tokens: int
+    knowledge_card_budget_tokens: int
+    bucket_content_budget_tokens: int
+    total_tokens_used: int
+    knowledge_cards: list[ManifestKnowledgeCard] = Field(default_factory=list)
+    bucket_cards: list[ManifestBucketCard] = Field(default_factory=list)
+    overlap_detections: int = 0
+    cards_suppressed_by_bucket_overlap: int = 0
+    degraded_state: Literal["none", "partial", "unavailable"] = "none"
+    schema_version: Literal[1] = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Plan
+
+
+@dataclass(frozen=True)
+class RenderedPart:
+    """One rendered block: a card, a bucket background, an inlined or a listed file."""
+
+    kind: Literal["card", "background", "file", "listed_file"]
+    ref: str
+    """``node_id`` for a card, ``bucket_id`` for a background, ``bucket_id:file_id`` for files."""
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class FileDecision:
+    bucket_id: str
+    file_id: str
+    mode: Literal["inline", "manifest", "omitted"]
+    tokens: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class InjectionPlan:
+    """The result of ``plan_injection``: the manifest, the budget and the rendered parts."""
+
+    manifest: UnifiedInjectionManifest
+    budget: UnifiedBudget
+    card_parts: tuple[RenderedPart, ...]
+    bucket_parts: tuple[RenderedPart, ...]
+    files: tuple[FileDecision, ...] = field(default=())
+    tokenizer: str = ""
+
+    @property
+    def cards_text(self) -> str:
+        return "".join(p.text for p in self.card_parts)
+
+    @property
+    def buckets_text(self) -> str:
+        return "".join(p.text for p in self.bucket_parts)
+
+    @property
+    def rendered(self) -> str:
+        """The text to inject: knowledge cards, then bucket content."""
+        return self.cards_text + self.buckets_text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "manifest": self.manifest.to_dict(),
+            "budget": self.budget.to_dict(),
+            "tokenizer": self.tokenizer,
+            "files": [{"bucket_id": f.bucket_id, "file_id": f.file_id, "mode": f.mode,
+                       "tokens": f.tokens, **({"reason": f.reason} if f.reason else {})}
+                      for f in self.files],
+            "rendered": self.rendered,
+        }
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _block(header: str, body: str) -> str:
+    body = body.strip()
+    return f"[{_one_line(header)}]\n{body}\n" if body else f"[{_one_line(header)}]\n"
+
+
+def _card_block(card: KnowledgeCardCandidate, text: str) -> str:
+    return _block(f"{card.node_kind}: {card.canonical_name}", text)
+
+
+def _bucket_label(bucket: Bucket) -> str:
+    return bucket.title or bucket.bucket_id
+
+
+def _file_label(f: BucketFile) -> str:
+    return f.name or f.file_id
+
+
+@dataclass
+class _BucketState:
+    bucket: Bucket
+    background: RenderedPart | None = None
+    background_suppressed: bool = False
+    files: list[RenderedPart] = field(default_factory=list)
+    inlined: int = 0
+    listed: int = 0
+
+
+def _timestamp(request: InjectionRequest, now: datetime | None) -> str:
+    ts = request.timestamp or now or datetime.now(timezone.utc)
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return ts.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _fits_joined(parts: list[RenderedPart], budget: int, counter: TokenCounter) -> bool:
+    return counter.count("".join(p.text for p in parts)) <= budget
+
+
+def plan_injection(
+    request: InjectionRequest,
+    *,
+    counter: TokenizerLike | None = None,
+    tiers: TierThresholds = TierThresholds(),
+    now: datetime | None = None,
+) -> InjectionPlan:
+    """Run the unified injection step (a-g of the module doc) and return its plan.
+
+    ``counter`` counts tokens (default: a fresh counter for ``request.tokenizer``): any
+    tokenizer (a name, a tokenizer object, a function ``text -> int``), or a ``TokenCounter``
+    you keep between requests to reuse its cache. Raises ``TokenizerError`` for an unknown
+    tokenizer; the request is validated by its model.
+    """
+    counter = as_counter(request.tokenizer if counter is None else counter)
+    policy = request.policy
+    has_buckets = any(b.background.strip() or b.files for b in request.buckets)
+    has_cards = bool(request.knowledge_cards)
+
+    # a. budget
+    budget = compute_unified_budget(
+        model_context_window=request.model_context_window,
+        tokens_used_before=request.tokens_used_before,
+        policy=policy,
+        has_bucket_content=has_buckets,
+        has_knowledge_cards=has_cards,
+        bucket_is_direct_target=request.bucket_is_direct_target,
+    )
+    degraded = False
+
+    # b. bucket backgrounds reserved first, then files inline vs manifest
+    bucket_left = budget.bucket_budget
+    states = [_BucketState(b) for b in request.buckets]
+    for st in states:
+        if st.bucket.background.strip():
+            part = RenderedPart("background", st.bucket.bucket_id,
+                                _block(f"bucket {_bucket_label(st.bucket)}: background",
+                                       st.bucket.background), 0)
+            cost = counter.count(part.text) if bucket_left > 0 else bucket_left + 1
+            if cost <= bucket_left:
+                st.background = RenderedPart(part.kind, part.ref, part.text, cost)
+                bucket_left -= cost
+            else:
+                degraded = True
+    decisions: list[FileDecision] = []
+    inlined_refs: list[BucketFileRef] = []
+    for st in states:
+        label = _bucket_label(st.bucket)
+        for f in st.bucket.files:
+            ref = BucketFileRef(st.bucket.bucket_id, f.file_id)
+            reason = "mode manifest" if f.mode == "manifest" else ""
+            if f.mode == "inline" and bucket_left > 0:
+                text = _block(f"bucket {label}: file {_file_label(f)}", f.text)
+                cost = counter.count(text)
+                if cost <= bucket_left:
+                    st.files.append(RenderedPart("file", ref.ref, text, cost))
+                    st.inlined += 1
+                    bucket_left -= cost
+                    inlined_refs.append(ref)
+                    decisions.append(FileDecision(ref.bucket_id, ref.file_id, "inline", cost))
+                    continue
+                reason = f"inline text ({cost} tokens) exceeds the bucket budget left"
+            elif f.mode == "inline":
+                reason = "bucket budget exhausted"
+            text = _block(f"bucket {label}: file {_file_label(f)} (not inlined)",
+                          _one_line(f.summary))
+            cost = counter.count(text) if bucket_left > 0 else bucket_left + 1
+            if cost <= bucket_left:
+                st.files.append(RenderedPart("listed_file", ref.ref, text, cost))
+                st.listed += 1
+                bucket_left -= cost
+                decisions.append(FileDecision(ref.bucket_id, ref.file_id, "manifest", cost,
+                                              reason))
+            else:
+                degraded = True
+                decisions.append(FileDecision(ref.bucket_id, ref.file_id, "omitted", 0,
+                                              "bucket budget exhausted"))
+
+    # c. card candidates by relevance; d. overlap
+    ranked = sorted(request.knowledge_cards, key=lambda c: (-c.relevance_score, c.node_id))
+    overlap = detect_bucket_overlap(bucket_files_to_inline=inlined_refs,
+                                    knowledge_card_candidates=ranked)
+    redundant = set(overlap.redundant_card_ids)
+
+    # e. cards within the knowledge card budget (and the per-kind sub-budgets)
+    card_left = budget.knowledge_card_budget
+    sub_left = {PROCEDURE_KIND: budget.procedure_sub_budget,
+                INTERACTION_POLICY_KIND: budget.interaction_policy_sub_budget}
+    card_parts: list[RenderedPart] = []
+    entries: dict[str, tuple[Tier, int, str | None]] = {}
+    rendered_cards: list[KnowledgeCardCandidate] = []
+    for card in ranked:
+        wanted = tiers.tier_for(card.relevance_score)
+        if card.node_id in redundant:
+            entries[card.node_id] = (wanted, 0, BUCKET_FILE_OVERLAP)
+            continue
+        limit = min(card_left, sub_left.get(card.node_kind, card_left))
+        chosen: tuple[Tier, str, int] | None = None
+        if limit > 0:
+            for tier in _TIER_ORDER[_TIER_ORDER.index(wanted):]:
+                body = card.text_for(tier)
+                if body is None:
+                    continue
+                block = _card_block(card, body)
+                cost = counter.count(block)
+                if cost <= limit:
+                    chosen = (tier, block, cost)
+                    break
+        if chosen is None:
+            degraded = True
+            why = BUDGET_EXHAUSTED if limit == card_left else \
+                f"{SUB_BUDGET_EXHAUSTED}:{card.node_kind}"
+            entries[card.node_id] = (wanted, 0, why)
+            continue
+        tier, block, cost = chosen
+        card_left -= cost
+        if card.node_kind in sub_left:
+            sub_left[card.node_kind] -= cost
+        card_parts.append(RenderedPart("card", card.node_id, block, cost))
+        rendered_cards.append(card)
+        entries[card.node_id] = (tier, cost, None)
+    # Tokenizers whose counts are not additive over blocks: drop the lowest-ranked card until
+    # the concatenation fits (never happens with the shipped tiktoken encodings).
+    while card_parts and not _fits_joined(card_parts, budget.knowledge_card_budget, counter):
+        dropped = card_parts.pop()
+        rendered_cards.pop()
+        tier, _, _ = entries[dropped.ref]
+        entries[dropped.ref] = (tier, 0, BUDGET_EXHAUSTED)
+        degraded = True
+
+    # f. buckets within the bucket budget, backgrounds deduplicated against rendered cards
+    suppressed_backgrounds = 0
+    for st in states:
+        if st.background is not None and background_covered_by_cards(st.bucket.matter_id,
+                                                                    rendered_cards):
+            st.background = None
+            st.background_suppressed = True
+            suppressed_backgrounds += 1
+    bucket_parts: list[RenderedPart] = []
+    for st in states:
+        if st.background is not None:
+            bucket_parts.append(st.background)
+        bucket_parts.extend(st.files)
+    while bucket_parts and not _fits_joined(bucket_parts, budget.bucket_budget, counter):
+        dropped = bucket_parts.pop()
+        degraded = True
+        for st in states:
+            if dropped is st.background:
+                st.background = None
+            elif dropped in st.files:
+                st.files.remove(dropped)
+                if dropped.kind == "file":
+                    st.inlined -= 1
+                else:
+                    st.listed -= 1
+
+    # g. manifest
+    manifest_cards = []
+    for card in ranked:
+        tier, cost, suppressed_why = entries[card.node_id]
+        manifest_cards.append(ManifestKnowledgeCard(
+            node_id=card.node_id, node_kind=card.node_kind, canonical_name=card.canonical_name,
+            rendering_tier=tier, token_count=cost, relevance_score=card.relevance_score,
+            resolution_source=card.resolution_source, primary_tag=card.primary_tag,
+            hedge_mode=card.hedge_mode, force_level=card.force_level,
+            source_bundle_ids=list(card.source_bundle_ids),
+            suppressed=suppressed_why is not None, suppression_reason=suppressed_why))
+    bucket_cards = []
+    for st in states:
+        tokens = (st.background.tokens if st.background else 0) + sum(p.tokens for p in st.files)
+        bucket_cards.append(ManifestBucketCard(
+            bucket_id=st.bucket.bucket_id, bucket_title=st.bucket.title,
+            mode="inline" if st.inlined or st.background else "manifest",
+            background_included=st.background is not None,
+            background_suppressed_by_overlap=st.background_suppressed,
+            files_inlined=st.inlined, files_manifested=st.listed, token_count=tokens))
+    used = sum(c.token_count for c in manifest_cards) + sum(b.token_count for b in bucket_cards)
+    has_content = has_cards or has_buckets
+    state: Literal["none", "partial", "unavailable"] = "none"
+    if has_content and budget.total_budget == 0:
+        state = "unavailable"
+    elif degraded:
+        state = "partial"
+    manifest = UnifiedInjectionManifest(
+        trace_id=request.trace_id,
+        timestamp=_timestamp(request, now),
+        total_budget_tokens=budget.total_budget,
+        knowledge_card_budget_tokens=budget.knowledge_card_budget,
+        bucket_content_budget_tokens=budget.bucket_budget,
+        total_tokens_used=used,
+        knowledge_cards=manifest_cards,
+        bucket_cards=bucket_cards,
+        overlap_detections=len(redundant) + suppressed_backgrounds,
+        cards_suppressed_by_bucket_overlap=len(redundant),
+        degraded_state=state,
+    )
+    final_decisions = tuple(_final_decision(d, states) for d in decisions)
+    return InjectionPlan(manifest, budget, tuple(card_parts), tuple(bucket_parts),
+                         final_decisions, counter.name)
+
+
+def _final_decision(d: FileDecision, states: list[_BucketState]) -> FileDecision:
+    """A file decision, corrected if the joined-count check dropped the file afterwards."""
+    if d.mode == "omitted":
+        return d
+    ref = f"{d.bucket_id}:{d.file_id}"
+    for st in states:
+        if st.bucket.bucket_id == d.bucket_id:
+            if any(p.ref == ref for p in st.files):
+                return d
+            return FileDecision(d.bucket_id, d.file_id, "omitted", 0, "bucket budget exhausted")
+    return d  # pragma: no cover - every decision belongs to a bucket
+
+
+__all__ = [
+    "BUDGET_EXHAUSTED",
+    "Bucket",
+    "BucketFile",
+    "FileDecision",
+    "InjectionPlan",
+    "InjectionRequest",
+    "KnowledgeCardCandidate",
+    "ManifestBucketCard",
+    "ManifestKnowledgeCard",
+    "RenderedPart",
+    "TierThresholds",
+    "UnifiedInjectionManifest",
+    "plan_injection",
+]

@@ -1,0 +1,7 @@
+"""JSON continuation: reading a model reply cut off mid-JSON, and continuing it.
+
+Owns finding the cut and closing the JSON (``cut``), the budgeted rendering of the hierarchy
+context with the cut marked (``render``), ``get_contexts`` (``contexts``), merging a
+continuation onto the cut text by its overlap (``merge``) and the continuation loop with a
+model function passed in (``loop``).
+"""

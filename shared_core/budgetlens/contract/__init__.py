@@ -1,0 +1,8 @@
+"""The budget contract: does every ``call_model`` step of a pipeline fit the model's window?
+
+Owns the workspace files (``config.json``, pipeline YAML with ``extends`` chains, prompt
+templates), their validation (with near-miss key detection), the policy (fail_fast or
+auto_clamp), the check itself (every term with where it comes from), the clamp arithmetic
+within floors and the clamp plan as verified text edits, the per-step injection split, the
+cache of results by input fingerprint, and the pipeline JSON Schema.
+"""

@@ -1,0 +1,291 @@
+"""``config.json``: the model's limits and the workspace's settings.
+
+The config of a pipeline is the nearest ``config.json`` at or above the pipeline's folder
+(up to the workspace root, when one is known); a caller may name another one explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from budgetlens import codes
+from budgetlens.contract.near_miss import check_mapping, model_keys, near_miss_diagnostic, suggest
+from budgetlens.contract.validation import validate_lenient
+from budgetlens.files import FileMissing, FileSource, SourceError
+from budgetlens.source import Diagnostic, LineIndex, Location, Range, Severity
+from budgetlens.yamldoc.parse import YamlDocument, parse_yaml
+
+CONFIG_NAME = "config.json"
+DEFAULT_PROMPTS_DIR = "prompts"
+#: Tokens added to every step's fixed cost for the chat format: role markers and separators
+#: of ChatML (about 4 per message and 3 to prime the reply) or the ``[INST]``/``<<SYS>>``
+#: wrappers of Llama-style templates (about 15). 32 covers a system and a user message in
+#: either style with room to spare; set ``format_overhead_tokens`` to your own measurement.
+DEFAULT_FORMAT_OVERHEAD_TOKENS = 32
+
+PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
+StrictStr = Annotated[str, Field(strict=True)]
+StrictBool = Annotated[bool, Field(strict=True)]
+
+
+class WorkspaceConfig(BaseModel):
+    """The workspace's ``config.json``. Unknown keys are kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
+
+    model_context_window: PositiveInt = Field(
+        description="The model's context window in tokens: prompt and generation together.")
+    model_max_tokens: PositiveInt | None = Field(
+        None, description="Default output limit of a call_model step that sets neither"
+                          " max_output_tokens nor max_tokens.")
+    model_max_output_tokens: PositiveInt | None = Field(
+        None, description="The model's hard ceiling on output tokens; a step asking for more"
+                          " is an error.")
+    prompts_dir: StrictStr = Field(
+        DEFAULT_PROMPTS_DIR, description="Folder of the system prompt files"
+                                         " (<prompts_dir>/<prompt_key>.txt), relative to"
+                                         " config.json.")
+    development: StrictBool | None = Field(
+        None, validation_alias=AliasChoices("development", "developement"),
+        description="Development mode: true gives the fail_fast policy, false auto_clamp."
+                    " The misspelling 'developement' is accepted too.")
+    format_overhead_tokens: NonNegativeInt = Field(
+        DEFAULT_FORMAT_OVERHEAD_TOKENS,
+        description="Tokens added to every step's fixed cost for role markers, [INST]"
+                    " wrappers and separators (conservative default 32).")
+    tokenizer: StrictStr | None = Field(
+        None, description="cl100k_base, o200k_base, a model name (gpt-4o) or the path of a"
+                          " local Hugging Face tokenizer.json (default cl100k_base).")
+    min_context_tokens: NonNegativeInt | None = Field(
+        None, description="Workspace default of settings.min_context_tokens: the lowest"
+                          " max_context_tokens the clamp may set (a pipeline's own setting"
+                          " wins; default: half of max_context_tokens).")
+    min_output_tokens: NonNegativeInt | None = Field(
+        None, description="Workspace default of settings.min_output_tokens: the lowest output"
+                          " limit the clamp may set for a step (a pipeline's own setting wins;"
+                          " default: half of the step's own limit).")
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A config.json as read: its values (``None`` when unusable) and where each one is."""
+
+    path: str
+    config: WorkspaceConfig | None
+    window_ok: bool
+    value_ranges: dict[str, Range] = field(default_factory=dict)
+    key_ranges: dict[str, Range] = field(default_factory=dict)
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path) or "."
+
+    def location(self, key: str) -> Location:
+        if key == "development" and key not in self.value_ranges:
+            key = "developement"
+        return Location(self.path, self.value_ranges.get(key, Range.at(0, 0)))
+
+
+def _diag(path: str, rng: Range, code: str, message: str,
+          severity: Severity = Severity.ERROR) -> Diagnostic:
+    return Diagnostic(path, rng, severity, code, message)
+
+
+#: A JSON string or number token (strings first, so digits inside them are skipped).
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?')
+
+
+def _unreadable_integers(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every integer literal Python cannot read (more digits than the
+    interpreter's int-string limit, 4300 by default)."""
+    out: list[tuple[int, int]] = []
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token[0] == '"' or any(c in token for c in ".eE"):
+            continue
+        try:
+            int(token)
+        except ValueError:
+            out.append(m.span())
+    return out
+
+
+def _digits(token: str) -> str:
+    return f"a number of {len(token.lstrip('-')):,} digits"
+
+
+def load_config(path: str, text: str) -> LoadedConfig:
+    """Parse and validate the text of a config.json."""
+    oversized: list[tuple[int, int]] = []
+    readable = text
+    try:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            # an integer too long for Python to read (4,300+ digits): read the rest with a
+            # null of the same length in its place, and report it at the value below
+            oversized = [] if isinstance(exc, json.JSONDecodeError) \
+                else _unreadable_integers(text)
+            if not oversized:
+                raise
+            for start, end in oversized:
+                readable = readable[:start] + "null".ljust(end - start) + readable[end:]
+            data = json.loads(readable)
+    except json.JSONDecodeError as exc:
+        rng = Range.at(max(exc.lineno - 1, 0), max(exc.colno - 1, 0))
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, rng, codes.CONFIG_INVALID, f"config.json is not valid JSON: {exc.msg}"),))
+    except RecursionError:
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID, "config.json nested too deeply"),))
+    except ValueError as exc:  # not expected: an unreadable value the scan did not find
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID,
+            f"config.json cannot be read: {str(exc).splitlines()[0] if str(exc) else exc!r}"),))
+    if not isinstance(data, dict):
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID,
+            f"config.json must hold a JSON object, not {type(data).__name__}"),))
+    value_ranges: dict[str, Range] = {}
+    key_ranges: dict[str, Range] = {}
+    doc, _ = parse_yaml(readable)  # JSON is YAML: positions of the top-level keys, best effort
+    if doc is not None:
+        for pth, span in doc.spans.items():
+            if len(pth) == 1 and isinstance(pth[0], str):
+                value_ranges[pth[0]] = span.value
+                key_ranges[pth[0]] = span.key or span.value
+    diagnostics: list[Diagnostic] = []
+    work = dict(data)
+    window_ok = True
+    if oversized:
+        lines = LineIndex(text)
+        for start, end in oversized:
+            rng = lines.range(start, end)
+            key = next((k for k, r in value_ranges.items() if _inside(rng, r)), "")
+            what = _digits(text[start:end])
+            if key == "model_context_window":
+                window_ok = False
+                diagnostics.append(_diag(path, rng, codes.WINDOW_INVALID,
+                                         f"model_context_window must be an integer > 0, got"
+                                         f" {what}: too long to read"))
+            else:
+                label = f"config.json {key}: " if key else "config.json: "
+                diagnostics.append(_diag(path, rng, codes.CONFIG_VALUE_INVALID,
+                                         f"{label}{what} is too long to read; the value is"
+                                         " ignored"))
+            work.pop(key, None)
+    window = work.get("model_context_window")
+    where = value_ranges.get("model_context_window", Range.at(0, 0))
+    if not window_ok:
+        pass  # a number too long to read, reported above at the value
+    elif "model_context_window" not in work:
+        window_ok = False
+        diagnostics.append(_diag(path, Range.at(0, 0), codes.WINDOW_INVALID,
+                                 "config.json has no model_context_window (an integer > 0,"
+                                 " the model's context window in tokens)"))
+    elif isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        window_ok = False
+        diagnostics.append(_diag(path, where, codes.WINDOW_INVALID,
+                                 f"model_context_window must be an integer > 0, got {window!r}"))
+    if not window_ok:
+        work["model_context_window"] = 1
+    model, errors = validate_lenient(WorkspaceConfig, work)
+    for err in errors:
+        key = str(err.path[0]) if err.path else ""
+        if key == "development" and key not in value_ranges:
+            key = "developement"
+        diagnostics.append(_diag(path, value_ranges.get(key, Range.at(0, 0)),
+                                 codes.CONFIG_VALUE_INVALID, f"config.json {err.message}"))
+    diagnostics.extend(_near_miss_keys(path, doc, data))
+    return LoadedConfig(path, model, window_ok, value_ranges, key_ranges, tuple(diagnostics))
+
+
+_DEVELOPMENT_KEYS = ("development", "developement")
+_NO_DEVELOPMENT = (" Until then development mode is not set: the policy is auto_clamp unless"
+                   " PIPELINE_LIMITS_POLICY or APP_DEVELOPMENT says otherwise")
+
+
+def _near_miss_keys(path: str, doc: YamlDocument | None,
+                    data: dict[str, Any]) -> list[Diagnostic]:
+    """BL008 for each top-level key that misspells a config key (others are allowed)."""
+    known = model_keys(WorkspaceConfig)
+    extra = ({} if any(k in data for k in _DEVELOPMENT_KEYS)
+             else dict.fromkeys(_DEVELOPMENT_KEYS, _NO_DEVELOPMENT))
+    if doc is not None and isinstance(doc.value, dict):
+        return check_mapping(path, doc, (), known, extra=extra)
+    out = []  # JSON that YAML cannot read (e.g. a "\/" escape): no positions
+    for key in data:
+        suggestion = suggest(key, known)
+        if suggestion is not None:
+            out.append(near_miss_diagnostic(path, key, suggestion, None,
+                                            extra=extra.get(suggestion, "")))
+    return out
+def _inside(inner: Range, outer: Range) -> bool:
+    """``inner`` starts in ``outer`` (a stand-in ``null`` spans 4 characters of the number)."""
+    return outer.start == inner.start or outer.start <= inner.start < outer.end
+
+
+def read_config(path: str, files: FileSource) -> LoadedConfig:
+    """Read and load ``path``; an unreadable file gives a config with a diagnostic."""
+    try:
+        text = files.read_text(Path(path))
+    except SourceError as exc:
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID, f"config.json cannot be used: {exc}"),))
+    return load_config(path, text)
+
+
+def find_config(start_dir: str, files: FileSource, *, stop_at: str | None = None,
+                load: Callable[[str], LoadedConfig | None] | None = None,
+                ) -> tuple[LoadedConfig | None, list[str]]:
+    """The nearest config.json at or above ``start_dir``, and every path probed for one.
+
+    The search stops at ``stop_at`` (the workspace root) when given, else at the filesystem
+    root. Paths keep the form they were given in (relative stays relative). ``load`` reads a
+    candidate (``None`` when it does not exist); by default ``files`` is read directly.
+    """
+    loader = load or (lambda path: read_config_if_present(path, files))
+    probed: list[str] = []
+    current = os.path.normpath(start_dir or ".")
+    stop = os.path.abspath(stop_at) if stop_at is not None else None
+    for _ in range(256):
+        candidate = os.path.normpath(os.path.join(current, CONFIG_NAME))
+        probed.append(candidate)
+        loaded = loader(candidate)
+        if loaded is not None:
+            return loaded, probed
+        absolute = os.path.abspath(current)
+        if (stop is not None and absolute == stop) or os.path.dirname(absolute) == absolute:
+            break
+        if stop is not None and not (absolute + os.sep).startswith(stop + os.sep):
+            break
+        current = os.path.normpath(os.path.join(current, os.pardir))
+    return None, probed
+
+
+def read_config_if_present(path: str, files: FileSource) -> LoadedConfig | None:
+    """Read and load ``path``; ``None`` when there is no such file."""
+    try:
+        text = files.read_text(Path(path))
+    except FileMissing:
+        return None
+    except SourceError as exc:
+        return LoadedConfig(path, None, False, diagnostics=(_diag(
+            path, Range.at(0, 0), codes.CONFIG_INVALID, f"config.json cannot be used: {exc}"),))
+    return load_config(path, text)
+
+
+def config_value(config: LoadedConfig | None, key: str) -> Any:
+    if config is None or config.config is None:
+        return None
+    return getattr(config.config, key, None)

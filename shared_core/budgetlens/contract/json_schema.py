@@ -1,0 +1,71 @@
+"""The JSON Schema of pipeline files, generated from the pipeline's pydantic models.
+
+Editors use it for completion and checks of pipeline YAML (Red Hat's YAML extension through the
+VS Code extension's ``yamlValidation``, or a ``# yaml-language-server: $schema=...`` comment).
+A copy is committed as ``budgetlens/contract/pipeline.schema.json`` (and in the VS Code
+extension); a test fails when the copies drift from what this module generates.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy
+from budgetlens.contract.pipeline import Pipeline
+
+#: draft-07: what editors' YAML/JSON language services support best. pydantic's output only uses
+#: keywords of that draft (``$defs`` is reached through ``$ref`` JSON pointers).
+SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"
+
+
+def pipeline_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft-07) of a budgetlens pipeline file."""
+    body = Pipeline.model_json_schema(mode="validation")
+    _add_injection(body)
+    schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT}
+    schema.update(body)
+    schema["title"] = "budgetlens pipeline"
+    schema["description"] = (
+        "A budgetlens pipeline file (pipelines/*.yaml): an optional parent to extend, the budget"
+        " settings, and the steps. For every call_model step, fixed + history +"
+        " max_context_tokens + output + safety margin must fit the model_context_window of"
+        " config.json. Keys not listed here are allowed and kept.")
+    return schema
+
+
+#: The name of the injection policy in ``$defs``.
+INJECTION_DEF = "InjectionPolicy"
+
+
+def _add_injection(body: dict[str, Any]) -> None:
+    """Describe ``settings.injection`` with the injection policy model.
+
+    The block is validated by ``pipeline_injection`` (codes BL100-BL105, at the exact key),
+    not by the ``Settings`` model, so it is added here: the policy's own schema (every key
+    with its description, type, bounds and default; no other keys) as ``$defs`` entry, and
+    ``settings.injection`` as that policy or null.
+    """
+    policy = UnifiedContextBudgetPolicy.model_json_schema(mode="validation")
+    policy.pop("$defs", None)  # pragma: no cover - the policy has no nested models
+    policy["title"] = "settings.injection"
+    policy["description"] = (
+        "The unified injection budget policy: how much of the context left before injection"
+        " knowledge cards and bucket content may take together, and how it splits between"
+        " them. Keys merge along extends, the child winning; unknown keys are errors.")
+    body.setdefault("$defs", {})[INJECTION_DEF] = policy
+    settings = body["$defs"]["Settings"]
+    settings["properties"]["injection"] = {
+        "anyOf": [{"$ref": f"#/$defs/{INJECTION_DEF}"}, {"type": "null"}],
+        "default": None,
+        "description": "The unified injection budget policy of the pipeline's steps"
+                       " (knowledge cards and bucket content); see"
+                       " docs/injection-and-packing.md."}
+
+
+def pipeline_json_schema_text() -> str:
+    """The schema as the committed file holds it: 2-space indented JSON and a final newline."""
+    return json.dumps(pipeline_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = ["SCHEMA_DIALECT", "pipeline_json_schema", "pipeline_json_schema_text"]

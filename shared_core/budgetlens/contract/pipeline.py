@@ -1,0 +1,422 @@
+"""Pipeline files: the pydantic models of a pipeline, and its ``extends`` chain.
+
+A pipeline file is YAML with ``extends`` (a parent pipeline, relative to this file),
+``settings`` and ``steps``. Unknown keys are kept: pipelines carry other settings; a key
+close to a known one is a typo and gets a warning (``key_diagnostics``, BL008).
+Settings merge key by key along the chain, the child winning; a child with ``steps``
+replaces its parent's steps, a child without inherits them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from budgetlens import codes
+from budgetlens.contract.config import NonNegativeInt, PositiveInt, StrictBool, StrictStr
+from budgetlens.contract.near_miss import (
+    check_mapping,
+    model_keys,
+    near_miss_diagnostic,
+    suggest,
+    value_text_range,
+)
+from budgetlens.contract.validation import validate_lenient
+from budgetlens.files import FileSource, SourceError, is_inside
+from budgetlens.source import Diagnostic, Location, Range, Related, Severity
+from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
+
+DEFAULT_SAFETY_MARGIN_TOKENS = 128
+#: Most files in an extends chain, the pipeline itself included.
+MAX_EXTENDS_DEPTH = 32
+CALL_MODEL = "call_model"
+
+
+class UserParts(BaseModel):
+    """The user message of a step."""
+
+    model_config = ConfigDict(extra="allow")
+
+    template: StrictStr | None = Field(
+        None, description="User message template; placeholders are {identifier}, '{{' and"
+                          " '}}' are literal braces.")
+
+
+class Step(BaseModel):
+    """One step of a pipeline. Only ``type: call_model`` steps have a token budget."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: StrictStr | None = Field(None, description="The step's name (preferred).")
+    name: StrictStr | None = Field(None, description="The step's name when it has no id.")
+    type: StrictStr | None = Field(None, description="Step type; 'call_model' calls the model.")
+    prompt_key: StrictStr | None = Field(
+        None, description="System prompt file: <prompts_dir>/<prompt_key>.txt.")
+    user_parts: UserParts | None = Field(None, description="The user message of the step.")
+    max_output_tokens: PositiveInt | None = Field(
+        None, description="Output limit of the step (wins over max_tokens).")
+    max_tokens: PositiveInt | None = Field(
+        None, description="Output limit of the step when max_output_tokens is not set.")
+    use_history: StrictBool | None = Field(
+        None, description="Put the conversation history (up to max_history_tokens) in the"
+                          " prompt.")
+
+
+class Settings(BaseModel):
+    """Budget settings of a pipeline; merged key by key along the extends chain."""
+
+    model_config = ConfigDict(extra="allow")
+
+    max_context_tokens: PositiveInt | None = Field(
+        None, description="Token limit of the retrieved context of every call_model step"
+                          " (required, here or in a parent).")
+    max_history_tokens: NonNegativeInt | None = Field(
+        None, description="Token limit of the history of a use_history step.")
+    budget_safety_margin_tokens: NonNegativeInt | None = Field(
+        None, description=f"Tokens kept free in every step (default"
+                          f" {DEFAULT_SAFETY_MARGIN_TOKENS}).")
+    min_context_tokens: NonNegativeInt | None = Field(
+        None, description="Lowest max_context_tokens the clamp may set (default: half of"
+                          " max_context_tokens); below it, output limits are lowered.")
+    min_output_tokens: NonNegativeInt | None = Field(
+        None, description="Lowest output limit the clamp may set for a step (default: half of"
+                          " the step's own limit); a step that cannot fit above its floors is"
+                          " an error.")
+
+
+class Pipeline(BaseModel):
+    """A pipeline file. Unknown top-level keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    extends: StrictStr | None = Field(
+        None, description="Parent pipeline file, relative to this one.")
+    settings: Settings | None = Field(None, description="Budget settings.")
+    steps: list[Step] | None = Field(
+        None, description="The steps; when present they replace the parent's.")
+
+
+def step_name(step: Step, index: int) -> str:
+    """A step is named by its ``id``, else its ``name``, else ``#<index>`` (0-based)."""
+    return step.id or step.name or f"#{index}"
+
+
+@dataclass(frozen=True)
+class PipelineFile:
+    """One pipeline file as read and validated."""
+
+    path: str
+    doc: YamlDocument | None
+    model: Pipeline | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    invalid: frozenset[YamlPath] = frozenset()
+
+    @property
+    def usable(self) -> bool:
+        return self.model is not None and self.doc is not None
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+    def location(self, path: YamlPath) -> Location:
+        rng = self.doc.value_range(path) if self.doc else None
+        return Location(self.path, rng or Range.at(0, 0))
+
+    def key_location(self, path: YamlPath) -> Location:
+        rng = self.doc.key_range(path) if self.doc else None
+        return Location(self.path, rng or Range.at(0, 0))
+
+    def head_range(self) -> Range:
+        """The range of the first top-level key (where file-wide problems are shown)."""
+        if self.doc is not None and isinstance(self.doc.value, dict):
+            for key in self.doc.value:
+                rng = self.doc.key_range((key,))
+                if rng is not None:
+                    return rng
+        return Range.at(0, 0)
+
+
+def _field_code(path: tuple[str | int, ...]) -> str:
+    if path[:2] == ("settings", "max_context_tokens"):
+        return codes.CONTEXT_INVALID
+    return codes.INVALID_VALUE
+
+
+def _step_of(value: dict[str, Any], path: YamlPath) -> str | None:
+    """The name of the step ``path`` points into (``steps[3].max_output_tokens``), if any."""
+    if len(path) < 2 or path[0] != "steps" or not isinstance(path[1], int):
+        return None
+    steps = value.get("steps")
+    if not isinstance(steps, list) or not 0 <= path[1] < len(steps):
+        return None
+    step = steps[path[1]]
+    if isinstance(step, dict):
+        for key in ("id", "name"):
+            if isinstance(step.get(key), str) and step[key]:
+                return str(step[key])
+    return f"#{path[1]}"
+
+
+def load_pipeline_text(path: str, text: str) -> PipelineFile:
+    """Parse and validate a pipeline file's text; every problem becomes a diagnostic."""
+    doc, problems = parse_yaml(text)
+    diags = [Diagnostic(path, p.range, Severity.ERROR if p.fatal else Severity.WARNING,
+                        p.code, p.message) for p in problems]
+    if doc is None:
+        return PipelineFile(path, None, None, tuple(diags))
+    if doc.value is None:
+        diags.append(Diagnostic(path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_SHAPE,
+                                "pipeline file is empty: expected a mapping with settings and"
+                                " steps"))
+        return PipelineFile(path, doc, None, tuple(diags))
+    if not isinstance(doc.value, dict):
+        diags.append(Diagnostic(path, doc.value_range(()) or Range.at(0, 0), Severity.ERROR,
+                                codes.PIPELINE_SHAPE,
+                                f"a pipeline file must be a mapping, not a"
+                                f" {type(doc.value).__name__}"))
+        return PipelineFile(path, doc, None, tuple(diags))
+    model, errors = validate_lenient(Pipeline, doc.value)
+    invalid: set[YamlPath] = set()
+    for err in errors:
+        where = err.path
+        while where and doc.span(where) is None:
+            where = where[:-1]
+        rng = doc.value_range(where) or Range.at(0, 0)
+        diags.append(Diagnostic(path, rng, Severity.ERROR, _field_code(err.path), err.message,
+                                step=_step_of(doc.value, err.path)))
+        invalid.add(err.path)
+    if model is None:  # pragma: no cover - every Pipeline field is optional
+        model = Pipeline.model_validate({})
+    diags.extend(key_diagnostics(path, doc))
+    return PipelineFile(path, doc, model, tuple(diags), frozenset(invalid))
+
+
+#: ``settings.injection`` is read by pipeline_injection.py, not by the Settings model.
+SETTINGS_EXTRA_KEYS = ("injection",)
+_NO_TYPE = " Without a type the step is not a call_model step and is left out of the budget"
+_NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
+
+
+def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
+    """Near-miss keys (BL008) of the file, its settings and its call_model steps, a step
+    type close to ``call_model`` (BL008), and duplicate step ids (BL044).
+
+    Other unknown keys are allowed: pipelines carry keys of their runtime.
+    """
+    out = check_mapping(path, doc, (), model_keys(Pipeline))
+    out += check_mapping(path, doc, ("settings",), model_keys(Settings, *SETTINGS_EXTRA_KEYS))
+    steps = doc.node(("steps",))
+    if not isinstance(steps, list):
+        return out
+    seen: dict[str, YamlPath] = {}
+    for i, raw in enumerate(steps):
+        if not isinstance(raw, dict):
+            continue
+        base: YamlPath = ("steps", i)
+        # the step's name as step_name() reads it: its id, else its name, else #<index>
+        where = next(((*base, k) for k in ("id", "name")
+                      if isinstance(raw.get(k), str) and raw[k]), None)
+        value = str(raw[where[-1]]) if where is not None else f"#{i}"
+        kind = raw.get("type")
+        found: list[Diagnostic] = []
+        if "type" not in raw:  # a step without a type: only a misspelled ``type`` is caught
+            found += check_mapping(path, doc, base, ("type",), extra={"type": _NO_TYPE})
+        elif kind == CALL_MODEL:
+            found += check_mapping(path, doc, base, model_keys(Step))
+            found += check_mapping(path, doc, (*base, "user_parts"), model_keys(UserParts))
+        elif isinstance(kind, str) and suggest(kind, (CALL_MODEL,)) is not None:
+            diag = near_miss_diagnostic(path, kind, CALL_MODEL,
+                                        value_text_range(doc, (*base, "type")))
+            found.append(replace(diag, message=f"unknown step type {kind!r}: did you mean"
+                                               f" {CALL_MODEL!r}?{_NOT_IN_BUDGET}"))
+        out += [replace(d, step=value) for d in found]
+        if where is None:
+            continue
+        first = seen.setdefault(value, where)
+        if first == where:
+            continue
+        related = (Related(Location(path, doc.value_range(first) or Range.at(0, 0)),
+                           f"steps[{first[1]}] has {first[-1]} {value!r}"),)
+        out.append(Diagnostic(
+            path, doc.value_range(where) or Range.at(0, 0), Severity.ERROR,
+            codes.DUPLICATE_STEP_ID,
+            f"duplicate step {where[-1]} {value!r}: steps[{first[1]}] has it too; give each"
+            f" step its own (reports, clamps and fixes find a step by it)", step=value,
+            related=related))
+    return out
+
+
+def read_pipeline(path: str, files: FileSource) -> PipelineFile:
+    """Read and load ``path``; an unreadable file gives a file with a diagnostic."""
+    try:
+        text = files.read_text(Path(path))
+    except SourceError as exc:
+        return PipelineFile(path, None, None, (Diagnostic(
+            path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
+            f"pipeline cannot be read: {exc}"),))
+    return load_pipeline_text(path, text)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A pipeline and its ancestors, child first, with the problems of the links."""
+
+    files: tuple[PipelineFile, ...]
+    diagnostics: tuple[Diagnostic, ...] = ()
+    broken: bool = False
+    dependencies: tuple[str, ...] = field(default=())  # every file read, missing ones too
+
+    @property
+    def pipeline(self) -> PipelineFile:
+        return self.files[0]
+
+
+def resolve_extends(child: str, value: str) -> str:
+    return os.path.normpath(os.path.join(os.path.dirname(child), value))
+
+
+def _named_inside(path: str, root: str) -> bool:
+    p, r = os.path.abspath(path), os.path.abspath(root)
+    return p == r or p.startswith(r.rstrip(os.sep) + os.sep)
+
+
+def load_chain(path: str, files: FileSource, *, root: str | None,
+               load: Callable[[str], PipelineFile] | None = None) -> Chain:
+    """Load ``path`` and follow ``extends`` up its chain.
+
+    Errors are reported at the ``extends`` value of the child: a missing or unreadable
+    parent, a cycle (naming the chain), a parent outside ``root``, a broken parent. A
+    pipeline inside ``root`` as named whose real path (symlinks resolved) leaves it is not
+    read at all (BL007, as the editor's workspace-rooted reads refuse it).
+    """
+    if root is not None and _named_inside(path, root) and not is_inside(path, root):
+        return Chain((PipelineFile(path, None, None, (Diagnostic(
+            path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
+            f"pipeline cannot be read: {path}: resolves outside the workspace root {root}"),
+        )),), (), False, (path,))
+    loader = load or (lambda p: read_pipeline(p, files))
+    first = loader(path)
+    chain = [first]
+    deps = [path]
+    diags: list[Diagnostic] = []
+    broken = False
+    current = first
+    while current.usable and current.model is not None and current.model.extends is not None:
+        ext_loc = current.location(("extends",))
+        names = [f.path for f in chain]
+
+        def fail(code: str, message: str, loc: Location = ext_loc) -> None:
+            diags.append(Diagnostic(loc.file, loc.range, Severity.ERROR, code, message))
+
+        if not current.model.extends.strip():
+            fail(codes.EXTENDS_MISSING, "extends is empty: name the parent pipeline file"
+                                        " (relative to this file), or remove the key")
+            broken = True
+            break
+        if "\x00" in current.model.extends:
+            fail(codes.EXTENDS_MISSING, f"extends {current.model.extends!r}: the path contains"
+                                        " a NUL byte")
+            broken = True
+            break
+        parent_path = resolve_extends(current.path, current.model.extends)
+
+        if parent_path in names or os.path.abspath(parent_path) in map(os.path.abspath, names):
+            start = names.index(parent_path) if parent_path in names else 0
+            cycle = [*names[start:], parent_path]
+            fail(codes.EXTENDS_CYCLE, "extends cycle: " + " -> ".join(cycle))
+            broken = True
+            break
+        if len(chain) >= MAX_EXTENDS_DEPTH:
+            fail(codes.EXTENDS_CYCLE, f"extends chain longer than {MAX_EXTENDS_DEPTH} files"
+                                      f" ({path} and its parents): shorten the chain")
+            broken = True
+            break
+        if root is not None and not is_inside(parent_path, root):
+            fail(codes.EXTENDS_OUTSIDE, f"extends {current.model.extends!r} resolves to"
+                                        f" {parent_path}, outside the workspace root {root}")
+            broken = True
+            break
+        deps.append(parent_path)
+        parent = loader(parent_path)
+        unreadable = [d for d in parent.diagnostics if d.code == codes.PIPELINE_UNREADABLE]
+        if unreadable:
+            reason = unreadable[0].message.removeprefix("pipeline cannot be read: ")
+            code = codes.EXTENDS_MISSING
+            if "no such file" in reason:
+                reason = f"parent pipeline {parent_path} does not exist"
+            fail(code, f"extends {current.model.extends!r}: {reason}")
+            broken = True
+            break
+        chain.append(parent)
+        if not parent.usable or parent.has_errors:
+            first_error = next((d for d in parent.diagnostics
+                                if d.severity is Severity.ERROR), None)
+            related: tuple[Related, ...] = ()
+            if first_error is not None:
+                related = (Related(Location(first_error.file, first_error.range),
+                                   first_error.message),)
+            diags.append(Diagnostic(ext_loc.file, ext_loc.range, Severity.ERROR,
+                                    codes.EXTENDS_PARENT_BROKEN,
+                                    f"parent pipeline {parent_path} has errors",
+                                    related=related))
+            diags.extend(parent.diagnostics)
+            if not parent.usable:
+                broken = True
+                break
+        else:
+            diags.extend(parent.diagnostics)
+        current = parent
+    link_errors = [d for d in diags if d.code in _LINK_CODES]
+    if broken and link_errors and link_errors[-1].file != path and first.model is not None:
+        # the pipeline itself shows why its chain is broken, at its own extends value
+        last = link_errors[-1]
+        loc = first.location(("extends",))
+        diags.append(Diagnostic(loc.file, loc.range, Severity.ERROR, last.code, last.message,
+                                related=(Related(Location(last.file, last.range),
+                                                 last.message),)))
+    return Chain(tuple(chain), tuple(diags), broken, tuple(deps))
+
+
+_LINK_CODES = (codes.EXTENDS_CYCLE, codes.EXTENDS_MISSING, codes.EXTENDS_OUTSIDE)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A merged setting: its value and the file and range that set it."""
+
+    value: Any
+    location: Location
+    key_location: Location
+    depth: int  # 0 = the pipeline itself, 1 = its parent, ...
+
+
+def merged_settings(chain: Chain) -> dict[str, Setting]:
+    """Settings merged key by key along the chain, the child winning; bad values skipped."""
+    out: dict[str, Setting] = {}
+    for depth, pf in enumerate(chain.files):
+        if pf.model is None or pf.model.settings is None:
+            continue
+        values = pf.model.settings.model_dump(exclude_unset=True)
+        for key, value in values.items():
+            if key in out or value is None or ("settings", key) in pf.invalid:
+                continue  # an explicit null is the same as not setting the key
+            out[key] = Setting(value, pf.location(("settings", key)),
+                               pf.key_location(("settings", key)), depth)
+    return out
+
+
+def steps_owner(chain: Chain) -> PipelineFile | None:
+    """The file whose ``steps`` the pipeline runs: the nearest one in the chain that has any."""
+    for pf in chain.files:
+        if pf.model is not None and pf.model.steps is not None:
+            return pf
+        if pf.model is None:
+            return None
+    return None
+

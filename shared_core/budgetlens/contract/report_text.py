@@ -1,0 +1,42 @@
+"""The budget table of a pipeline report as text: one row per ``call_model`` step.
+
+Both adapters show it (the CLI after its diagnostics, the language server in its budget
+report), so it lives below them.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from budgetlens.contract.check import PipelineReport
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (East Asian wide and full-width characters: 2)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+COLUMNS = ("fixed", "history", "context", "output", "margin", "total", "window", "headroom")
+
+
+def budget_table(report: PipelineReport) -> list[str]:
+    if not report.steps:
+        return []
+    width = max(4, *(display_width(s.step) for s in report.steps))
+    header = "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in COLUMNS) + "  fits"
+    rows = [header]
+    for s in report.steps:
+        b: dict[str, Any] = s.budget_dict()
+        # a missing term (an invalid or absent setting, reported above) is unknown, and so
+        # are the total and the headroom: never a number next to NO that looks fine
+        unknown = {"window": s.window.source == "missing",
+                   "context": s.context.source == "missing",
+                   "output": s.output_source == "missing"}
+        for column, missing in unknown.items():
+            if missing:
+                b[column] = b["total"] = b["headroom"] = "?"
+        name = s.step + " " * (width - display_width(s.step))
+        rows.append("  " + name + "".join(f"{b[c]:>10}" for c in COLUMNS)
+                    + ("  yes" if s.fits else "  NO"))
+    return rows
