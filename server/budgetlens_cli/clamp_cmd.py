@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import PipelineReport, check_pipeline, shared_floors, with_floors
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.clamp import shared_floors, with_floors
+from budgetlens.contract.model import PipelineReport
 from budgetlens.contract.plan import ClampPlan, apply_edits, clamp_plan
 from budgetlens.files import DiskFiles, OverlayFiles, SourceError
 from budgetlens.source import Severity

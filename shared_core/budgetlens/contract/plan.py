@@ -35,7 +35,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from budgetlens.contract.check import ClampValues, PipelineReport, StepBudget, compute_clamp
+from budgetlens.contract.clamp import compute_clamp
+from budgetlens.contract.model import ClampValues, PipelineReport, StepBudget
 from budgetlens.contract.pipeline import load_chain, merged_settings, steps_owner
 from budgetlens.files import FileSource, OverlayFiles, SourceError
 from budgetlens.source import Range, TextEdit, apply_text_edits

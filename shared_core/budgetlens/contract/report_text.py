@@ -9,7 +9,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from budgetlens.contract.check import PipelineReport
+from budgetlens.contract.model import PipelineReport
 
 
 def display_width(text: str) -> int:
