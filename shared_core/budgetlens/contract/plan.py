@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,15 +37,11 @@ from typing import Any
 from budgetlens.contract.clamp import compute_clamp
 from budgetlens.contract.model import ClampValues, PipelineReport, StepBudget
 from budgetlens.contract.pipeline import load_chain, merged_settings, steps_owner
-from budgetlens.files import FileSource, OverlayFiles, SourceError
+from budgetlens.files import FileSource, OverlayFiles
 from budgetlens.source import Range, TextEdit, apply_text_edits
+from budgetlens.yamldoc.edit import YamlText, edited_block, load_yaml_text, number_at
 from budgetlens.yamldoc.parse import (
-    Span,
-    YamlDocument,
     YamlPath,
-    YamlTokens,
-    line_number,
-    parse_yaml,
 )
 from budgetlens.yamldoc.verify import (
     Planned,
@@ -72,13 +67,9 @@ class ClampChange:
     after: int
     reason: str
     step: str | None = None
-    edits: tuple[TextEdit, ...] = ()
-    path: YamlPath = ()  # where the value sits in the loaded data of ``file``
-
-    def to_dict(self) -> dict[str, object]:
-        return {"file": self.file, "range": self.range.to_dict(), "key": self.key,
-                "before": self.before, "after": self.after, "reason": self.reason,
-                "step": self.step}
+    edits: tuple[TextEdit, ...] = field(default=(), metadata={"json": False})
+    path: YamlPath = field(default=(), metadata={"json": False})
+    """Where the value sits in the loaded data of ``file``."""
 
 
 @dataclass(frozen=True)
@@ -109,10 +100,6 @@ class ClampPlan:
     def edits_for(self, file: str) -> list[TextEdit]:
         return [e for e in self.edits if e.file == file]
 
-    def to_dict(self) -> dict[str, object]:
-        return {"pipeline": self.pipeline, "changes": [c.to_dict() for c in self.changes],
-                "notes": list(self.notes)}
-
 
 def apply_edits(text: str, edits: list[TextEdit] | tuple[TextEdit, ...]) -> str:
     """Apply non-overlapping edits of one file to its text (``source.apply_text_edits``)."""
@@ -122,190 +109,6 @@ def apply_edits(text: str, edits: list[TextEdit] | tuple[TextEdit, ...]) -> str:
 def apply_plan(plan: ClampPlan, files: FileSource) -> dict[str, str]:
     """The new text of every file the plan edits (nothing is written)."""
     return {f: apply_text_edits(files.read_text(Path(f)), plan.edits_for(f)) for f in plan.files}
-
-
-# ------------------------------------------------------------------------- text helpers
-@dataclass
-class _File:
-    """A file as the plan read it, with offset helpers that know every YAML line break
-    (``\\n``, ``\\r\\n`` and a lone ``\\r``)."""
-
-    path: str
-    text: str
-    doc: YamlDocument
-
-    @property
-    def tokens(self) -> YamlTokens:
-        return self.doc.tokens
-
-    def eol(self, offset: int) -> int:
-        """End of the line holding ``offset`` (before its line break)."""
-        n, text, i = len(self.text), self.text, offset
-        while i < n and text[i] not in "\r\n":
-            i += 1
-        return i
-
-    def bol(self, offset: int) -> int:
-        return max(self.text.rfind("\n", 0, offset), self.text.rfind("\r", 0, offset)) + 1
-
-    def col(self, offset: int) -> int:
-        return offset - self.bol(offset)
-
-    def line(self, offset: int) -> int:
-        return line_number(self.text, offset)
-
-    def newline(self, offset: int) -> str:
-        """The line break ending the line of ``offset`` (else the file's first one)."""
-        i = self.eol(offset)
-        if i < len(self.text):
-            return "\r\n" if self.text.startswith("\r\n", i) else self.text[i]
-        found = re.search(r"\r\n|\r|\n", self.text)
-        return found.group() if found else "\n"
-
-    def back(self, offset: int) -> int:
-        """``offset`` moved back over blanks and line breaks."""
-        while offset > 0 and self.text[offset - 1] in " \t\r\n":
-            offset -= 1
-        return offset
-
-    def after_line(self, offset: int) -> int:
-        """Where a new line goes after content ending at ``offset``: the end of its line
-        (after a trailing comment, never inside it)."""
-        return self.eol(self.back(offset))
-
-    def edit(self, start: int, end: int, new_text: str) -> TextEdit:
-        return TextEdit(self.path, self.doc.index.range(start, end), new_text)
-
-    def indent_unit(self) -> int:
-        """The file's indentation step: how far a nested block key sits right of its parent."""
-        steps: list[int] = []
-        for path, span in self.doc.spans.items():
-            if len(path) < 2 or span.key_start is None:
-                continue
-            parent = self.doc.span(path[:-1])
-            if parent is None or parent.kind != "mapping" or parent.flow \
-                    or parent.key_start is None:
-                continue
-            diff = self.col(span.key_start) - self.col(parent.key_start)
-            if diff > 0:
-                steps.append(diff)
-        return min(steps) if steps else 2
-
-    def scalar_range(self, path: YamlPath) -> tuple[int, int] | str:
-        """The characters of the scalar at ``path`` itself: no anchor, tag or quotes."""
-        span = self.doc.span(path)
-        if span is None or span.kind != "scalar":
-            return "the value is not a plain number there"
-        tok = self.tokens.scalar(span)
-        if tok is None:
-            return "the value's text could not be found"
-        if tok.style in ("|", ">"):
-            return "the value is a block scalar"
-        if tok.style in ("'", '"'):
-            return tok.start + 1, tok.end - 1
-        return tok.start, tok.end
-
-    def users(self, path: YamlPath) -> list[YamlPath]:
-        """Every path of the data whose value is the scalar at ``path`` (one text through
-        an anchor, its aliases and merge keys)."""
-        span = self.doc.span(path)
-        if span is None:
-            return []
-        return [p for p, s in self.doc.spans.items()
-                if s.kind == "scalar" and s.start == span.start and s.end == span.end]
-
-    def anchor_text(self, path: YamlPath) -> str:
-        span = self.doc.span(path)
-        tok = self.tokens.anchor(span) if span is not None else None
-        if tok is None or span is None:
-            return f"the value at line {self.line(span.start if span else 0)}"
-        return f"anchor &{tok.value} at line {self.line(tok.start)}"
-
-    def flow_insert(self, span: Span, entry: str) -> tuple[int, str] | None:
-        """Add ``entry`` to a flow mapping: after its last entry, keeping a trailing comma,
-        comments and the closing brace where they are."""
-        toks = self.tokens.inside(span.start, span.end)
-        if len(toks) < 2 or toks[-1].kind != "FlowMappingEnd" or toks[-1].end != span.end:
-            return None
-        last = toks[-2]
-        if last.kind == "FlowMappingStart":
-            return last.end, entry
-        if last.kind == "FlowEntry":  # a trailing comma: the new entry gets one too
-            return last.end, f" {entry},"
-        return last.end, ", " + entry
-
-    def insert_entry(self, mapping: YamlPath, key: str,
-                     value: int) -> tuple[int, str] | tuple[int, str, int] | None:
-        """Add ``key: value`` to the mapping at ``mapping`` in its own style (an empty value
-        written ``~`` or ``null`` is replaced: the third item is the end of what goes)."""
-        span = self.doc.span(mapping)
-        node = self.doc.node(mapping)
-        if span is None:
-            return None
-        if span.kind == "mapping" and span.flow:
-            return self.flow_insert(span, f"{key}: {value}")
-        if span.kind == "mapping":
-            at = self.after_line(self.tokens.content_end(span))
-            return at, f"{self.newline(at)}{' ' * self.col(span.start)}{key}: {value}"
-        if span.kind == "scalar" and node is None:
-            tok = self.tokens.scalar(span)
-            if tok is not None and tok.style is None:  # "settings: ~" or "null"
-                return (None if tok.start != span.start
-                        else (tok.start, f"{{{key}: {value}}}", tok.end))
-            if span.start != span.end or span.key_start is None or span.key_end is None:
-                return None
-            indent = " " * (self.col(span.key_start) + self.indent_unit())
-            at = self.eol(span.key_end)
-            return at, f"{self.newline(at)}{indent}{key}: {value}"
-        return None
-
-    def insert_top_level(self, block: list[str], flow_text: str) -> tuple[int, str] | None:
-        """Insert a top-level entry: after ``extends`` if there is one, else first."""
-        root = self.doc.span(())
-        if root is None or not isinstance(self.doc.value, dict) or root.kind != "mapping":
-            return None
-        if root.flow:
-            return self.flow_insert(root, flow_text)
-        lines = [" " * self.col(root.start) + line for line in block]
-        ext = self.doc.span(("extends",))
-        if ext is not None:
-            at = self.after_line(self.tokens.content_end(ext))
-            nl = self.newline(at)
-            return at, nl + nl.join(lines)
-        at = self.bol(root.start)
-        if self.text[at:root.start].strip():
-            return None
-        nl = self.newline(root.start)
-        return at, nl.join(lines) + nl
-
-    def append_top_level(self, block: list[str], flow_text: str | None) -> tuple[int, str] | None:
-        """Add a top-level entry after the last one (before an end marker ``...``)."""
-        root = self.doc.span(())
-        if root is None or not isinstance(self.doc.value, dict) or root.kind != "mapping":
-            return None
-        if root.flow:
-            return self.flow_insert(root, flow_text) if flow_text is not None else None
-        col = self.col(root.start)
-        lines = [(" " * col + line) if line.strip() else line for line in block]
-        at = self.after_line(self.tokens.content_end(root))
-        nl = self.newline(at)
-        return at, nl + nl + nl.join(lines)
-
-
-def _load(path: str, files: FileSource) -> _File | None:
-    try:
-        text = files.read_text(Path(path))
-    except SourceError:
-        return None
-    doc, _ = parse_yaml(text)
-    if doc is None:
-        return None
-    return _File(path, text, doc)
-
-
-def _number_at(f: _File, path: YamlPath) -> int | None:
-    value = f.doc.node(path)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _output_path_key(path: YamlPath) -> bool:
@@ -327,7 +130,7 @@ def _change_key(path: YamlPath) -> str:
     return path_text(path)
 
 
-def _step_name(f: _File, index: int) -> str | None:
+def _step_name(f: YamlText, index: int) -> str | None:
     step = f.doc.node(("steps", index))
     if isinstance(step, dict):
         for k in ("id", "name"):
@@ -360,8 +163,8 @@ class _Insert:
 
 
 @dataclass
-class _FilePlan:
-    file: _File
+class YamlTextPlan:
+    file: YamlText
     replaces: dict[tuple[int, int], list[_Want]] = field(default_factory=dict)
     inserts: list[_Insert] = field(default_factory=list)
 
@@ -369,7 +172,7 @@ class _FilePlan:
 class _Builder:
     def __init__(self, plan: ClampPlan) -> None:
         self.plan = plan
-        self.files: dict[str, _FilePlan] = {}
+        self.files: dict[str, YamlTextPlan] = {}
         self.seq = 0
 
     def want(self, path: YamlPath, after: int, key: str, before: int | None, reason: str,
@@ -377,15 +180,15 @@ class _Builder:
         self.seq += 1
         return _Want(self.seq, path, after, key, before, reason, step)
 
-    def of(self, f: _File) -> _FilePlan:
-        return self.files.setdefault(f.path, _FilePlan(f))
+    def of(self, f: YamlText) -> YamlTextPlan:
+        return self.files.setdefault(f.path, YamlTextPlan(f))
 
-    def note(self, f: _File, path: YamlPath | None, text: str) -> None:
+    def note(self, f: YamlText, path: YamlPath | None, text: str) -> None:
         span = f.doc.span(path) if path is not None else None
         where = f":{f.line(span.start)}" if span is not None else ""
         self.plan.notes.append(f"{f.path}{where}: {text}")
 
-    def replace(self, f: _File, want: _Want) -> None:
+    def replace(self, f: YamlText, want: _Want) -> None:
         where = f.scalar_range(want.path)
         if isinstance(where, str):
             self.note(f, want.path, f"{want.key} not lowered to {want.after}: {where};"
@@ -393,13 +196,13 @@ class _Builder:
             return
         self.of(f).replaces.setdefault(where, []).append(want)
 
-    def insert(self, f: _File, at_text: tuple[int, str] | tuple[int, str, int],
+    def insert(self, f: YamlText, at_text: tuple[int, str] | tuple[int, str, int],
                wants: list[_Want], planned: list[Planned]) -> None:
         end = at_text[2] if len(at_text) == 3 else None
         self.of(f).inserts.append(_Insert(at_text[0], at_text[1], wants, planned, end))
 
     @staticmethod
-    def by_hand(f: _File, changes: list[tuple[float, ClampChange]]) -> str:
+    def by_hand(f: YamlText, changes: list[tuple[float, ClampChange]]) -> str:
         out = []
         for _, c in changes:
             span = f.doc.span(c.path) or f.doc.span(c.path[:-1]) or f.doc.span(())
@@ -481,10 +284,10 @@ def _output_want(b: _Builder, step: StepBudget, after: int, reason: str, *,
                   step.output.value, reason + extra, step.step)
 
 
-def _plan_output(b: _Builder, owner: _File, step: StepBudget, after: int, reason: str) -> None:
+def _plan_output(b: _Builder, owner: YamlText, step: StepBudget, after: int, reason: str) -> None:
     want = _output_want(b, step, after, reason)
     if step.output_source in ("max_output_tokens", "max_tokens"):
-        if _number_at(owner, want.path) != step.output.value:
+        if number_at(owner, want.path) != step.output.value:
             b.note(owner, ("steps", step.index), f"step {step.step!r} changed since the check;"
                                                  " run it again")
             return
@@ -498,7 +301,7 @@ def _plan_output(b: _Builder, owner: _File, step: StepBudget, after: int, reason
     b.insert(owner, at, [want], [Planned(want.path, after)])
 
 
-def _copy_text(owner: _File, child: _File, values: dict[int, int],
+def _copy_text(owner: YamlText, child: YamlText, values: dict[int, int],
                steps_data: list[Any]) -> tuple[list[str], dict[YamlPath, int]] | None:
     """The owner's ``steps`` entry as text with the new output limits, and the values it
     sets (a scalar shared by several steps is set once, to the lowest of their limits)."""
@@ -533,26 +336,11 @@ def _copy_text(owner: _File, child: _File, values: dict[int, int],
                  for ins in inserts)
     for index in inserted:
         sets[("steps", index, "max_output_tokens")] = values[index]
-    try:
-        new_owner = apply_text_edits(owner.text, edits)
-    except ValueError:
-        return None
-    doc, _ = parse_yaml(new_owner)
-    span = doc.span(("steps",)) if doc is not None else None
-    if doc is None or span is None or span.key_start is None:
-        return None
-    start = max(new_owner.rfind("\n", 0, span.key_start),
-                new_owner.rfind("\r", 0, span.key_start)) + 1
-    first = new_owner[start:span.key_start]
-    col0 = len(first) - len(first.lstrip(" "))
-    end = doc.tokens.content_end(span)
-    lines = re.split(r"\r\n|\r|\n", new_owner[start:end].rstrip(" \t\r\n"))
-    if col0:
-        lines = [ln[col0:] if ln[:col0].strip() == "" else ln for ln in lines]
-    return lines, sets
+    lines = edited_block(owner.text, edits, "steps")
+    return None if lines is None else (lines, sets)
 
 
-def _plan_copied_steps(b: _Builder, child: _File, owner: _File,
+def _plan_copied_steps(b: _Builder, child: YamlText, owner: YamlText,
                        copied: list[tuple[StepBudget, int, str]]) -> None:
     steps_data = owner.doc.node(("steps",))
     values = {s.index: after for s, after, _ in copied}
@@ -603,7 +391,7 @@ def _plan_copied_steps(b: _Builder, child: _File, owner: _File,
     _copy_refused(b, child, owner, copied)
 
 
-def _copy_refused(b: _Builder, child: _File, owner: _File,
+def _copy_refused(b: _Builder, child: YamlText, owner: YamlText,
                   copied: list[tuple[StepBudget, int, str]]) -> None:
     limits = ", ".join(f"step {s.step!r} to {after}" for s, after, _ in copied)
     b.note(owner, ("steps",), f"the output limits of {child.path} come from these steps;"
@@ -652,11 +440,11 @@ def clamp_plan(report: PipelineReport, *, files: FileSource,
     values = report.clamp
     if values.empty or report.context is None or report.window is None:
         return plan
-    loaded: dict[str, _File | None] = {}
+    loaded: dict[str, YamlText | None] = {}
 
-    def get(path: str) -> _File | None:
+    def get(path: str) -> YamlText | None:
         if path not in loaded:
-            loaded[path] = _load(path, files)
+            loaded[path] = load_yaml_text(path, files)
         return loaded[path]
 
     child = get(report.pipeline)
@@ -673,7 +461,7 @@ def clamp_plan(report: PipelineReport, *, files: FileSource,
         path: YamlPath = ("settings", "max_context_tokens")
         if ctx.location is not None and (not ctx.inherited or edit_parent):
             target = get(ctx.location.file)
-            if target is None or _number_at(target, path) != ctx.value:
+            if target is None or number_at(target, path) != ctx.value:
                 plan.notes.append(f"{ctx.location.file}: max_context_tokens changed since the"
                                   " check; run it again")
             else:
