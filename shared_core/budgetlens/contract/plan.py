@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens.contract.clamp import compute_clamp
-from budgetlens.contract.model import ClampValues, PipelineReport, StepBudget
+from budgetlens.contract.model import ClampValues, OutputSource, PipelineReport, StepBudget
 from budgetlens.contract.pipeline import load_chain, merged_settings, steps_owner
 from budgetlens.files import FileSource, OverlayFiles
 from budgetlens.source import Range, TextEdit, apply_text_edits
@@ -163,7 +163,7 @@ class _Insert:
 
 
 @dataclass
-class YamlTextPlan:
+class _FilePlan:
     file: YamlText
     replaces: dict[tuple[int, int], list[_Want]] = field(default_factory=dict)
     inserts: list[_Insert] = field(default_factory=list)
@@ -172,7 +172,7 @@ class YamlTextPlan:
 class _Builder:
     def __init__(self, plan: ClampPlan) -> None:
         self.plan = plan
-        self.files: dict[str, YamlTextPlan] = {}
+        self.files: dict[str, _FilePlan] = {}
         self.seq = 0
 
     def want(self, path: YamlPath, after: int, key: str, before: int | None, reason: str,
@@ -180,8 +180,8 @@ class _Builder:
         self.seq += 1
         return _Want(self.seq, path, after, key, before, reason, step)
 
-    def of(self, f: YamlText) -> YamlTextPlan:
-        return self.files.setdefault(f.path, YamlTextPlan(f))
+    def of(self, f: YamlText) -> _FilePlan:
+        return self.files.setdefault(f.path, _FilePlan(f))
 
     def note(self, f: YamlText, path: YamlPath | None, text: str) -> None:
         span = f.doc.span(path) if path is not None else None
@@ -214,71 +214,92 @@ class _Builder:
     def finish(self) -> list[ClampChange]:
         out: list[tuple[float, ClampChange]] = []
         for fp in self.files.values():
-            f = fp.file
-            edits: list[TextEdit] = []
-            planned: list[Planned] = []
-            changes: list[tuple[float, ClampChange]] = []
-            refused = False
-            for (start, end), wants in fp.replaces.items():
-                value = min(w.after for w in wants)
-                mine = {w.path for w in wants}
-                others = [u for u in f.users(wants[0].path) if u not in mine]
-                bad = [u for u in others if not _fit_safe(u)]
-                source = f.anchor_text(wants[0].path)
-                if bad:
-                    for w in wants:
-                        self.note(f, w.path, f"{w.key} not lowered to {w.after}: the value"
-                                             f" comes from {source}, which also sets"
-                                             f" {path_text(bad[0])}; change it there by hand")
-                    refused = True
-                    continue
-                edit = f.edit(start, end, str(value))
-                edits.append(edit)
-                shared = (f"; one value from {source} feeds "
-                          + ", ".join(_change_key(p) for p in [*mine, *others])
-                          + f": set to {value}, the lowest they need") if others or \
-                    len(wants) > 1 else ""
-                for w in wants:
-                    changes.append((w.seq, ClampChange(
-                        f.path, edit.range, w.key, w.before, value, w.reason + shared, w.step,
-                        (edit,), w.path)))
-                    planned.append(Planned(w.path, value))
-                for u in others:
-                    before = f.doc.node(u)
-                    changes.append((wants[0].seq + 0.5, ClampChange(
-                        f.path, edit.range, _change_key(u),
-                        before if isinstance(before, int) else None, value,
-                        f"shares {source} with {wants[0].key}{shared}",
-                        _step_name(f, u[1]) if _output_path_key(u) and isinstance(u[1], int)
-                        else None, (edit,), u)))
-                    planned.append(Planned(u, value))
-            for ins in fp.inserts:
-                edit = f.edit(ins.at, ins.at if ins.end is None else ins.end, ins.text)
-                edits.append(edit)
-                planned.extend(ins.planned)
-                for w in ins.wants:
-                    changes.append((w.seq, ClampChange(
-                        f.path, edit.range, w.key, w.before, w.after, w.reason, w.step,
-                        (edit,), w.path)))
-            if refused:
-                if changes:
-                    self.plan.notes.append(f"{f.path}: not edited (a file's edits go all or"
-                                           f" nothing); set {self.by_hand(f, changes)} by hand")
-                continue
-            why = verify_file_edits(f.doc, edits, planned)
-            if why is not None:
-                self.plan.notes.append(f"{f.path}: not edited: {why}; set"
-                                       f" {self.by_hand(f, changes)} by hand")
-                continue
-            out.extend(changes)
+            out.extend(self.file_changes(fp))
         out.sort(key=lambda sc: sc[0])
         return [c for _, c in out]
+
+    def file_changes(self, fp: _FilePlan) -> list[tuple[float, ClampChange]]:
+        """The changes of one file, each with its order; none when any edit is refused or
+        the file's edits do not verify (a file's edits go all or nothing)."""
+        f = fp.file
+        acc = _Edits()
+        refused = False
+        for (start, end), wants in fp.replaces.items():
+            refused = not self.replace_shared(f, start, end, wants, acc) or refused
+        for ins in fp.inserts:
+            edit = f.edit(ins.at, ins.at if ins.end is None else ins.end, ins.text)
+            acc.edits.append(edit)
+            acc.planned.extend(ins.planned)
+            for w in ins.wants:
+                acc.changes.append((w.seq, ClampChange(
+                    f.path, edit.range, w.key, w.before, w.after, w.reason, w.step,
+                    (edit,), w.path)))
+        if refused:
+            if acc.changes:
+                self.plan.notes.append(f"{f.path}: not edited (a file's edits go all or"
+                                       f" nothing); set {self.by_hand(f, acc.changes)} by hand")
+            return []
+        why = verify_file_edits(f.doc, acc.edits, acc.planned)
+        if why is not None:
+            self.plan.notes.append(f"{f.path}: not edited: {why}; set"
+                                   f" {self.by_hand(f, acc.changes)} by hand")
+            return []
+        return acc.changes
+
+    def replace_shared(self, f: YamlText, start: int, end: int, wants: list[_Want],
+                       acc: _Edits) -> bool:
+        """One replacement of the scalar at ``start..end``, set to the lowest value its
+        wants need, with a change for every other user of the scalar; False (and notes) when
+        another user could not take the lower value."""
+        value = min(w.after for w in wants)
+        mine = {w.path for w in wants}
+        others = [u for u in f.users(wants[0].path) if u not in mine]
+        bad = [u for u in others if not _fit_safe(u)]
+        source = f.anchor_text(wants[0].path)
+        if bad:
+            for w in wants:
+                self.note(f, w.path, f"{w.key} not lowered to {w.after}: the value"
+                                     f" comes from {source}, which also sets"
+                                     f" {path_text(bad[0])}; change it there by hand")
+            return False
+        edit = f.edit(start, end, str(value))
+        acc.edits.append(edit)
+        shared = (f"; one value from {source} feeds "
+                  + ", ".join(_change_key(p) for p in [*mine, *others])
+                  + f": set to {value}, the lowest they need") if others or \
+            len(wants) > 1 else ""
+        for w in wants:
+            acc.changes.append((w.seq, ClampChange(
+                f.path, edit.range, w.key, w.before, value, w.reason + shared, w.step,
+                (edit,), w.path)))
+            acc.planned.append(Planned(w.path, value))
+        for u in others:
+            before = f.doc.node(u)
+            acc.changes.append((wants[0].seq + 0.5, ClampChange(
+                f.path, edit.range, _change_key(u),
+                before if isinstance(before, int) else None, value,
+                f"shares {source} with {wants[0].key}{shared}",
+                _step_name(f, u[1]) if _output_path_key(u) and isinstance(u[1], int)
+                else None, (edit,), u)))
+            acc.planned.append(Planned(u, value))
+        return True
+
+
+@dataclass
+class _Edits:
+    """What a file's plan has so far: its edits, the values they set, and the changes."""
+
+    edits: list[TextEdit] = field(default_factory=list)
+    planned: list[Planned] = field(default_factory=list)
+    changes: list[tuple[float, ClampChange]] = field(default_factory=list)
+
+
+_STEP_OUTPUTS = (OutputSource.MAX_OUTPUT_TOKENS, OutputSource.MAX_TOKENS)
 
 
 def _output_want(b: _Builder, step: StepBudget, after: int, reason: str, *,
                  copied: bool = False) -> _Want:
-    key = _output_key(step) if step.output_source in ("max_output_tokens", "max_tokens") \
-        else "max_output_tokens"
+    key = _output_key(step) if step.output_source in _STEP_OUTPUTS else "max_output_tokens"
     extra = f"; the steps of {step.defined_in} are copied here to override it" if copied else ""
     return b.want(("steps", step.index, key), after, f"steps[{step.index}].{key}",
                   step.output.value, reason + extra, step.step)
@@ -286,7 +307,7 @@ def _output_want(b: _Builder, step: StepBudget, after: int, reason: str, *,
 
 def _plan_output(b: _Builder, owner: YamlText, step: StepBudget, after: int, reason: str) -> None:
     want = _output_want(b, step, after, reason)
-    if step.output_source in ("max_output_tokens", "max_tokens"):
+    if step.output_source in _STEP_OUTPUTS:
         if number_at(owner, want.path) != step.output.value:
             b.note(owner, ("steps", step.index), f"step {step.step!r} changed since the check;"
                                                  " run it again")
@@ -340,6 +361,51 @@ def _copy_text(owner: YamlText, child: YamlText, values: dict[int, int],
     return None if lines is None else (lines, sets)
 
 
+def _copy_options(child: YamlText, owner: YamlText, values: dict[int, int],
+                  steps_data: list[Any]) -> list[tuple[tuple[int, str], dict[YamlPath, int]]]:
+    """Ways to copy the owner's steps into the child with the new output limits, best first:
+    the owner's text with its numbers changed, then the resolved values written out as one
+    flow line (no alias of the parent can be left undefined). Each: the insertion and the
+    values it sets."""
+    options: list[tuple[tuple[int, str], dict[YamlPath, int]]] = []
+    text = _copy_text(owner, child, values, steps_data)
+    if text is not None:
+        at = child.append_top_level(text[0], None)
+        if at is not None:
+            options.append((at, text[1]))
+    sets_plain: dict[YamlPath, int] = {}
+    for index, after in values.items():
+        step = steps_data[index]
+        key = "max_output_tokens" if "max_output_tokens" in step or "max_tokens" not in step \
+            else "max_tokens"
+        sets_plain[("steps", index, key)] = after
+    data = expected_data({"steps": steps_data}, [Planned(p, v) for p, v in sets_plain.items()])
+    if data is not None:
+        flow = "steps: " + json.dumps(data["steps"], ensure_ascii=False, separators=(", ", ": "))
+        at = child.append_top_level([flow], flow)
+        if at is not None:
+            options.append((at, sets_plain))
+    return options
+
+
+def _copied_wants(b: _Builder, owner: YamlText, copied: list[tuple[StepBudget, int, str]],
+                  sets: dict[YamlPath, int]) -> list[_Want]:
+    """The values a copy of the owner's steps sets: the clamped limits, and the limits of
+    other steps that share one scalar with them."""
+    wants: list[_Want] = []
+    for s, _after, reason in copied:
+        path = next(p for p in sets if p[1] == s.index)
+        w = _output_want(b, s, sets[path], reason, copied=True)
+        wants.append(replace(w, path=path, key=_change_key(path)))
+    for p, v in sets.items():
+        if all(w.path != p for w in wants) and isinstance(p[1], int):
+            before = owner.doc.node(p)
+            wants.append(b.want(p, v, _change_key(p), before if isinstance(before, int)
+                                else None, f"shares one value of {owner.path} with"
+                                " another step's limit", _step_name(owner, p[1])))
+    return wants
+
+
 def _plan_copied_steps(b: _Builder, child: YamlText, owner: YamlText,
                        copied: list[tuple[StepBudget, int, str]]) -> None:
     steps_data = owner.doc.node(("steps",))
@@ -348,26 +414,7 @@ def _plan_copied_steps(b: _Builder, child: YamlText, owner: YamlText,
             0 <= i < len(steps_data) and isinstance(steps_data[i], dict) for i in values):
         _copy_refused(b, child, owner, copied)
         return
-    options: list[tuple[tuple[int, str], dict[YamlPath, int]]] = []
-    text = _copy_text(owner, child, values, steps_data)
-    if text is not None:
-        at = child.append_top_level(text[0], None)
-        if at is not None:
-            options.append((at, text[1]))
-    # the resolved values, written out (no alias of the parent can be left undefined)
-    sets_plain: dict[YamlPath, int] = {}
-    for s, after, _ in copied:
-        step = steps_data[s.index]
-        key = "max_output_tokens" if "max_output_tokens" in step or "max_tokens" not in step \
-            else "max_tokens"
-        sets_plain[("steps", s.index, key)] = after
-    data = expected_data({"steps": steps_data}, [Planned(p, v) for p, v in sets_plain.items()])
-    if data is not None:
-        flow = "steps: " + json.dumps(data["steps"], ensure_ascii=False, separators=(", ", ": "))
-        at = child.append_top_level([flow], flow)
-        if at is not None:
-            options.append((at, sets_plain))
-    for at, sets in options:
+    for at, sets in _copy_options(child, owner, values, steps_data):
         new_steps = expected_data({"steps": steps_data},
                                   [Planned(p, v) for p, v in sets.items()])
         if new_steps is None:
@@ -375,18 +422,7 @@ def _plan_copied_steps(b: _Builder, child: YamlText, owner: YamlText,
         planned = [Planned(("steps",), new_steps["steps"])]
         if verify_file_edits(child.doc, [child.edit(at[0], at[0], at[1])], planned) is not None:
             continue
-        wants: list[_Want] = []
-        for s, _after, reason in copied:
-            path = next(p for p in sets if p[1] == s.index)
-            w = _output_want(b, s, sets[path], reason, copied=True)
-            wants.append(replace(w, path=path, key=_change_key(path)))
-        for p, v in sets.items():
-            if all(w.path != p for w in wants) and isinstance(p[1], int):
-                before = owner.doc.node(p)
-                wants.append(b.want(p, v, _change_key(p), before if isinstance(before, int)
-                                    else None, f"shares one value of {owner.path} with"
-                                    " another step's limit", _step_name(owner, p[1])))
-        b.insert(child, at, wants, planned)
+        b.insert(child, at, _copied_wants(b, owner, copied, sets), planned)
         return
     _copy_refused(b, child, owner, copied)
 
@@ -425,6 +461,98 @@ def _effective_problems(report: PipelineReport, plan: ClampPlan, files: FileSour
     return bad
 
 
+class _Loaded:
+    """The files a plan reads, each read and parsed once (``None``: unreadable)."""
+
+    def __init__(self, files: FileSource) -> None:
+        self.source = files
+        self.files: dict[str, YamlText | None] = {}
+
+    def get(self, path: str) -> YamlText | None:
+        if path not in self.files:
+            self.files[path] = load_yaml_text(path, self.source)
+        return self.files[path]
+
+
+def _plan_context(b: _Builder, child: YamlText, loaded: _Loaded, report: PipelineReport,
+                  edit_parent: bool) -> None:
+    """Lower ``max_context_tokens`` where it is set, else add an override to the child."""
+    values, ctx = report.clamp, report.context
+    if values.context_after is None or values.context_before is None or ctx is None:
+        return
+    window = report.window.value if report.window else 0
+    reason = values.context_reason or (
+        f"lowered so that every step fits the window of {window} tokens"
+        f" (not below min_context_tokens={report.context_floor})")
+    path: YamlPath = ("settings", "max_context_tokens")
+    if ctx.location is not None and (not ctx.inherited or edit_parent):
+        target = loaded.get(ctx.location.file)
+        if target is None or number_at(target, path) != ctx.value:
+            b.plan.notes.append(f"{ctx.location.file}: max_context_tokens changed since the"
+                                " check; run it again")
+        else:
+            b.replace(target, b.want(path, values.context_after, "settings.max_context_tokens",
+                                     values.context_before, reason))
+        return
+    if child.doc.span(("settings",)) is not None:
+        at = child.insert_entry(("settings",), "max_context_tokens", values.context_after)
+    else:
+        unit = " " * child.indent_unit()
+        at = child.insert_top_level(
+            ["settings:", f"{unit}max_context_tokens: {values.context_after}"],
+            f"settings: {{max_context_tokens: {values.context_after}}}")
+    if at is None:
+        b.plan.notes.append(f"{child.path}: no place to add settings.max_context_tokens:"
+                            f" {values.context_after}; add it by hand")
+        return
+    origin = ctx.location.file if ctx.location else "a parent"
+    want = b.want(path, values.context_after, "settings.max_context_tokens",
+                  values.context_before, reason + f"; overrides the value inherited from {origin}")
+    b.insert(child, at, [want], [Planned(path, values.context_after)])
+
+
+def _plan_outputs(b: _Builder, child: YamlText, loaded: _Loaded, report: PipelineReport,
+                  edit_parent: bool) -> None:
+    """Lower each clamped output limit where it is set; inherited steps are copied into the
+    child (unless ``edit_parent``)."""
+    copied: list[tuple[StepBudget, int, str]] = []
+    for oc in report.clamp.outputs:
+        step = report.steps[oc.index]
+        if step.inherited and not edit_parent:
+            copied.append((step, oc.after, oc.reason))
+            continue
+        owner = loaded.get(step.defined_in)
+        if owner is None:
+            b.plan.notes.append(f"{step.defined_in}: step {step.step!r} changed since the"
+                                " check; run it again")
+            continue
+        _plan_output(b, owner, step, oc.after, oc.reason)
+    if not copied:
+        return
+    owner = loaded.get(copied[0][0].defined_in)
+    if owner is None:
+        b.plan.notes.append(f"{child.path}: could not copy the inherited steps to lower their"
+                            " output limits; use edit_parent")
+    else:
+        _plan_copied_steps(b, child, owner, copied)
+
+
+def _recheck(report: PipelineReport, plan: ClampPlan, loaded: _Loaded) -> None:
+    """Drop the changes of every file whose planned values the pipeline would then not use,
+    with a note saying what to set by hand."""
+    texts = {f: apply_text_edits(lf.text, plan.edits_for(f))
+             for f in plan.files if (lf := loaded.files.get(f)) is not None}
+    if not texts:
+        return
+    for file, why in _effective_problems(report, plan, loaded.source, texts).items():
+        lf = loaded.files.get(file)
+        mine = [(0.0, c) for c in plan.changes if c.file == file]
+        by_hand = _Builder.by_hand(lf, mine) if lf is not None else \
+            ", ".join(f"{c.key} to {c.after}" for _, c in mine)
+        plan.notes.append(f"{file}: not edited: {why}; set {by_hand} by hand")
+        plan.changes[:] = [c for c in plan.changes if c.file != file]
+
+
 def clamp_plan(report: PipelineReport, *, files: FileSource,
                edit_parent: bool = False) -> ClampPlan:
     """The changes that make ``report``'s pipeline fit, as minimal verified text edits.
@@ -437,88 +565,18 @@ def clamp_plan(report: PipelineReport, *, files: FileSource,
     the planned values change, and the pipeline then uses them.
     """
     plan = ClampPlan(report.pipeline)
-    values = report.clamp
-    if values.empty or report.context is None or report.window is None:
+    if report.clamp.empty or report.context is None or report.window is None:
         return plan
-    loaded: dict[str, YamlText | None] = {}
-
-    def get(path: str) -> YamlText | None:
-        if path not in loaded:
-            loaded[path] = load_yaml_text(path, files)
-        return loaded[path]
-
-    child = get(report.pipeline)
+    loaded = _Loaded(files)
+    child = loaded.get(report.pipeline)
     if child is None:
         plan.notes.append(f"{report.pipeline}: cannot be read as YAML; nothing clamped")
         return plan
     b = _Builder(plan)
-    # 1. max_context_tokens
-    if values.context_after is not None and values.context_before is not None:
-        ctx = report.context
-        reason = values.context_reason or (
-            f"lowered so that every step fits the window of {report.window.value} tokens"
-            f" (not below min_context_tokens={report.context_floor})")
-        path: YamlPath = ("settings", "max_context_tokens")
-        if ctx.location is not None and (not ctx.inherited or edit_parent):
-            target = get(ctx.location.file)
-            if target is None or number_at(target, path) != ctx.value:
-                plan.notes.append(f"{ctx.location.file}: max_context_tokens changed since the"
-                                  " check; run it again")
-            else:
-                b.replace(target, b.want(path, values.context_after,
-                                         "settings.max_context_tokens", values.context_before,
-                                         reason))
-        else:
-            if child.doc.span(("settings",)) is not None:
-                at = child.insert_entry(("settings",), "max_context_tokens",
-                                        values.context_after)
-            else:
-                unit = " " * child.indent_unit()
-                at = child.insert_top_level(
-                    ["settings:", f"{unit}max_context_tokens: {values.context_after}"],
-                    f"settings: {{max_context_tokens: {values.context_after}}}")
-            if at is None:
-                plan.notes.append(f"{child.path}: no place to add settings.max_context_tokens:"
-                                  f" {values.context_after}; add it by hand")
-            else:
-                origin = ctx.location.file if ctx.location else "a parent"
-                want = b.want(path, values.context_after, "settings.max_context_tokens",
-                              values.context_before,
-                              reason + f"; overrides the value inherited from {origin}")
-                b.insert(child, at, [want], [Planned(path, values.context_after)])
-    # 2. output limits
-    copied: list[tuple[StepBudget, int, str]] = []
-    for oc in values.outputs:
-        step = report.steps[oc.index]
-        if step.inherited and not edit_parent:
-            copied.append((step, oc.after, oc.reason))
-            continue
-        owner = get(step.defined_in)
-        if owner is None:
-            plan.notes.append(f"{step.defined_in}: step {step.step!r} changed since the check;"
-                              " run it again")
-            continue
-        _plan_output(b, owner, step, oc.after, oc.reason)
-    if copied:
-        owner = get(copied[0][0].defined_in)
-        if owner is None:
-            plan.notes.append(f"{child.path}: could not copy the inherited steps to lower their"
-                              " output limits; use edit_parent")
-        else:
-            _plan_copied_steps(b, child, owner, copied)
+    _plan_context(b, child, loaded, report, edit_parent)  # 1. max_context_tokens
+    _plan_outputs(b, child, loaded, report, edit_parent)  # 2. output limits
     plan.changes.extend(b.finish())
-    # 3. the re-check: the pipeline uses the planned values
-    texts = {f: apply_text_edits(loaded_text, plan.edits_for(f))
-             for f in plan.files if (lf := loaded.get(f)) is not None
-             for loaded_text in (lf.text,)}
-    if texts:
-        for file, why in _effective_problems(report, plan, files, texts).items():
-            lf = loaded.get(file)
-            mine = [(0.0, c) for c in plan.changes if c.file == file]
-            by_hand = _Builder.by_hand(lf, mine) if lf is not None else \
-                ", ".join(f"{c.key} to {c.after}" for _, c in mine)
-            plan.notes.append(f"{file}: not edited: {why}; set {by_hand} by hand")
-            plan.changes[:] = [c for c in plan.changes if c.file != file]
+    _recheck(report, plan, loaded)  # 3. the re-check: the pipeline uses the planned values
     assert_disjoint(plan.edits)
     return plan
 
@@ -551,4 +609,4 @@ def output_clamp_plan(report: PipelineReport, step_index: int, *, files: FileSou
 
 
 def _output_key(step: StepBudget) -> str:
-    return "max_tokens" if step.output_source == "max_tokens" else "max_output_tokens"
+    return "max_tokens" if step.output_source is OutputSource.MAX_TOKENS else "max_output_tokens"
