@@ -5,17 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.contract.config import (
     LoadedConfig,
     find_config,
     load_config,
     read_config_if_present,
+    unreadable_config,
 )
 from budgetlens.contract.model import CheckOptions
 from budgetlens.files import MISSING_FINGERPRINT, SourceError
-from budgetlens.source import Diagnostic, Range, Severity
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
@@ -48,9 +47,7 @@ def _explicit_config(path: str, files: RecordingFiles, cache: BudgetCache) -> Lo
         try:
             return load_config(path, files.read_text(Path(path)))
         except SourceError as exc:
-            return LoadedConfig(path, None, False, diagnostics=(Diagnostic(
-                path, Range.at(0, 0), Severity.ERROR, codes.CONFIG_INVALID,
-                f"config.json cannot be used: {exc}"),))
+            return unreadable_config(path, exc)
     return cache.parsed("config", path, files, load)
 
 
