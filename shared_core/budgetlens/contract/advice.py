@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import os
 
-from budgetlens.contract.model import OutputSource, StepBudget, Term
+from budgetlens.contract.enums import (
+    OutputSource,
+)
+from budgetlens.contract.model import (
+    StepBudget,
+    Term,
+)
 from budgetlens.source import Related
 
 

@@ -33,15 +33,17 @@ from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.contract.clamp import compute_clamp, floor_below
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.discovery import pipeline_config
+from budgetlens.contract.enums import (
+    OutputSource,
+    TermSource,
+)
 from budgetlens.contract.injection import check_injection
 from budgetlens.contract.model import (
     CheckOptions,
     ClampValues,
-    OutputSource,
     PipelineReport,
     StepBudget,
     Term,
-    TermSource,
 )
 from budgetlens.contract.pipeline import (
     CALL_MODEL,

@@ -11,13 +11,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from budgetlens.contract.enums import (
+    TermSource,
+)
 from budgetlens.contract.model import (
     ClampValues,
     OutputClamp,
     PipelineReport,
     StepBudget,
     Term,
-    TermSource,
 )
 
 

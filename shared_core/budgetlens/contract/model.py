@@ -9,45 +9,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from budgetlens.context.unified_budget import UnifiedBudget, UnifiedContextBudgetPolicy
+from budgetlens.contract.enums import OutputSource, TermSource
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import TokenizerLike
-
-
-class TermSource(str, Enum):
-    """The fixed sources of a term (others name a setting: ``settings.max_context_tokens``,
-    ``config.json model_max_tokens``, ``half of max_context_tokens 4000``, ...)."""
-
-    MISSING = "missing"
-    DEFAULT = "default"
-    NO_CONFIG = "no config.json"
-    NO_PROMPT_KEY = "no prompt_key"
-    NO_TEMPLATE = "no template"
-    HISTORY_OFF = "use_history is off"
-    PROMPT_FILE = "prompt file"
-    PROMPT_FILE_NO_CONFIG = "prompt file (no config.json)"
-    SHARED_FLOOR = "shared floor"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class OutputSource(str, Enum):
-    """Where a step's output limit comes from."""
-
-    MAX_OUTPUT_TOKENS = "max_output_tokens"
-    MAX_TOKENS = "max_tokens"
-    MODEL_MAX_TOKENS = "model_max_tokens"
-    MISSING = "missing"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

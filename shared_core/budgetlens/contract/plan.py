@@ -35,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens.contract.clamp import compute_clamp
-from budgetlens.contract.model import ClampValues, OutputSource, PipelineReport, StepBudget
+from budgetlens.contract.enums import (
+    OutputSource,
+)
+from budgetlens.contract.model import (
+    ClampValues,
+    PipelineReport,
+    StepBudget,
+)
 from budgetlens.contract.pipeline import load_chain, merged_settings, steps_owner
 from budgetlens.files import FileSource, OverlayFiles
 from budgetlens.source import Range, TextEdit, apply_text_edits

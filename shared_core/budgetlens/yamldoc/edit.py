@@ -17,6 +17,7 @@ from pathlib import Path
 from budgetlens.files import FileSource, SourceError
 from budgetlens.source import TextEdit, apply_text_edits
 from budgetlens.yamldoc.parse import (
+    NodeKind,
     Span,
     YamlDocument,
     YamlPath,
@@ -84,7 +85,7 @@ class YamlText:
             if len(path) < 2 or span.key_start is None:
                 continue
             parent = self.doc.span(path[:-1])
-            if parent is None or parent.kind != "mapping" or parent.flow \
+            if parent is None or parent.kind is not NodeKind.MAPPING or parent.flow \
                     or parent.key_start is None:
                 continue
             diff = self.col(span.key_start) - self.col(parent.key_start)
@@ -95,7 +96,7 @@ class YamlText:
     def scalar_range(self, path: YamlPath) -> tuple[int, int] | str:
         """The characters of the scalar at ``path`` itself: no anchor, tag or quotes."""
         span = self.doc.span(path)
-        if span is None or span.kind != "scalar":
+        if span is None or span.kind is not NodeKind.SCALAR:
             return "the value is not a plain number there"
         tok = self.tokens.scalar(span)
         if tok is None:
@@ -113,7 +114,7 @@ class YamlText:
         if span is None:
             return []
         return [p for p, s in self.doc.spans.items()
-                if s.kind == "scalar" and s.start == span.start and s.end == span.end]
+                if s.kind is NodeKind.SCALAR and s.start == span.start and s.end == span.end]
 
     def anchor_text(self, path: YamlPath) -> str:
         span = self.doc.span(path)
@@ -143,12 +144,12 @@ class YamlText:
         node = self.doc.node(mapping)
         if span is None:
             return None
-        if span.kind == "mapping" and span.flow:
+        if span.kind is NodeKind.MAPPING and span.flow:
             return self.flow_insert(span, f"{key}: {value}")
-        if span.kind == "mapping":
+        if span.kind is NodeKind.MAPPING:
             at = self.after_line(self.tokens.content_end(span))
             return at, f"{self.newline(at)}{' ' * self.col(span.start)}{key}: {value}"
-        if span.kind == "scalar" and node is None:
+        if span.kind is NodeKind.SCALAR and node is None:
             tok = self.tokens.scalar(span)
             if tok is not None and tok.style is None:  # "settings: ~" or "null"
                 return (None if tok.start != span.start
@@ -160,10 +161,18 @@ class YamlText:
             return at, f"{self.newline(at)}{indent}{key}: {value}"
         return None
 
+    def root_mapping(self) -> Span | None:
+        """The document's top-level mapping (``None``: the document is not one)."""
+        root = self.doc.span(())
+        if root is None or not isinstance(self.doc.value, dict) \
+                or root.kind is not NodeKind.MAPPING:
+            return None
+        return root
+
     def insert_top_level(self, block: list[str], flow_text: str) -> tuple[int, str] | None:
         """Insert a top-level entry: after ``extends`` if there is one, else first."""
-        root = self.doc.span(())
-        if root is None or not isinstance(self.doc.value, dict) or root.kind != "mapping":
+        root = self.root_mapping()
+        if root is None:
             return None
         if root.flow:
             return self.flow_insert(root, flow_text)
@@ -181,8 +190,8 @@ class YamlText:
 
     def append_top_level(self, block: list[str], flow_text: str | None) -> tuple[int, str] | None:
         """Add a top-level entry after the last one (before an end marker ``...``)."""
-        root = self.doc.span(())
-        if root is None or not isinstance(self.doc.value, dict) or root.kind != "mapping":
+        root = self.root_mapping()
+        if root is None:
             return None
         if root.flow:
             return self.flow_insert(root, flow_text) if flow_text is not None else None

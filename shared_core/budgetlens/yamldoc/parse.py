@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
 from typing import Any
 
@@ -47,6 +48,14 @@ _MERGE = f"{_STD}merge"
 
 
 
+class NodeKind(str, Enum):
+    """The kind of a YAML node."""
+
+    SCALAR = "scalar"
+    MAPPING = "mapping"
+    SEQUENCE = "sequence"
+
+
 @dataclass(frozen=True)
 class Span:
     """Where a value sits: code-point offsets of the value (and of its key, for a mapping
@@ -54,7 +63,7 @@ class Span:
 
     start: int
     end: int
-    kind: str  # "scalar" | "mapping" | "sequence"
+    kind: NodeKind
     flow: bool = False
     key_start: int | None = None
     key_end: int | None = None
@@ -117,7 +126,7 @@ class YamlTokens:
     def scalar(self, span: Span) -> YamlToken | None:
         """The scalar token of a scalar node (its own characters: no anchor, no tag)."""
         i = self._scalars.get(span.end)
-        if i is None or span.kind != "scalar":
+        if i is None or span.kind is not NodeKind.SCALAR:
             return None
         tok = self.tokens[i]
         return tok if tok.start >= span.start else None
@@ -147,7 +156,7 @@ class YamlTokens:
     def content_end(self, span: Span) -> int:
         """Where the text of a node ends: its last token, not the comments and blank lines
         a block collection's end mark includes."""
-        if span.kind == "scalar" or span.flow:
+        if span.kind is NodeKind.SCALAR or span.flow:
             return span.end
         ends = [t.end for t in self.inside(span.start, span.end)
                 if t.end > t.start and t.kind not in ("DocumentEnd", "DocumentStart")]
@@ -256,8 +265,8 @@ class _Converter:
         """The span of the value at ``path`` (the first one seen)."""
         if path in self.spans:
             return
-        kind = ("scalar" if isinstance(node, ScalarNode)
-                else "sequence" if isinstance(node, SequenceNode) else "mapping")
+        kind = (NodeKind.SCALAR if isinstance(node, ScalarNode)
+                else NodeKind.SEQUENCE if isinstance(node, SequenceNode) else NodeKind.MAPPING)
         self.spans[path] = Span(
             start=self.start(node), end=self.end(node), kind=kind,
             flow=bool(getattr(node, "flow_style", False)),
