@@ -1,7 +1,7 @@
 """The clamp plan: the auto-clamp of a pipeline, as minimal text edits of its files.
 
 ``clamp_plan(report, files=...)`` turns ``report.clamp`` (what auto_clamp lowers, see
-``contract.compute_clamp``) into changes, each a record {file, range, key, before, after,
+``contract.clamp.compute_clamp``) into changes, each a record {file, range, key, before, after,
 reason} with the text edits that make it. Only the numbers change; everything else stays
 byte for byte (comments, quotes, key order, indentation, line endings). Where a value must
 be added, a line is inserted in the file's own indentation style (a missing ``settings:``
@@ -14,7 +14,7 @@ so the parent and its other children stay as they are. With ``edit_parent=True``
 that sets the value is edited instead. Applying a plan and checking again gives no contract
 violation and an empty plan.
 
-Every edit is verified before it leaves the core (``edit_verify``): each file's edits are
+Every edit is verified before it leaves the core (``yamldoc.verify``): each file's edits are
 applied in memory and parsed again, and the data must equal the original's with exactly the
 planned values set; the pipeline must then use them. A replacement covers a number's own
 characters only, so anchors (``&ctx 8000``), tags (``!!int``), quotes, commas and comments

@@ -5,7 +5,7 @@
   below their floors (``min_context_tokens``, ``min_output_tokens``).
 
 Under both policies a step that fits only below those floors is an error (BL052): no clamp
-makes the run safe, so it refuses to start (see ``contract.compute_clamp``).
+makes the run safe, so it refuses to start (see ``contract.clamp.compute_clamp``).
 
 The policy comes from, strongest first: an explicit override (``--policy``, an editor
 setting), the environment variable ``PIPELINE_LIMITS_POLICY``, then development mode:
