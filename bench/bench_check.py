@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, TokenCounter, check_pipeline
-from budgetlens.contract.check import find_pipelines
+from budgetlens.contract.discovery import find_pipelines
 from budgetlens.tokens.core import get_tokenizer
 
 _PROSE = ("the budget of every step must fit the context window so retrieval history and"

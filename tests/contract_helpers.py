@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.files import DiskFiles
 from budgetlens.tokens.core import get_tokenizer
 

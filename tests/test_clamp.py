@@ -7,7 +7,7 @@ from pathlib import Path
 
 from contract_helpers import check, make_workspace, tokens
 
-from budgetlens.contract.check import PipelineReport
+from budgetlens.contract.model import PipelineReport
 from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
 from budgetlens.files import DiskFiles
 

@@ -18,7 +18,8 @@ from contract_helpers import make_workspace
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from budgetlens.contract.check import CheckOptions, check_pipeline
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.model import CheckOptions
 from budgetlens.contract.plan import apply_plan, clamp_plan
 from budgetlens.files import DiskFiles
 from budgetlens.source import LineIndex, TextEdit

@@ -24,7 +24,8 @@ from contract_helpers import make_workspace, tokens
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.plan import (
     ClampPlan,
     apply_plan,

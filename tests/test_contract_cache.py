@@ -8,7 +8,8 @@ from pathlib import Path
 from contract_helpers import make_workspace, tokens
 
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import CheckOptions, check_pipeline
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.model import CheckOptions
 from budgetlens.files import DiskFiles, OverlayFiles
 
 BASE = """\

@@ -13,7 +13,8 @@ from contract_helpers import make_workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.plan import clamp_plan
 from budgetlens.files import DiskFiles
 

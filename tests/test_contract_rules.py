@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from contract_helpers import check, codes_of, make_workspace, only, text_at, tokens
 
-from budgetlens.contract.check import find_pipelines
+from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.policy import Policy
 from budgetlens.source import Severity
 

@@ -12,11 +12,7 @@ from pathlib import Path
 import pytest
 
 from budgetlens import DiskFiles, Position, Range, Severity, check_pipeline
-from budgetlens.contract.injection import (
-    INJECTION_CODES,
-    check_injection,
-    check_injection_text,
-)
+from budgetlens.contract.injection import INJECTION_CODES, check_injection, check_injection_text
 
 STEP = """steps:
   - id: answer

@@ -21,10 +21,13 @@ from typing import Any, TextIO
 
 from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline, find_pipelines
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.discovery import find_pipelines
+from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.report_text import budget_table, display_width
 from budgetlens.files import DiskFiles, FileSource, SourceError
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity
 from budgetlens.tokens.core import TokenizerError, get_tokenizer
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
@@ -158,11 +161,11 @@ def _step_json(report: PipelineReport, index: int) -> dict[str, Any]:
     """A step of the JSON output: its budget, each term's value and provenance, and
     ``injection`` when the pipeline has a policy."""
     step = report.steps[index]
-    out = step.to_dict()
-    out["terms"] = {label: term.to_dict() for label, term in step.terms().items()}
+    out: dict[str, Any] = to_jsonable(step.summary)
+    out["terms"] = {label: to_jsonable(term) for label, term in step.terms().items()}
     split = report.injection.step(index) if report.injection else None
     if split is not None:
-        out["injection"] = split.to_dict()
+        out["injection"] = to_jsonable(split)
     return out
 
 

@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import PipelineReport, check_pipeline, shared_floors, with_floors
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.clamp import shared_floors, with_floors
+from budgetlens.contract.model import PipelineReport
 from budgetlens.contract.plan import ClampPlan, apply_edits, clamp_plan
 from budgetlens.files import DiskFiles, OverlayFiles, SourceError
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import Severity
 from budgetlens.writes import PlannedWrite, SnapshotFiles, WriteError, write_plan
 from budgetlens_cli.check_cmd import (
@@ -139,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
                 originals[file].splitlines(keepends=True), edited[file].splitlines(keepends=True),
                 fromfile=f"a/{file}", tofile=f"b/{file}"))
     elif args.format == "json":
-        json.dump({"version": 1, "plans": [p.to_dict() for p in plans if p.changes or p.notes]},
+        json.dump({"version": 1, "plans": [to_jsonable(p) for p in plans if p.changes or p.notes]},
                   out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:

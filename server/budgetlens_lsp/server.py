@@ -21,7 +21,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from budgetlens.contract.check import find_pipelines
+from budgetlens.contract.discovery import find_pipelines
+from budgetlens.serialize import to_jsonable
 from budgetlens_lsp import __version__
 from budgetlens_lsp.convert import encoding_name, path_from_uri
 from budgetlens_lsp.features import actions, commands, diagnostics, hover, lenses
@@ -421,7 +422,7 @@ def create_server() -> BudgetLensServer:
                 raise _invalid(CommandError(
                     f"the clamp plan edits {file}, which {reason}; {commands.READ_RULE}"
                     "; nothing was applied"))
-        changes = [c.to_dict() for c in plan.changes]
+        changes = [to_jsonable(c) for c in plan.changes]
         if plan.empty:
             message = "nothing to clamp: every step fits" + (
                 f" ({'; '.join(plan.notes)})" if plan.notes else "")

@@ -28,13 +28,9 @@ from pathlib import Path
 from budgetlens import codes
 from budgetlens.continuation.contexts import JsonContexts
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import (
-    CheckOptions,
-    PipelineReport,
-    StepBudget,
-    check_pipeline,
-    find_pipelines,
-)
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.discovery import find_pipelines
+from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles
 from budgetlens.source import Diagnostic
 from budgetlens_lsp.convert import UTF16, Converter

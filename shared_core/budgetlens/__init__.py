@@ -60,22 +60,19 @@ from budgetlens.continuation.loop import (
 )
 from budgetlens.continuation.merge import MIN_OVERLAP, MergeResult, merge_with_overlap
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import (
+from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.clamp import compute_clamp
+from budgetlens.contract.config import WorkspaceConfig
+from budgetlens.contract.discovery import find_pipelines
+from budgetlens.contract.injection import INJECTION_CODES, check_injection
+from budgetlens.contract.model import (
     CheckOptions,
     ClampValues,
+    InjectionCheck,
     PipelineReport,
     StepBudget,
-    Term,
-    check_pipeline,
-    compute_clamp,
-    find_pipelines,
-)
-from budgetlens.contract.config import WorkspaceConfig
-from budgetlens.contract.injection import (
-    INJECTION_CODES,
-    InjectionCheck,
     StepInjection,
-    check_injection,
+    Term,
 )
 from budgetlens.contract.pipeline import Pipeline, Settings, Step, UserParts
 from budgetlens.contract.plan import (

@@ -27,6 +27,7 @@ from lsprotocol import types
 
 from budgetlens import codes
 from budgetlens.contract.plan import ClampPlan, clamp_plan, context_clamp_plan, output_clamp_plan
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import Range, TextEdit
 from budgetlens_lsp.features import json_documents
 
@@ -68,7 +69,7 @@ def _action(index: WorkspaceIndex, title: str, kind: str, plan: ClampPlan,
     return types.CodeAction(title=title, kind=kind, diagnostics=diags or None,
                             edit=workspace_edit(index, plan, ctx),
                             is_preferred=preferred or None,
-                            data={"changes": [c.to_dict() for c in plan.changes]})
+                            data={"changes": [to_jsonable(c) for c in plan.changes]})
 
 
 def quick_fixes(index: WorkspaceIndex, path: str, diag: types.Diagnostic,

@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 from budgetlens.contract.plan import clamp_plan
 from budgetlens.contract.report_text import budget_table
 from budgetlens.files import is_inside
+from budgetlens.serialize import to_jsonable
 from budgetlens_lsp.convert import path_from_uri
 from budgetlens_lsp.features.json_documents import COMMAND, CommandError, hierarchy_context
 
@@ -132,7 +133,7 @@ def budget_report(index: WorkspaceIndex, path: str, uri: str) -> dict[str, Any]:
                 lines.append(f"  {d.severity.value}[{d.code}] {d.message}")
         lines.append("")
     return {"text": "\n".join(lines).rstrip() + "\n",
-            "pipelines": [r.to_dict() for r in reports]}
+            "pipelines": [to_jsonable(r.summary) for r in reports]}
 
 
 def clamp_all_plan(index: WorkspaceIndex, path: str, uri: str,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.contract.check import PipelineReport, StepBudget
+from budgetlens.contract.model import PipelineReport, StepBudget
 from budgetlens.contract.policy import Policy
 from budgetlens.source import Diagnostic, Range, Related, Severity
 from budgetlens_lsp.convert import SOURCE, format_int, uri_from_path

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from budgetlens.contract.check import StepBudget
+from budgetlens.contract.model import StepBudget
 from budgetlens.source import Location, Range
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
 from budgetlens.yamldoc.parse import parse_yaml

@@ -124,38 +124,99 @@ def _digits(token: str) -> str:
     return f"a number of {len(token.lstrip('-')):,} digits"
 
 
-def load_config(path: str, text: str) -> LoadedConfig:
-    """Parse and validate the text of a config.json."""
-    oversized: list[tuple[int, int]] = []
-    readable = text
+def _unusable(path: str, message: str, rng: Range | None = None) -> LoadedConfig:
+    """A config.json that cannot be used at all, with the reason as its one diagnostic."""
+    return LoadedConfig(path, None, False, diagnostics=(_diag(
+        path, rng or Range.at(0, 0), codes.CONFIG_INVALID, message),))
+
+
+def unreadable_config(path: str, exc: SourceError) -> LoadedConfig:
+    """A config.json that could not be read (it exists)."""
+    return _unusable(path, f"config.json cannot be used: {exc}")
+
+
+def _read_json(text: str) -> tuple[Any, str, list[tuple[int, int]]]:
+    """The JSON data of ``text``, the text as read, and every integer too long for Python
+    to read (4,300+ digits): the rest is read with a null of the same length in its place,
+    and the value is reported where it is. Raises as ``json.loads``."""
     try:
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            # an integer too long for Python to read (4,300+ digits): read the rest with a
-            # null of the same length in its place, and report it at the value below
-            oversized = [] if isinstance(exc, json.JSONDecodeError) \
-                else _unreadable_integers(text)
-            if not oversized:
-                raise
-            for start, end in oversized:
-                readable = readable[:start] + "null".ljust(end - start) + readable[end:]
-            data = json.loads(readable)
+        return json.loads(text), text, []
+    except ValueError as exc:
+        oversized = [] if isinstance(exc, json.JSONDecodeError) else _unreadable_integers(text)
+        if not oversized:
+            raise
+    readable = text
+    for start, end in oversized:
+        readable = readable[:start] + "null".ljust(end - start) + readable[end:]
+    return json.loads(readable), readable, oversized
+
+
+_Parsed = tuple[dict[str, Any], str, list[tuple[int, int]]]
+
+
+def _parse(path: str, text: str) -> _Parsed | LoadedConfig:
+    """``_read_json`` of a config.json's text; a ``LoadedConfig`` saying why when it is not
+    a JSON object."""
+    try:
+        data, readable, oversized = _read_json(text)
     except json.JSONDecodeError as exc:
         rng = Range.at(max(exc.lineno - 1, 0), max(exc.colno - 1, 0))
-        return LoadedConfig(path, None, False, diagnostics=(_diag(
-            path, rng, codes.CONFIG_INVALID, f"config.json is not valid JSON: {exc.msg}"),))
+        return _unusable(path, f"config.json is not valid JSON: {exc.msg}", rng)
     except RecursionError:
-        return LoadedConfig(path, None, False, diagnostics=(_diag(
-            path, Range.at(0, 0), codes.CONFIG_INVALID, "config.json nested too deeply"),))
+        return _unusable(path, "config.json nested too deeply")
     except ValueError as exc:  # not expected: an unreadable value the scan did not find
-        return LoadedConfig(path, None, False, diagnostics=(_diag(
-            path, Range.at(0, 0), codes.CONFIG_INVALID,
-            f"config.json cannot be read: {str(exc).splitlines()[0] if str(exc) else exc!r}"),))
+        return _unusable(path, "config.json cannot be read:"
+                               f" {str(exc).splitlines()[0] if str(exc) else exc!r}")
     if not isinstance(data, dict):
-        return LoadedConfig(path, None, False, diagnostics=(_diag(
-            path, Range.at(0, 0), codes.CONFIG_INVALID,
-            f"config.json must hold a JSON object, not {type(data).__name__}"),))
+        return _unusable(path, f"config.json must hold a JSON object, not {type(data).__name__}")
+    return data, readable, oversized
+
+
+def _oversized_diagnostics(path: str, text: str, oversized: list[tuple[int, int]],
+                           value_ranges: dict[str, Range], work: dict[str, Any]
+                           ) -> tuple[list[Diagnostic], bool]:
+    """Diagnostics for the integers too long to read (each dropped from ``work``), and
+    whether model_context_window is still usable."""
+    diagnostics: list[Diagnostic] = []
+    window_ok = True
+    lines = LineIndex(text)
+    for start, end in oversized:
+        rng = lines.range(start, end)
+        key = next((k for k, r in value_ranges.items() if _inside(rng, r)), "")
+        what = _digits(text[start:end])
+        if key == "model_context_window":
+            window_ok = False
+            diagnostics.append(_diag(path, rng, codes.WINDOW_INVALID,
+                                     f"model_context_window must be an integer > 0, got"
+                                     f" {what}: too long to read"))
+        else:
+            label = f"config.json {key}: " if key else "config.json: "
+            diagnostics.append(_diag(path, rng, codes.CONFIG_VALUE_INVALID,
+                                     f"{label}{what} is too long to read; the value is"
+                                     " ignored"))
+        work.pop(key, None)
+    return diagnostics, window_ok
+
+
+def _window_problem(path: str, work: dict[str, Any], where: Range) -> Diagnostic | None:
+    """Why model_context_window (readable) cannot be used; ``None`` when it can."""
+    if "model_context_window" not in work:
+        return _diag(path, Range.at(0, 0), codes.WINDOW_INVALID,
+                     "config.json has no model_context_window (an integer > 0,"
+                     " the model's context window in tokens)")
+    window = work["model_context_window"]
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        return _diag(path, where, codes.WINDOW_INVALID,
+                     f"model_context_window must be an integer > 0, got {window!r}")
+    return None
+
+
+def load_config(path: str, text: str) -> LoadedConfig:
+    """Parse and validate the text of a config.json."""
+    parsed = _parse(path, text)
+    if isinstance(parsed, LoadedConfig):
+        return parsed
+    data, readable, oversized = parsed
     value_ranges: dict[str, Range] = {}
     key_ranges: dict[str, Range] = {}
     doc, _ = parse_yaml(readable)  # JSON is YAML: positions of the top-level keys, best effort
@@ -164,39 +225,14 @@ def load_config(path: str, text: str) -> LoadedConfig:
             if len(pth) == 1 and isinstance(pth[0], str):
                 value_ranges[pth[0]] = span.value
                 key_ranges[pth[0]] = span.key or span.value
-    diagnostics: list[Diagnostic] = []
     work = dict(data)
-    window_ok = True
-    if oversized:
-        lines = LineIndex(text)
-        for start, end in oversized:
-            rng = lines.range(start, end)
-            key = next((k for k, r in value_ranges.items() if _inside(rng, r)), "")
-            what = _digits(text[start:end])
-            if key == "model_context_window":
-                window_ok = False
-                diagnostics.append(_diag(path, rng, codes.WINDOW_INVALID,
-                                         f"model_context_window must be an integer > 0, got"
-                                         f" {what}: too long to read"))
-            else:
-                label = f"config.json {key}: " if key else "config.json: "
-                diagnostics.append(_diag(path, rng, codes.CONFIG_VALUE_INVALID,
-                                         f"{label}{what} is too long to read; the value is"
-                                         " ignored"))
-            work.pop(key, None)
-    window = work.get("model_context_window")
-    where = value_ranges.get("model_context_window", Range.at(0, 0))
-    if not window_ok:
-        pass  # a number too long to read, reported above at the value
-    elif "model_context_window" not in work:
+    diagnostics, window_ok = _oversized_diagnostics(path, text, oversized, value_ranges, work)
+    # a number too long to read is reported above at the value
+    problem = _window_problem(path, work, value_ranges.get("model_context_window",
+                                                           Range.at(0, 0))) if window_ok else None
+    if problem is not None:
         window_ok = False
-        diagnostics.append(_diag(path, Range.at(0, 0), codes.WINDOW_INVALID,
-                                 "config.json has no model_context_window (an integer > 0,"
-                                 " the model's context window in tokens)"))
-    elif isinstance(window, bool) or not isinstance(window, int) or window <= 0:
-        window_ok = False
-        diagnostics.append(_diag(path, where, codes.WINDOW_INVALID,
-                                 f"model_context_window must be an integer > 0, got {window!r}"))
+        diagnostics.append(problem)
     if not window_ok:
         work["model_context_window"] = 1
     model, errors = validate_lenient(WorkspaceConfig, work)
@@ -240,8 +276,7 @@ def read_config(path: str, files: FileSource) -> LoadedConfig:
     try:
         text = files.read_text(Path(path))
     except SourceError as exc:
-        return LoadedConfig(path, None, False, diagnostics=(_diag(
-            path, Range.at(0, 0), codes.CONFIG_INVALID, f"config.json cannot be used: {exc}"),))
+        return unreadable_config(path, exc)
     return load_config(path, text)
 
 
@@ -280,12 +315,6 @@ def read_config_if_present(path: str, files: FileSource) -> LoadedConfig | None:
     except FileMissing:
         return None
     except SourceError as exc:
-        return LoadedConfig(path, None, False, diagnostics=(_diag(
-            path, Range.at(0, 0), codes.CONFIG_INVALID, f"config.json cannot be used: {exc}"),))
+        return unreadable_config(path, exc)
     return load_config(path, text)
 
-
-def config_value(config: LoadedConfig | None, key: str) -> Any:
-    if config is None or config.config is None:
-        return None
-    return getattr(config.config, key, None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -38,72 +38,20 @@ from budgetlens.context.unified_budget import (
     UnifiedContextBudgetPolicy,
     compute_unified_budget,
 )
-from budgetlens.contract.pipeline import PipelineFile, read_pipeline
+from budgetlens.contract.model import (
+    InjectionCheck,
+    PipelineReport,
+    StepInjection,
+    injection_label,
+)
+from budgetlens.contract.pipeline import PipelineFile, load_pipeline_text, read_pipeline
 from budgetlens.files import FileSource
 from budgetlens.source import Diagnostic, Location, Related, Severity
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from budgetlens.contract.check import PipelineReport
 
 INJECTION_KEY = "injection"
 
 INJECTION_CODES: dict[str, Code] = {code: info for code, info in CODES.items()
                                     if code.startswith("BL1")}
-
-
-@dataclass(frozen=True)
-class StepInjection:
-    """The injection split of one ``call_model`` step."""
-
-    pipeline: str
-    step: str
-    index: int
-    """Index into ``PipelineReport.steps``."""
-    location: Location
-    window: int
-    tokens_used_before: int
-    """The step's fixed + history tokens."""
-    budget: UnifiedBudget
-    """Both sources present, default shares."""
-    direct_target: UnifiedBudget
-    """Both sources present, a bucket the direct target of the request."""
-
-    @property
-    def label(self) -> str:
-        """``injection 1,640: cards 656 · buckets 984`` (hover and code lens text)."""
-        b = self.budget
-        text = (f"injection {b.total_budget:,}: cards {b.knowledge_card_budget:,}"
-                f" · buckets {b.bucket_budget:,}")
-        return text + " (window overrun)" if b.context_overrun else text
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pipeline": self.pipeline, "step": self.step, "window": self.window,
-                "tokens_used_before": self.tokens_used_before, "label": self.label,
-                "budget": self.budget.to_dict(), "direct_target": self.direct_target.to_dict()}
-
-
-@dataclass(frozen=True)
-class InjectionCheck:
-    """What ``check_injection`` found: the merged policy, diagnostics and the steps' splits."""
-
-    policy: UnifiedContextBudgetPolicy | None
-    """None when no file of the chain has a ``settings.injection`` block."""
-    location: Location | None
-    """The block that contributes first (the pipeline's own, else the nearest parent's)."""
-    diagnostics: tuple[Diagnostic, ...]
-    steps: tuple[StepInjection, ...]
-
-    @property
-    def has_errors(self) -> bool:
-        return any(d.severity is Severity.ERROR for d in self.diagnostics)
-
-    def step(self, index: int) -> StepInjection | None:
-        return next((s for s in self.steps if s.index == index), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy.model_dump() if self.policy else None,
-                "diagnostics": [d.to_dict() for d in self.diagnostics],
-                "steps": [s.to_dict() for s in self.steps]}
 
 
 def _field_problem(key: str, value: Any) -> str | None:
@@ -122,46 +70,64 @@ class _Value:
     location: Location
 
 
+def _diag(loc: Location, severity: Severity, code: str, message: str, pipeline: str,
+          related: tuple[Related, ...] = ()) -> Diagnostic:
+    return Diagnostic(loc.file, loc.range, severity, code, message, pipeline=pipeline,
+                      related=related)
+
+
+_BLOCK: tuple[str, str] = ("settings", INJECTION_KEY)
+
+
+def _injection_block(pf: PipelineFile) -> Any:
+    """The ``settings.injection`` value of a file (``None`` without one)."""
+    if pf.doc is None or not isinstance(pf.doc.value, dict):
+        return None
+    settings = pf.doc.value.get("settings")
+    if not isinstance(settings, dict):
+        return None
+    return settings.get(INJECTION_KEY)
+
+
+def _block_values(pf: PipelineFile, block: dict[Any, Any], pipeline: str,
+                  merged: dict[str, _Value], diags: list[Diagnostic]) -> None:
+    """Add the valid keys of one mapping block to ``merged`` (a child's win), the invalid
+    ones to ``diags``."""
+    for key, value in block.items():
+        key_text = str(key)
+        if key_text not in POLICY_FIELDS:
+            diags.append(_diag(pf.key_location((*_BLOCK, key)), Severity.ERROR,
+                               INJECTION_UNKNOWN_KEY,
+                               f"settings.injection: unknown key {key_text!r}; known keys: "
+                               f"{', '.join(POLICY_FIELDS)}", pipeline))
+            continue
+        problem = _field_problem(key_text, value)
+        if problem is not None:
+            diags.append(_diag(pf.location((*_BLOCK, key)), Severity.ERROR,
+                               INJECTION_INVALID_VALUE,
+                               f"settings.injection.{key_text}: {problem}", pipeline))
+            continue
+        merged.setdefault(key_text, _Value(value, pf.location((*_BLOCK, key))))
+
+
 def merged_injection(files: Sequence[PipelineFile], *, pipeline: str
                      ) -> tuple[dict[str, _Value], Location | None, list[Diagnostic]]:
     """The valid keys of every ``settings.injection`` block of a chain (child first)."""
     merged: dict[str, _Value] = {}
     diags: list[Diagnostic] = []
     first: Location | None = None
-
-    def diag(loc: Location, severity: Severity, code: str, message: str) -> None:
-        diags.append(Diagnostic(loc.file, loc.range, severity, code, message, pipeline=pipeline))
-
     for pf in files:
-        if pf.doc is None or not isinstance(pf.doc.value, dict):
-            continue
-        settings = pf.doc.value.get("settings")
-        if not isinstance(settings, dict) or INJECTION_KEY not in settings:
-            continue
-        base = ("settings", INJECTION_KEY)
-        block = settings[INJECTION_KEY]
+        block = _injection_block(pf)
         if block is None:
             continue
         if first is None:
-            first = pf.key_location(base)
-        if not isinstance(block, dict):
-            diag(pf.location(base), Severity.ERROR, INJECTION_NOT_MAPPING,
-                 f"settings.injection must be a mapping of policy keys, not"
-                 f" {type(block).__name__}")
-            continue
-        for key, value in block.items():
-            key_text = str(key)
-            if key_text not in POLICY_FIELDS:
-                diag(pf.key_location((*base, key)), Severity.ERROR, INJECTION_UNKNOWN_KEY,
-                     f"settings.injection: unknown key {key_text!r}; known keys: "
-                     f"{', '.join(POLICY_FIELDS)}")
-                continue
-            problem = _field_problem(key_text, value)
-            if problem is not None:
-                diag(pf.location((*base, key)), Severity.ERROR, INJECTION_INVALID_VALUE,
-                     f"settings.injection.{key_text}: {problem}")
-                continue
-            merged.setdefault(key_text, _Value(value, pf.location((*base, key))))
+            first = pf.key_location(_BLOCK)
+        if isinstance(block, dict):
+            _block_values(pf, block, pipeline, merged, diags)
+        else:
+            diags.append(_diag(pf.location(_BLOCK), Severity.ERROR, INJECTION_NOT_MAPPING,
+                               f"settings.injection must be a mapping of policy keys, not"
+                               f" {type(block).__name__}", pipeline))
     return merged, first, diags
 
 
@@ -180,36 +146,32 @@ def _policy_checks(values: Mapping[str, _Value], policy: UnifiedContextBudgetPol
     for key in ("min_knowledge_card_tokens", "min_bucket_tokens"):
         value = getattr(policy, key)
         if value > absolute and (key in values or abs_loc):
-            loc = loc_of(key)
-            diags.append(Diagnostic(
-                loc.file, loc.range, Severity.WARNING, INJECTION_MIN_ABOVE_MAX,
+            diags.append(_diag(
+                loc_of(key), Severity.WARNING, INJECTION_MIN_ABOVE_MAX,
                 f"settings.injection.{key} {value:,} is larger than"
                 f" max_injection_tokens_absolute {absolute:,}: it can never be met, and when"
                 " both sources have content their budgets are always scaled down",
-                pipeline=pipeline, related=related))
+                pipeline, related))
     mins = policy.min_knowledge_card_tokens + policy.min_bucket_tokens
     if (not diags and mins > absolute
             and ({"min_knowledge_card_tokens", "min_bucket_tokens"} & set(values) or abs_loc)):
         key = "min_bucket_tokens" if "min_bucket_tokens" in values else \
             "min_knowledge_card_tokens"
-        loc = loc_of(key)
-        diags.append(Diagnostic(
-            loc.file, loc.range, Severity.WARNING, INJECTION_MINS_ABOVE_MAX,
+        diags.append(_diag(
+            loc_of(key), Severity.WARNING, INJECTION_MINS_ABOVE_MAX,
             f"settings.injection: min_knowledge_card_tokens + min_bucket_tokens = {mins:,} is"
             f" more than max_injection_tokens_absolute {absolute:,}: when both sources have"
-            " content, both minimums are always scaled down",
-            pipeline=pipeline, related=related))
+            " content, both minimums are always scaled down", pipeline, related))
     shares = policy.knowledge_card_share_default + policy.bucket_content_share_default
     share_keys = {"knowledge_card_share_default", "bucket_content_share_default"} & set(values)
     if share_keys and abs(shares - 1.0) > 1e-9:
         key = sorted(share_keys)[0]
-        loc = loc_of(key)
         effect = ("the split is scaled down to the total" if shares > 1 else
                   f"{1 - shares:.0%} of the injection budget is never given out")
-        diags.append(Diagnostic(
-            loc.file, loc.range, Severity.INFORMATION, INJECTION_SHARES_NOT_ONE,
+        diags.append(_diag(
+            loc_of(key), Severity.INFORMATION, INJECTION_SHARES_NOT_ONE,
             f"settings.injection: knowledge_card_share_default + bucket_content_share_default"
-            f" = {shares:g}, not 1: {effect}", pipeline=pipeline))
+            f" = {shares:g}, not 1: {effect}", pipeline))
     return diags
 
 
@@ -239,16 +201,15 @@ def check_injection(report: PipelineReport, *, files: FileSource,
                                           has_knowledge_cards=True,
                                           bucket_is_direct_target=direct)
 
+        budget = split(False)
         steps.append(StepInjection(report.pipeline, s.step, i, s.location, window, used,
-                                   split(False), split(True)))
+                                   injection_label(budget), budget, split(True)))
     return InjectionCheck(policy, where, tuple(diags), tuple(steps))
 
 
 def check_injection_text(pipeline: str, text: str) -> InjectionCheck:
     """Check the ``settings.injection`` block of one pipeline text alone (no extends, no
     steps): for editors and tests that only have the buffer."""
-    from budgetlens.contract.pipeline import load_pipeline_text
-
     pf = load_pipeline_text(pipeline, text)
     values, where, diags = merged_injection([pf], pipeline=pipeline)
     if where is None:
@@ -260,8 +221,6 @@ def check_injection_text(pipeline: str, text: str) -> InjectionCheck:
 
 __all__ = [
     "INJECTION_CODES",
-    "InjectionCheck",
-    "StepInjection",
     "check_injection",
     "check_injection_text",
 ]

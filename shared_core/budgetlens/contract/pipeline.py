@@ -286,6 +286,71 @@ def _named_inside(path: str, root: str) -> bool:
     return p == r or p.startswith(r.rstrip(os.sep) + os.sep)
 
 
+_Problem = tuple[str, str]  # a diagnostic's code and message
+
+
+def _error_at(loc: Location, problem: _Problem) -> Diagnostic:
+    return Diagnostic(loc.file, loc.range, Severity.ERROR, *problem)
+
+
+def _extends_target(current: PipelineFile, extends: str, names: list[str], path: str,
+                    root: str | None) -> str | _Problem:
+    """The parent ``extends`` names (a path), or why it cannot be followed."""
+    if not extends.strip():
+        return (codes.EXTENDS_MISSING, "extends is empty: name the parent pipeline file"
+                                       " (relative to this file), or remove the key")
+    if "\x00" in extends:
+        return codes.EXTENDS_MISSING, f"extends {extends!r}: the path contains a NUL byte"
+    parent_path = resolve_extends(current.path, extends)
+    if parent_path in names or os.path.abspath(parent_path) in map(os.path.abspath, names):
+        start = names.index(parent_path) if parent_path in names else 0
+        cycle = [*names[start:], parent_path]
+        return codes.EXTENDS_CYCLE, "extends cycle: " + " -> ".join(cycle)
+    if len(names) >= MAX_EXTENDS_DEPTH:
+        return (codes.EXTENDS_CYCLE, f"extends chain longer than {MAX_EXTENDS_DEPTH} files"
+                                     f" ({path} and its parents): shorten the chain")
+    if root is not None and not is_inside(parent_path, root):
+        return (codes.EXTENDS_OUTSIDE, f"extends {extends!r} resolves to {parent_path},"
+                                       f" outside the workspace root {root}")
+    return parent_path
+
+
+def _unreadable_parent(parent: PipelineFile, parent_path: str, extends: str) -> _Problem | None:
+    unreadable = [d for d in parent.diagnostics if d.code == codes.PIPELINE_UNREADABLE]
+    if not unreadable:
+        return None
+    reason = unreadable[0].message.removeprefix("pipeline cannot be read: ")
+    if "no such file" in reason:
+        reason = f"parent pipeline {parent_path} does not exist"
+    return codes.EXTENDS_MISSING, f"extends {extends!r}: {reason}"
+
+
+def _broken_parent(parent: PipelineFile, parent_path: str,
+                   ext_loc: Location) -> list[Diagnostic]:
+    """An error at the child's ``extends`` when the parent has errors (its first one related)."""
+    if parent.usable and not parent.has_errors:
+        return []
+    first_error = next((d for d in parent.diagnostics if d.severity is Severity.ERROR), None)
+    related: tuple[Related, ...] = ()
+    if first_error is not None:
+        related = (Related(Location(first_error.file, first_error.range),
+                           first_error.message),)
+    return [Diagnostic(ext_loc.file, ext_loc.range, Severity.ERROR,
+                       codes.EXTENDS_PARENT_BROKEN, f"parent pipeline {parent_path} has errors",
+                       related=related)]
+
+
+def _own_link_error(first: PipelineFile, path: str, diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The pipeline itself shows why its chain is broken, at its own extends value."""
+    link_errors = [d for d in diags if d.code in _LINK_CODES]
+    if not link_errors or link_errors[-1].file == path or first.model is None:
+        return []
+    last = link_errors[-1]
+    loc = first.location(("extends",))
+    return [Diagnostic(loc.file, loc.range, Severity.ERROR, last.code, last.message,
+                       related=(Related(Location(last.file, last.range), last.message),))]
+
+
 def load_chain(path: str, files: FileSource, *, root: str | None,
                load: Callable[[str], PipelineFile] | None = None) -> Chain:
     """Load ``path`` and follow ``extends`` up its chain.
@@ -301,85 +366,35 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
             f"pipeline cannot be read: {path}: resolves outside the workspace root {root}"),
         )),), (), False, (path,))
     loader = load or (lambda p: read_pipeline(p, files))
-    first = loader(path)
+    first = current = loader(path)
     chain = [first]
     deps = [path]
     diags: list[Diagnostic] = []
     broken = False
-    current = first
     while current.usable and current.model is not None and current.model.extends is not None:
         ext_loc = current.location(("extends",))
-        names = [f.path for f in chain]
-
-        def fail(code: str, message: str, loc: Location = ext_loc) -> None:
-            diags.append(Diagnostic(loc.file, loc.range, Severity.ERROR, code, message))
-
-        if not current.model.extends.strip():
-            fail(codes.EXTENDS_MISSING, "extends is empty: name the parent pipeline file"
-                                        " (relative to this file), or remove the key")
+        extends = current.model.extends
+        target = _extends_target(current, extends, [f.path for f in chain], path, root)
+        if isinstance(target, tuple):
+            diags.append(_error_at(ext_loc, target))
             broken = True
             break
-        if "\x00" in current.model.extends:
-            fail(codes.EXTENDS_MISSING, f"extends {current.model.extends!r}: the path contains"
-                                        " a NUL byte")
-            broken = True
-            break
-        parent_path = resolve_extends(current.path, current.model.extends)
-
-        if parent_path in names or os.path.abspath(parent_path) in map(os.path.abspath, names):
-            start = names.index(parent_path) if parent_path in names else 0
-            cycle = [*names[start:], parent_path]
-            fail(codes.EXTENDS_CYCLE, "extends cycle: " + " -> ".join(cycle))
-            broken = True
-            break
-        if len(chain) >= MAX_EXTENDS_DEPTH:
-            fail(codes.EXTENDS_CYCLE, f"extends chain longer than {MAX_EXTENDS_DEPTH} files"
-                                      f" ({path} and its parents): shorten the chain")
-            broken = True
-            break
-        if root is not None and not is_inside(parent_path, root):
-            fail(codes.EXTENDS_OUTSIDE, f"extends {current.model.extends!r} resolves to"
-                                        f" {parent_path}, outside the workspace root {root}")
-            broken = True
-            break
-        deps.append(parent_path)
-        parent = loader(parent_path)
-        unreadable = [d for d in parent.diagnostics if d.code == codes.PIPELINE_UNREADABLE]
-        if unreadable:
-            reason = unreadable[0].message.removeprefix("pipeline cannot be read: ")
-            code = codes.EXTENDS_MISSING
-            if "no such file" in reason:
-                reason = f"parent pipeline {parent_path} does not exist"
-            fail(code, f"extends {current.model.extends!r}: {reason}")
+        deps.append(target)
+        parent = loader(target)
+        problem = _unreadable_parent(parent, target, extends)
+        if problem is not None:
+            diags.append(_error_at(ext_loc, problem))
             broken = True
             break
         chain.append(parent)
-        if not parent.usable or parent.has_errors:
-            first_error = next((d for d in parent.diagnostics
-                                if d.severity is Severity.ERROR), None)
-            related: tuple[Related, ...] = ()
-            if first_error is not None:
-                related = (Related(Location(first_error.file, first_error.range),
-                                   first_error.message),)
-            diags.append(Diagnostic(ext_loc.file, ext_loc.range, Severity.ERROR,
-                                    codes.EXTENDS_PARENT_BROKEN,
-                                    f"parent pipeline {parent_path} has errors",
-                                    related=related))
-            diags.extend(parent.diagnostics)
-            if not parent.usable:
-                broken = True
-                break
-        else:
-            diags.extend(parent.diagnostics)
+        diags.extend(_broken_parent(parent, target, ext_loc))
+        diags.extend(parent.diagnostics)
+        if not parent.usable:
+            broken = True
+            break
         current = parent
-    link_errors = [d for d in diags if d.code in _LINK_CODES]
-    if broken and link_errors and link_errors[-1].file != path and first.model is not None:
-        # the pipeline itself shows why its chain is broken, at its own extends value
-        last = link_errors[-1]
-        loc = first.location(("extends",))
-        diags.append(Diagnostic(loc.file, loc.range, Severity.ERROR, last.code, last.message,
-                                related=(Related(Location(last.file, last.range),
-                                                 last.message),)))
+    if broken:
+        diags.extend(_own_link_error(first, path, diags))
     return Chain(tuple(chain), tuple(diags), broken, tuple(deps))
 
 

@@ -1,7 +1,7 @@
 """The clamp plan: the auto-clamp of a pipeline, as minimal text edits of its files.
 
 ``clamp_plan(report, files=...)`` turns ``report.clamp`` (what auto_clamp lowers, see
-``contract.compute_clamp``) into changes, each a record {file, range, key, before, after,
+``contract.clamp.compute_clamp``) into changes, each a record {file, range, key, before, after,
 reason} with the text edits that make it. Only the numbers change; everything else stays
 byte for byte (comments, quotes, key order, indentation, line endings). Where a value must
 be added, a line is inserted in the file's own indentation style (a missing ``settings:``
@@ -14,7 +14,7 @@ so the parent and its other children stay as they are. With ``edit_parent=True``
 that sets the value is edited instead. Applying a plan and checking again gives no contract
 violation and an empty plan.
 
-Every edit is verified before it leaves the core (``edit_verify``): each file's edits are
+Every edit is verified before it leaves the core (``yamldoc.verify``): each file's edits are
 applied in memory and parsed again, and the data must equal the original's with exactly the
 planned values set; the pipeline must then use them. A replacement covers a number's own
 characters only, so anchors (``&ctx 8000``), tags (``!!int``), quotes, commas and comments
@@ -30,22 +30,25 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from budgetlens.contract.check import ClampValues, PipelineReport, StepBudget, compute_clamp
+from budgetlens.contract.clamp import compute_clamp
+from budgetlens.contract.enums import (
+    OutputSource,
+)
+from budgetlens.contract.model import (
+    ClampValues,
+    PipelineReport,
+    StepBudget,
+)
 from budgetlens.contract.pipeline import load_chain, merged_settings, steps_owner
-from budgetlens.files import FileSource, OverlayFiles, SourceError
+from budgetlens.files import FileSource, OverlayFiles
 from budgetlens.source import Range, TextEdit, apply_text_edits
+from budgetlens.yamldoc.edit import YamlText, edited_block, load_yaml_text, number_at
 from budgetlens.yamldoc.parse import (
-    Span,
-    YamlDocument,
     YamlPath,
-    YamlTokens,
-    line_number,
-    parse_yaml,
 )
 from budgetlens.yamldoc.verify import (
     Planned,
@@ -71,13 +74,9 @@ class ClampChange:
     after: int
     reason: str
     step: str | None = None
-    edits: tuple[TextEdit, ...] = ()
-    path: YamlPath = ()  # where the value sits in the loaded data of ``file``
-
-    def to_dict(self) -> dict[str, object]:
-        return {"file": self.file, "range": self.range.to_dict(), "key": self.key,
-                "before": self.before, "after": self.after, "reason": self.reason,
-                "step": self.step}
+    edits: tuple[TextEdit, ...] = field(default=(), metadata={"json": False})
+    path: YamlPath = field(default=(), metadata={"json": False})
+    """Where the value sits in the loaded data of ``file``."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +107,6 @@ class ClampPlan:
     def edits_for(self, file: str) -> list[TextEdit]:
         return [e for e in self.edits if e.file == file]
 
-    def to_dict(self) -> dict[str, object]:
-        return {"pipeline": self.pipeline, "changes": [c.to_dict() for c in self.changes],
-                "notes": list(self.notes)}
-
 
 def apply_edits(text: str, edits: list[TextEdit] | tuple[TextEdit, ...]) -> str:
     """Apply non-overlapping edits of one file to its text (``source.apply_text_edits``)."""
@@ -121,190 +116,6 @@ def apply_edits(text: str, edits: list[TextEdit] | tuple[TextEdit, ...]) -> str:
 def apply_plan(plan: ClampPlan, files: FileSource) -> dict[str, str]:
     """The new text of every file the plan edits (nothing is written)."""
     return {f: apply_text_edits(files.read_text(Path(f)), plan.edits_for(f)) for f in plan.files}
-
-
-# ------------------------------------------------------------------------- text helpers
-@dataclass
-class _File:
-    """A file as the plan read it, with offset helpers that know every YAML line break
-    (``\\n``, ``\\r\\n`` and a lone ``\\r``)."""
-
-    path: str
-    text: str
-    doc: YamlDocument
-
-    @property
-    def tokens(self) -> YamlTokens:
-        return self.doc.tokens
-
-    def eol(self, offset: int) -> int:
-        """End of the line holding ``offset`` (before its line break)."""
-        n, text, i = len(self.text), self.text, offset
-        while i < n and text[i] not in "\r\n":
-            i += 1
-        return i
-
-    def bol(self, offset: int) -> int:
-        return max(self.text.rfind("\n", 0, offset), self.text.rfind("\r", 0, offset)) + 1
-
-    def col(self, offset: int) -> int:
-        return offset - self.bol(offset)
-
-    def line(self, offset: int) -> int:
-        return line_number(self.text, offset)
-
-    def newline(self, offset: int) -> str:
-        """The line break ending the line of ``offset`` (else the file's first one)."""
-        i = self.eol(offset)
-        if i < len(self.text):
-            return "\r\n" if self.text.startswith("\r\n", i) else self.text[i]
-        found = re.search(r"\r\n|\r|\n", self.text)
-        return found.group() if found else "\n"
-
-    def back(self, offset: int) -> int:
-        """``offset`` moved back over blanks and line breaks."""
-        while offset > 0 and self.text[offset - 1] in " \t\r\n":
-            offset -= 1
-        return offset
-
-    def after_line(self, offset: int) -> int:
-        """Where a new line goes after content ending at ``offset``: the end of its line
-        (after a trailing comment, never inside it)."""
-        return self.eol(self.back(offset))
-
-    def edit(self, start: int, end: int, new_text: str) -> TextEdit:
-        return TextEdit(self.path, self.doc.index.range(start, end), new_text)
-
-    def indent_unit(self) -> int:
-        """The file's indentation step: how far a nested block key sits right of its parent."""
-        steps: list[int] = []
-        for path, span in self.doc.spans.items():
-            if len(path) < 2 or span.key_start is None:
-                continue
-            parent = self.doc.span(path[:-1])
-            if parent is None or parent.kind != "mapping" or parent.flow \
-                    or parent.key_start is None:
-                continue
-            diff = self.col(span.key_start) - self.col(parent.key_start)
-            if diff > 0:
-                steps.append(diff)
-        return min(steps) if steps else 2
-
-    def scalar_range(self, path: YamlPath) -> tuple[int, int] | str:
-        """The characters of the scalar at ``path`` itself: no anchor, tag or quotes."""
-        span = self.doc.span(path)
-        if span is None or span.kind != "scalar":
-            return "the value is not a plain number there"
-        tok = self.tokens.scalar(span)
-        if tok is None:
-            return "the value's text could not be found"
-        if tok.style in ("|", ">"):
-            return "the value is a block scalar"
-        if tok.style in ("'", '"'):
-            return tok.start + 1, tok.end - 1
-        return tok.start, tok.end
-
-    def users(self, path: YamlPath) -> list[YamlPath]:
-        """Every path of the data whose value is the scalar at ``path`` (one text through
-        an anchor, its aliases and merge keys)."""
-        span = self.doc.span(path)
-        if span is None:
-            return []
-        return [p for p, s in self.doc.spans.items()
-                if s.kind == "scalar" and s.start == span.start and s.end == span.end]
-
-    def anchor_text(self, path: YamlPath) -> str:
-        span = self.doc.span(path)
-        tok = self.tokens.anchor(span) if span is not None else None
-        if tok is None or span is None:
-            return f"the value at line {self.line(span.start if span else 0)}"
-        return f"anchor &{tok.value} at line {self.line(tok.start)}"
-
-    def flow_insert(self, span: Span, entry: str) -> tuple[int, str] | None:
-        """Add ``entry`` to a flow mapping: after its last entry, keeping a trailing comma,
-        comments and the closing brace where they are."""
-        toks = self.tokens.inside(span.start, span.end)
-        if len(toks) < 2 or toks[-1].kind != "FlowMappingEnd" or toks[-1].end != span.end:
-            return None
-        last = toks[-2]
-        if last.kind == "FlowMappingStart":
-            return last.end, entry
-        if last.kind == "FlowEntry":  # a trailing comma: the new entry gets one too
-            return last.end, f" {entry},"
-        return last.end, ", " + entry
-
-    def insert_entry(self, mapping: YamlPath, key: str,
-                     value: int) -> tuple[int, str] | tuple[int, str, int] | None:
-        """Add ``key: value`` to the mapping at ``mapping`` in its own style (an empty value
-        written ``~`` or ``null`` is replaced: the third item is the end of what goes)."""
-        span = self.doc.span(mapping)
-        node = self.doc.node(mapping)
-        if span is None:
-            return None
-        if span.kind == "mapping" and span.flow:
-            return self.flow_insert(span, f"{key}: {value}")
-        if span.kind == "mapping":
-            at = self.after_line(self.tokens.content_end(span))
-            return at, f"{self.newline(at)}{' ' * self.col(span.start)}{key}: {value}"
-        if span.kind == "scalar" and node is None:
-            tok = self.tokens.scalar(span)
-            if tok is not None and tok.style is None:  # "settings: ~" or "null"
-                return (None if tok.start != span.start
-                        else (tok.start, f"{{{key}: {value}}}", tok.end))
-            if span.start != span.end or span.key_start is None or span.key_end is None:
-                return None
-            indent = " " * (self.col(span.key_start) + self.indent_unit())
-            at = self.eol(span.key_end)
-            return at, f"{self.newline(at)}{indent}{key}: {value}"
-        return None
-
-    def insert_top_level(self, block: list[str], flow_text: str) -> tuple[int, str] | None:
-        """Insert a top-level entry: after ``extends`` if there is one, else first."""
-        root = self.doc.span(())
-        if root is None or not isinstance(self.doc.value, dict) or root.kind != "mapping":
-            return None
-        if root.flow:
-            return self.flow_insert(root, flow_text)
-        lines = [" " * self.col(root.start) + line for line in block]
-        ext = self.doc.span(("extends",))
-        if ext is not None:
-            at = self.after_line(self.tokens.content_end(ext))
-            nl = self.newline(at)
-            return at, nl + nl.join(lines)
-        at = self.bol(root.start)
-        if self.text[at:root.start].strip():
-            return None
-        nl = self.newline(root.start)
-        return at, nl.join(lines) + nl
-
-    def append_top_level(self, block: list[str], flow_text: str | None) -> tuple[int, str] | None:
-        """Add a top-level entry after the last one (before an end marker ``...``)."""
-        root = self.doc.span(())
-        if root is None or not isinstance(self.doc.value, dict) or root.kind != "mapping":
-            return None
-        if root.flow:
-            return self.flow_insert(root, flow_text) if flow_text is not None else None
-        col = self.col(root.start)
-        lines = [(" " * col + line) if line.strip() else line for line in block]
-        at = self.after_line(self.tokens.content_end(root))
-        nl = self.newline(at)
-        return at, nl + nl + nl.join(lines)
-
-
-def _load(path: str, files: FileSource) -> _File | None:
-    try:
-        text = files.read_text(Path(path))
-    except SourceError:
-        return None
-    doc, _ = parse_yaml(text)
-    if doc is None:
-        return None
-    return _File(path, text, doc)
-
-
-def _number_at(f: _File, path: YamlPath) -> int | None:
-    value = f.doc.node(path)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _output_path_key(path: YamlPath) -> bool:
@@ -326,7 +137,7 @@ def _change_key(path: YamlPath) -> str:
     return path_text(path)
 
 
-def _step_name(f: _File, index: int) -> str | None:
+def _step_name(f: YamlText, index: int) -> str | None:
     step = f.doc.node(("steps", index))
     if isinstance(step, dict):
         for k in ("id", "name"):
@@ -360,7 +171,7 @@ class _Insert:
 
 @dataclass
 class _FilePlan:
-    file: _File
+    file: YamlText
     replaces: dict[tuple[int, int], list[_Want]] = field(default_factory=dict)
     inserts: list[_Insert] = field(default_factory=list)
 
@@ -376,15 +187,15 @@ class _Builder:
         self.seq += 1
         return _Want(self.seq, path, after, key, before, reason, step)
 
-    def of(self, f: _File) -> _FilePlan:
+    def of(self, f: YamlText) -> _FilePlan:
         return self.files.setdefault(f.path, _FilePlan(f))
 
-    def note(self, f: _File, path: YamlPath | None, text: str) -> None:
+    def note(self, f: YamlText, path: YamlPath | None, text: str) -> None:
         span = f.doc.span(path) if path is not None else None
         where = f":{f.line(span.start)}" if span is not None else ""
         self.plan.notes.append(f"{f.path}{where}: {text}")
 
-    def replace(self, f: _File, want: _Want) -> None:
+    def replace(self, f: YamlText, want: _Want) -> None:
         where = f.scalar_range(want.path)
         if isinstance(where, str):
             self.note(f, want.path, f"{want.key} not lowered to {want.after}: {where};"
@@ -392,13 +203,13 @@ class _Builder:
             return
         self.of(f).replaces.setdefault(where, []).append(want)
 
-    def insert(self, f: _File, at_text: tuple[int, str] | tuple[int, str, int],
+    def insert(self, f: YamlText, at_text: tuple[int, str] | tuple[int, str, int],
                wants: list[_Want], planned: list[Planned]) -> None:
         end = at_text[2] if len(at_text) == 3 else None
         self.of(f).inserts.append(_Insert(at_text[0], at_text[1], wants, planned, end))
 
     @staticmethod
-    def by_hand(f: _File, changes: list[tuple[float, ClampChange]]) -> str:
+    def by_hand(f: YamlText, changes: list[tuple[float, ClampChange]]) -> str:
         out = []
         for _, c in changes:
             span = f.doc.span(c.path) or f.doc.span(c.path[:-1]) or f.doc.span(())
@@ -410,80 +221,101 @@ class _Builder:
     def finish(self) -> list[ClampChange]:
         out: list[tuple[float, ClampChange]] = []
         for fp in self.files.values():
-            f = fp.file
-            edits: list[TextEdit] = []
-            planned: list[Planned] = []
-            changes: list[tuple[float, ClampChange]] = []
-            refused = False
-            for (start, end), wants in fp.replaces.items():
-                value = min(w.after for w in wants)
-                mine = {w.path for w in wants}
-                others = [u for u in f.users(wants[0].path) if u not in mine]
-                bad = [u for u in others if not _fit_safe(u)]
-                source = f.anchor_text(wants[0].path)
-                if bad:
-                    for w in wants:
-                        self.note(f, w.path, f"{w.key} not lowered to {w.after}: the value"
-                                             f" comes from {source}, which also sets"
-                                             f" {path_text(bad[0])}; change it there by hand")
-                    refused = True
-                    continue
-                edit = f.edit(start, end, str(value))
-                edits.append(edit)
-                shared = (f"; one value from {source} feeds "
-                          + ", ".join(_change_key(p) for p in [*mine, *others])
-                          + f": set to {value}, the lowest they need") if others or \
-                    len(wants) > 1 else ""
-                for w in wants:
-                    changes.append((w.seq, ClampChange(
-                        f.path, edit.range, w.key, w.before, value, w.reason + shared, w.step,
-                        (edit,), w.path)))
-                    planned.append(Planned(w.path, value))
-                for u in others:
-                    before = f.doc.node(u)
-                    changes.append((wants[0].seq + 0.5, ClampChange(
-                        f.path, edit.range, _change_key(u),
-                        before if isinstance(before, int) else None, value,
-                        f"shares {source} with {wants[0].key}{shared}",
-                        _step_name(f, u[1]) if _output_path_key(u) and isinstance(u[1], int)
-                        else None, (edit,), u)))
-                    planned.append(Planned(u, value))
-            for ins in fp.inserts:
-                edit = f.edit(ins.at, ins.at if ins.end is None else ins.end, ins.text)
-                edits.append(edit)
-                planned.extend(ins.planned)
-                for w in ins.wants:
-                    changes.append((w.seq, ClampChange(
-                        f.path, edit.range, w.key, w.before, w.after, w.reason, w.step,
-                        (edit,), w.path)))
-            if refused:
-                if changes:
-                    self.plan.notes.append(f"{f.path}: not edited (a file's edits go all or"
-                                           f" nothing); set {self.by_hand(f, changes)} by hand")
-                continue
-            why = verify_file_edits(f.doc, edits, planned)
-            if why is not None:
-                self.plan.notes.append(f"{f.path}: not edited: {why}; set"
-                                       f" {self.by_hand(f, changes)} by hand")
-                continue
-            out.extend(changes)
+            out.extend(self.file_changes(fp))
         out.sort(key=lambda sc: sc[0])
         return [c for _, c in out]
+
+    def file_changes(self, fp: _FilePlan) -> list[tuple[float, ClampChange]]:
+        """The changes of one file, each with its order; none when any edit is refused or
+        the file's edits do not verify (a file's edits go all or nothing)."""
+        f = fp.file
+        acc = _Edits()
+        refused = False
+        for (start, end), wants in fp.replaces.items():
+            refused = not self.replace_shared(f, start, end, wants, acc) or refused
+        for ins in fp.inserts:
+            edit = f.edit(ins.at, ins.at if ins.end is None else ins.end, ins.text)
+            acc.edits.append(edit)
+            acc.planned.extend(ins.planned)
+            for w in ins.wants:
+                acc.changes.append((w.seq, ClampChange(
+                    f.path, edit.range, w.key, w.before, w.after, w.reason, w.step,
+                    (edit,), w.path)))
+        if refused:
+            if acc.changes:
+                self.plan.notes.append(f"{f.path}: not edited (a file's edits go all or"
+                                       f" nothing); set {self.by_hand(f, acc.changes)} by hand")
+            return []
+        why = verify_file_edits(f.doc, acc.edits, acc.planned)
+        if why is not None:
+            self.plan.notes.append(f"{f.path}: not edited: {why}; set"
+                                   f" {self.by_hand(f, acc.changes)} by hand")
+            return []
+        return acc.changes
+
+    def replace_shared(self, f: YamlText, start: int, end: int, wants: list[_Want],
+                       acc: _Edits) -> bool:
+        """One replacement of the scalar at ``start..end``, set to the lowest value its
+        wants need, with a change for every other user of the scalar; False (and notes) when
+        another user could not take the lower value."""
+        value = min(w.after for w in wants)
+        mine = {w.path for w in wants}
+        others = [u for u in f.users(wants[0].path) if u not in mine]
+        bad = [u for u in others if not _fit_safe(u)]
+        source = f.anchor_text(wants[0].path)
+        if bad:
+            for w in wants:
+                self.note(f, w.path, f"{w.key} not lowered to {w.after}: the value"
+                                     f" comes from {source}, which also sets"
+                                     f" {path_text(bad[0])}; change it there by hand")
+            return False
+        edit = f.edit(start, end, str(value))
+        acc.edits.append(edit)
+        shared = (f"; one value from {source} feeds "
+                  + ", ".join(_change_key(p) for p in [*mine, *others])
+                  + f": set to {value}, the lowest they need") if others or \
+            len(wants) > 1 else ""
+        for w in wants:
+            acc.changes.append((w.seq, ClampChange(
+                f.path, edit.range, w.key, w.before, value, w.reason + shared, w.step,
+                (edit,), w.path)))
+            acc.planned.append(Planned(w.path, value))
+        for u in others:
+            before = f.doc.node(u)
+            acc.changes.append((wants[0].seq + 0.5, ClampChange(
+                f.path, edit.range, _change_key(u),
+                before if isinstance(before, int) else None, value,
+                f"shares {source} with {wants[0].key}{shared}",
+                _step_name(f, u[1]) if _output_path_key(u) and isinstance(u[1], int)
+                else None, (edit,), u)))
+            acc.planned.append(Planned(u, value))
+        return True
+
+
+@dataclass
+class _Edits:
+    """What a file's plan has so far: its edits, the values they set, and the changes."""
+
+    edits: list[TextEdit] = field(default_factory=list)
+    planned: list[Planned] = field(default_factory=list)
+    changes: list[tuple[float, ClampChange]] = field(default_factory=list)
+
+
+_STEP_OUTPUTS = (OutputSource.MAX_OUTPUT_TOKENS, OutputSource.MAX_TOKENS)
 
 
 def _output_want(b: _Builder, step: StepBudget, after: int, reason: str, *,
                  copied: bool = False) -> _Want:
-    key = _output_key(step) if step.output_source in ("max_output_tokens", "max_tokens") \
-        else "max_output_tokens"
+    key = _output_key(step) if step.output_source in _STEP_OUTPUTS else "max_output_tokens"
     extra = f"; the steps of {step.defined_in} are copied here to override it" if copied else ""
     return b.want(("steps", step.index, key), after, f"steps[{step.index}].{key}",
                   step.output.value, reason + extra, step.step)
 
 
-def _plan_output(b: _Builder, owner: _File, step: StepBudget, after: int, reason: str) -> None:
+def _plan_output(b: _Builder, owner: YamlText, step: StepBudget, after: int, reason: str) -> None:
     want = _output_want(b, step, after, reason)
-    if step.output_source in ("max_output_tokens", "max_tokens"):
-        if _number_at(owner, want.path) != step.output.value:
+    if step.output_source in _STEP_OUTPUTS:
+        if number_at(owner, want.path) != step.output.value:
             b.note(owner, ("steps", step.index), f"step {step.step!r} changed since the check;"
                                                  " run it again")
             return
@@ -497,7 +329,7 @@ def _plan_output(b: _Builder, owner: _File, step: StepBudget, after: int, reason
     b.insert(owner, at, [want], [Planned(want.path, after)])
 
 
-def _copy_text(owner: _File, child: _File, values: dict[int, int],
+def _copy_text(owner: YamlText, child: YamlText, values: dict[int, int],
                steps_data: list[Any]) -> tuple[list[str], dict[YamlPath, int]] | None:
     """The owner's ``steps`` entry as text with the new output limits, and the values it
     sets (a scalar shared by several steps is set once, to the lowest of their limits)."""
@@ -532,26 +364,56 @@ def _copy_text(owner: _File, child: _File, values: dict[int, int],
                  for ins in inserts)
     for index in inserted:
         sets[("steps", index, "max_output_tokens")] = values[index]
-    try:
-        new_owner = apply_text_edits(owner.text, edits)
-    except ValueError:
-        return None
-    doc, _ = parse_yaml(new_owner)
-    span = doc.span(("steps",)) if doc is not None else None
-    if doc is None or span is None or span.key_start is None:
-        return None
-    start = max(new_owner.rfind("\n", 0, span.key_start),
-                new_owner.rfind("\r", 0, span.key_start)) + 1
-    first = new_owner[start:span.key_start]
-    col0 = len(first) - len(first.lstrip(" "))
-    end = doc.tokens.content_end(span)
-    lines = re.split(r"\r\n|\r|\n", new_owner[start:end].rstrip(" \t\r\n"))
-    if col0:
-        lines = [ln[col0:] if ln[:col0].strip() == "" else ln for ln in lines]
-    return lines, sets
+    lines = edited_block(owner.text, edits, "steps")
+    return None if lines is None else (lines, sets)
 
 
-def _plan_copied_steps(b: _Builder, child: _File, owner: _File,
+def _copy_options(child: YamlText, owner: YamlText, values: dict[int, int],
+                  steps_data: list[Any]) -> list[tuple[tuple[int, str], dict[YamlPath, int]]]:
+    """Ways to copy the owner's steps into the child with the new output limits, best first:
+    the owner's text with its numbers changed, then the resolved values written out as one
+    flow line (no alias of the parent can be left undefined). Each: the insertion and the
+    values it sets."""
+    options: list[tuple[tuple[int, str], dict[YamlPath, int]]] = []
+    text = _copy_text(owner, child, values, steps_data)
+    if text is not None:
+        at = child.append_top_level(text[0], None)
+        if at is not None:
+            options.append((at, text[1]))
+    sets_plain: dict[YamlPath, int] = {}
+    for index, after in values.items():
+        step = steps_data[index]
+        key = "max_output_tokens" if "max_output_tokens" in step or "max_tokens" not in step \
+            else "max_tokens"
+        sets_plain[("steps", index, key)] = after
+    data = expected_data({"steps": steps_data}, [Planned(p, v) for p, v in sets_plain.items()])
+    if data is not None:
+        flow = "steps: " + json.dumps(data["steps"], ensure_ascii=False, separators=(", ", ": "))
+        at = child.append_top_level([flow], flow)
+        if at is not None:
+            options.append((at, sets_plain))
+    return options
+
+
+def _copied_wants(b: _Builder, owner: YamlText, copied: list[tuple[StepBudget, int, str]],
+                  sets: dict[YamlPath, int]) -> list[_Want]:
+    """The values a copy of the owner's steps sets: the clamped limits, and the limits of
+    other steps that share one scalar with them."""
+    wants: list[_Want] = []
+    for s, _after, reason in copied:
+        path = next(p for p in sets if p[1] == s.index)
+        w = _output_want(b, s, sets[path], reason, copied=True)
+        wants.append(replace(w, path=path, key=_change_key(path)))
+    for p, v in sets.items():
+        if all(w.path != p for w in wants) and isinstance(p[1], int):
+            before = owner.doc.node(p)
+            wants.append(b.want(p, v, _change_key(p), before if isinstance(before, int)
+                                else None, f"shares one value of {owner.path} with"
+                                " another step's limit", _step_name(owner, p[1])))
+    return wants
+
+
+def _plan_copied_steps(b: _Builder, child: YamlText, owner: YamlText,
                        copied: list[tuple[StepBudget, int, str]]) -> None:
     steps_data = owner.doc.node(("steps",))
     values = {s.index: after for s, after, _ in copied}
@@ -559,26 +421,7 @@ def _plan_copied_steps(b: _Builder, child: _File, owner: _File,
             0 <= i < len(steps_data) and isinstance(steps_data[i], dict) for i in values):
         _copy_refused(b, child, owner, copied)
         return
-    options: list[tuple[tuple[int, str], dict[YamlPath, int]]] = []
-    text = _copy_text(owner, child, values, steps_data)
-    if text is not None:
-        at = child.append_top_level(text[0], None)
-        if at is not None:
-            options.append((at, text[1]))
-    # the resolved values, written out (no alias of the parent can be left undefined)
-    sets_plain: dict[YamlPath, int] = {}
-    for s, after, _ in copied:
-        step = steps_data[s.index]
-        key = "max_output_tokens" if "max_output_tokens" in step or "max_tokens" not in step \
-            else "max_tokens"
-        sets_plain[("steps", s.index, key)] = after
-    data = expected_data({"steps": steps_data}, [Planned(p, v) for p, v in sets_plain.items()])
-    if data is not None:
-        flow = "steps: " + json.dumps(data["steps"], ensure_ascii=False, separators=(", ", ": "))
-        at = child.append_top_level([flow], flow)
-        if at is not None:
-            options.append((at, sets_plain))
-    for at, sets in options:
+    for at, sets in _copy_options(child, owner, values, steps_data):
         new_steps = expected_data({"steps": steps_data},
                                   [Planned(p, v) for p, v in sets.items()])
         if new_steps is None:
@@ -586,23 +429,12 @@ def _plan_copied_steps(b: _Builder, child: _File, owner: _File,
         planned = [Planned(("steps",), new_steps["steps"])]
         if verify_file_edits(child.doc, [child.edit(at[0], at[0], at[1])], planned) is not None:
             continue
-        wants: list[_Want] = []
-        for s, _after, reason in copied:
-            path = next(p for p in sets if p[1] == s.index)
-            w = _output_want(b, s, sets[path], reason, copied=True)
-            wants.append(replace(w, path=path, key=_change_key(path)))
-        for p, v in sets.items():
-            if all(w.path != p for w in wants) and isinstance(p[1], int):
-                before = owner.doc.node(p)
-                wants.append(b.want(p, v, _change_key(p), before if isinstance(before, int)
-                                    else None, f"shares one value of {owner.path} with"
-                                    " another step's limit", _step_name(owner, p[1])))
-        b.insert(child, at, wants, planned)
+        b.insert(child, at, _copied_wants(b, owner, copied, sets), planned)
         return
     _copy_refused(b, child, owner, copied)
 
 
-def _copy_refused(b: _Builder, child: _File, owner: _File,
+def _copy_refused(b: _Builder, child: YamlText, owner: YamlText,
                   copied: list[tuple[StepBudget, int, str]]) -> None:
     limits = ", ".join(f"step {s.step!r} to {after}" for s, after, _ in copied)
     b.note(owner, ("steps",), f"the output limits of {child.path} come from these steps;"
@@ -636,6 +468,98 @@ def _effective_problems(report: PipelineReport, plan: ClampPlan, files: FileSour
     return bad
 
 
+class _Loaded:
+    """The files a plan reads, each read and parsed once (``None``: unreadable)."""
+
+    def __init__(self, files: FileSource) -> None:
+        self.source = files
+        self.files: dict[str, YamlText | None] = {}
+
+    def get(self, path: str) -> YamlText | None:
+        if path not in self.files:
+            self.files[path] = load_yaml_text(path, self.source)
+        return self.files[path]
+
+
+def _plan_context(b: _Builder, child: YamlText, loaded: _Loaded, report: PipelineReport,
+                  edit_parent: bool) -> None:
+    """Lower ``max_context_tokens`` where it is set, else add an override to the child."""
+    values, ctx = report.clamp, report.context
+    if values.context_after is None or values.context_before is None or ctx is None:
+        return
+    window = report.window.value if report.window else 0
+    reason = values.context_reason or (
+        f"lowered so that every step fits the window of {window} tokens"
+        f" (not below min_context_tokens={report.context_floor})")
+    path: YamlPath = ("settings", "max_context_tokens")
+    if ctx.location is not None and (not ctx.inherited or edit_parent):
+        target = loaded.get(ctx.location.file)
+        if target is None or number_at(target, path) != ctx.value:
+            b.plan.notes.append(f"{ctx.location.file}: max_context_tokens changed since the"
+                                " check; run it again")
+        else:
+            b.replace(target, b.want(path, values.context_after, "settings.max_context_tokens",
+                                     values.context_before, reason))
+        return
+    if child.doc.span(("settings",)) is not None:
+        at = child.insert_entry(("settings",), "max_context_tokens", values.context_after)
+    else:
+        unit = " " * child.indent_unit()
+        at = child.insert_top_level(
+            ["settings:", f"{unit}max_context_tokens: {values.context_after}"],
+            f"settings: {{max_context_tokens: {values.context_after}}}")
+    if at is None:
+        b.plan.notes.append(f"{child.path}: no place to add settings.max_context_tokens:"
+                            f" {values.context_after}; add it by hand")
+        return
+    origin = ctx.location.file if ctx.location else "a parent"
+    want = b.want(path, values.context_after, "settings.max_context_tokens",
+                  values.context_before, reason + f"; overrides the value inherited from {origin}")
+    b.insert(child, at, [want], [Planned(path, values.context_after)])
+
+
+def _plan_outputs(b: _Builder, child: YamlText, loaded: _Loaded, report: PipelineReport,
+                  edit_parent: bool) -> None:
+    """Lower each clamped output limit where it is set; inherited steps are copied into the
+    child (unless ``edit_parent``)."""
+    copied: list[tuple[StepBudget, int, str]] = []
+    for oc in report.clamp.outputs:
+        step = report.steps[oc.index]
+        if step.inherited and not edit_parent:
+            copied.append((step, oc.after, oc.reason))
+            continue
+        owner = loaded.get(step.defined_in)
+        if owner is None:
+            b.plan.notes.append(f"{step.defined_in}: step {step.step!r} changed since the"
+                                " check; run it again")
+            continue
+        _plan_output(b, owner, step, oc.after, oc.reason)
+    if not copied:
+        return
+    owner = loaded.get(copied[0][0].defined_in)
+    if owner is None:
+        b.plan.notes.append(f"{child.path}: could not copy the inherited steps to lower their"
+                            " output limits; use edit_parent")
+    else:
+        _plan_copied_steps(b, child, owner, copied)
+
+
+def _recheck(report: PipelineReport, plan: ClampPlan, loaded: _Loaded) -> None:
+    """Drop the changes of every file whose planned values the pipeline would then not use,
+    with a note saying what to set by hand."""
+    texts = {f: apply_text_edits(lf.text, plan.edits_for(f))
+             for f in plan.files if (lf := loaded.files.get(f)) is not None}
+    if not texts:
+        return
+    for file, why in _effective_problems(report, plan, loaded.source, texts).items():
+        lf = loaded.files.get(file)
+        mine = [(0.0, c) for c in plan.changes if c.file == file]
+        by_hand = _Builder.by_hand(lf, mine) if lf is not None else \
+            ", ".join(f"{c.key} to {c.after}" for _, c in mine)
+        plan.notes.append(f"{file}: not edited: {why}; set {by_hand} by hand")
+        plan.changes[:] = [c for c in plan.changes if c.file != file]
+
+
 def clamp_plan(report: PipelineReport, *, files: FileSource,
                edit_parent: bool = False) -> ClampPlan:
     """The changes that make ``report``'s pipeline fit, as minimal verified text edits.
@@ -648,88 +572,18 @@ def clamp_plan(report: PipelineReport, *, files: FileSource,
     the planned values change, and the pipeline then uses them.
     """
     plan = ClampPlan(report.pipeline)
-    values = report.clamp
-    if values.empty or report.context is None or report.window is None:
+    if report.clamp.empty or report.context is None or report.window is None:
         return plan
-    loaded: dict[str, _File | None] = {}
-
-    def get(path: str) -> _File | None:
-        if path not in loaded:
-            loaded[path] = _load(path, files)
-        return loaded[path]
-
-    child = get(report.pipeline)
+    loaded = _Loaded(files)
+    child = loaded.get(report.pipeline)
     if child is None:
         plan.notes.append(f"{report.pipeline}: cannot be read as YAML; nothing clamped")
         return plan
     b = _Builder(plan)
-    # 1. max_context_tokens
-    if values.context_after is not None and values.context_before is not None:
-        ctx = report.context
-        reason = values.context_reason or (
-            f"lowered so that every step fits the window of {report.window.value} tokens"
-            f" (not below min_context_tokens={report.context_floor})")
-        path: YamlPath = ("settings", "max_context_tokens")
-        if ctx.location is not None and (not ctx.inherited or edit_parent):
-            target = get(ctx.location.file)
-            if target is None or _number_at(target, path) != ctx.value:
-                plan.notes.append(f"{ctx.location.file}: max_context_tokens changed since the"
-                                  " check; run it again")
-            else:
-                b.replace(target, b.want(path, values.context_after,
-                                         "settings.max_context_tokens", values.context_before,
-                                         reason))
-        else:
-            if child.doc.span(("settings",)) is not None:
-                at = child.insert_entry(("settings",), "max_context_tokens",
-                                        values.context_after)
-            else:
-                unit = " " * child.indent_unit()
-                at = child.insert_top_level(
-                    ["settings:", f"{unit}max_context_tokens: {values.context_after}"],
-                    f"settings: {{max_context_tokens: {values.context_after}}}")
-            if at is None:
-                plan.notes.append(f"{child.path}: no place to add settings.max_context_tokens:"
-                                  f" {values.context_after}; add it by hand")
-            else:
-                origin = ctx.location.file if ctx.location else "a parent"
-                want = b.want(path, values.context_after, "settings.max_context_tokens",
-                              values.context_before,
-                              reason + f"; overrides the value inherited from {origin}")
-                b.insert(child, at, [want], [Planned(path, values.context_after)])
-    # 2. output limits
-    copied: list[tuple[StepBudget, int, str]] = []
-    for oc in values.outputs:
-        step = report.steps[oc.index]
-        if step.inherited and not edit_parent:
-            copied.append((step, oc.after, oc.reason))
-            continue
-        owner = get(step.defined_in)
-        if owner is None:
-            plan.notes.append(f"{step.defined_in}: step {step.step!r} changed since the check;"
-                              " run it again")
-            continue
-        _plan_output(b, owner, step, oc.after, oc.reason)
-    if copied:
-        owner = get(copied[0][0].defined_in)
-        if owner is None:
-            plan.notes.append(f"{child.path}: could not copy the inherited steps to lower their"
-                              " output limits; use edit_parent")
-        else:
-            _plan_copied_steps(b, child, owner, copied)
+    _plan_context(b, child, loaded, report, edit_parent)  # 1. max_context_tokens
+    _plan_outputs(b, child, loaded, report, edit_parent)  # 2. output limits
     plan.changes.extend(b.finish())
-    # 3. the re-check: the pipeline uses the planned values
-    texts = {f: apply_text_edits(loaded_text, plan.edits_for(f))
-             for f in plan.files if (lf := loaded.get(f)) is not None
-             for loaded_text in (lf.text,)}
-    if texts:
-        for file, why in _effective_problems(report, plan, files, texts).items():
-            lf = loaded.get(file)
-            mine = [(0.0, c) for c in plan.changes if c.file == file]
-            by_hand = _Builder.by_hand(lf, mine) if lf is not None else \
-                ", ".join(f"{c.key} to {c.after}" for _, c in mine)
-            plan.notes.append(f"{file}: not edited: {why}; set {by_hand} by hand")
-            plan.changes[:] = [c for c in plan.changes if c.file != file]
+    _recheck(report, plan, loaded)  # 3. the re-check: the pipeline uses the planned values
     assert_disjoint(plan.edits)
     return plan
 
@@ -762,4 +616,4 @@ def output_clamp_plan(report: PipelineReport, step_index: int, *, files: FileSou
 
 
 def _output_key(step: StepBudget) -> str:
-    return "max_tokens" if step.output_source == "max_tokens" else "max_output_tokens"
+    return "max_tokens" if step.output_source is OutputSource.MAX_TOKENS else "max_output_tokens"

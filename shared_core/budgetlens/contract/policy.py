@@ -5,7 +5,7 @@
   below their floors (``min_context_tokens``, ``min_output_tokens``).
 
 Under both policies a step that fits only below those floors is an error (BL052): no clamp
-makes the run safe, so it refuses to start (see ``contract.compute_clamp``).
+makes the run safe, so it refuses to start (see ``contract.clamp.compute_clamp``).
 
 The policy comes from, strongest first: an explicit override (``--policy``, an editor
 setting), the environment variable ``PIPELINE_LIMITS_POLICY``, then development mode:
@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+
+from budgetlens.contract.enums import PolicySource
 
 POLICY_ENV = "PIPELINE_LIMITS_POLICY"
 DEVELOPMENT_ENV = "APP_DEVELOPMENT"
@@ -32,7 +34,7 @@ class Policy(str, Enum):
 @dataclass(frozen=True)
 class PolicyChoice:
     policy: Policy
-    source: str  # "override", "env PIPELINE_LIMITS_POLICY", "config development", ...
+    source: PolicySource
     problem: str | None = None  # an override or env value that is not a policy
 
 
@@ -52,21 +54,21 @@ def resolve_policy(*, override: str | Policy | None, environ: Mapping[str, str],
     if override is not None:
         chosen = parse_policy(override)
         if chosen is not None:
-            return PolicyChoice(chosen, "override")
+            return PolicyChoice(chosen, PolicySource.OVERRIDE)
         problems.append(f"policy override {override!r} is not fail_fast or auto_clamp; ignored")
     env_value = environ.get(POLICY_ENV)
     if env_value:
         chosen = parse_policy(env_value)
         if chosen is not None:
-            return PolicyChoice(chosen, f"env {POLICY_ENV}", "; ".join(problems) or None)
+            return PolicyChoice(chosen, PolicySource.ENV_POLICY, "; ".join(problems) or None)
         problems.append(f"{POLICY_ENV}={env_value!r} is not fail_fast or auto_clamp; ignored")
     problem = "; ".join(problems) or None
     if development is not None:
         return PolicyChoice(Policy.FAIL_FAST if development else Policy.AUTO_CLAMP,
-                            "config development", problem)
+                            PolicySource.CONFIG_DEVELOPMENT, problem)
     env_dev = environ.get(DEVELOPMENT_ENV)
     if env_dev:
         dev = env_dev.strip().lower() in _TRUE
         return PolicyChoice(Policy.FAIL_FAST if dev else Policy.AUTO_CLAMP,
-                            f"env {DEVELOPMENT_ENV}", problem)
-    return PolicyChoice(Policy.AUTO_CLAMP, "default (not development)", problem)
+                            PolicySource.ENV_DEVELOPMENT, problem)
+    return PolicyChoice(Policy.AUTO_CLAMP, PolicySource.DEFAULT, problem)

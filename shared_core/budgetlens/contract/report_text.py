@@ -9,7 +9,12 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from budgetlens.contract.check import PipelineReport
+from budgetlens.contract.enums import (
+    OutputSource,
+)
+from budgetlens.contract.model import (
+    PipelineReport,
+)
 
 
 def display_width(text: str) -> int:
@@ -30,9 +35,8 @@ def budget_table(report: PipelineReport) -> list[str]:
         b: dict[str, Any] = s.budget_dict()
         # a missing term (an invalid or absent setting, reported above) is unknown, and so
         # are the total and the headroom: never a number next to NO that looks fine
-        unknown = {"window": s.window.source == "missing",
-                   "context": s.context.source == "missing",
-                   "output": s.output_source == "missing"}
+        unknown = {"window": s.window.missing, "context": s.context.missing,
+                   "output": s.output_source is OutputSource.MISSING}
         for column, missing in unknown.items():
             if missing:
                 b[column] = b["total"] = b["headroom"] = "?"

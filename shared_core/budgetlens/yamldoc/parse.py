@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
 from typing import Any
 
@@ -47,6 +48,14 @@ _MERGE = f"{_STD}merge"
 
 
 
+class NodeKind(str, Enum):
+    """The kind of a YAML node."""
+
+    SCALAR = "scalar"
+    MAPPING = "mapping"
+    SEQUENCE = "sequence"
+
+
 @dataclass(frozen=True)
 class Span:
     """Where a value sits: code-point offsets of the value (and of its key, for a mapping
@@ -54,7 +63,7 @@ class Span:
 
     start: int
     end: int
-    kind: str  # "scalar" | "mapping" | "sequence"
+    kind: NodeKind
     flow: bool = False
     key_start: int | None = None
     key_end: int | None = None
@@ -117,7 +126,7 @@ class YamlTokens:
     def scalar(self, span: Span) -> YamlToken | None:
         """The scalar token of a scalar node (its own characters: no anchor, no tag)."""
         i = self._scalars.get(span.end)
-        if i is None or span.kind != "scalar":
+        if i is None or span.kind is not NodeKind.SCALAR:
             return None
         tok = self.tokens[i]
         return tok if tok.start >= span.start else None
@@ -147,7 +156,7 @@ class YamlTokens:
     def content_end(self, span: Span) -> int:
         """Where the text of a node ends: its last token, not the comments and blank lines
         a block collection's end mark includes."""
-        if span.kind == "scalar" or span.flow:
+        if span.kind is NodeKind.SCALAR or span.flow:
             return span.end
         ends = [t.end for t in self.inside(span.start, span.end)
                 if t.end > t.start and t.kind not in ("DocumentEnd", "DocumentStart")]
@@ -227,25 +236,8 @@ class _Converter:
         return int(node.end_mark.index) + self.shift
 
     def convert(self, node: Node, path: YamlPath, depth: int, key: Node | None) -> Any:
-        if id(node) in self.seen:
-            self.visits += 1
-        else:
-            self.seen.add(id(node))  # the composed graph is alive, so ids stay unique
-        if self.visits > MAX_NODE_VISITS:
-            raise _Refused(YAML_LIMIT, node, f"document expands to more than {MAX_NODE_VISITS}"
-                           " values through aliases (an alias bomb?); refused")
-        if depth > MAX_DEPTH:
-            raise _Refused(YAML_LIMIT, node, f"nested deeper than {MAX_DEPTH} levels; refused")
-        kind = ("scalar" if isinstance(node, ScalarNode)
-                else "sequence" if isinstance(node, SequenceNode) else "mapping")
-        if path not in self.spans:
-            self.spans[path] = Span(
-                start=self.start(node), end=self.end(node), kind=kind,
-                flow=bool(getattr(node, "flow_style", False)),
-                key_start=self.start(key) if key is not None else None,
-                key_end=self.end(key) if key is not None else None,
-                style=(node.style or None) if isinstance(node, ScalarNode) else None,
-                index=self.index)
+        self.visit(node, depth)
+        self.record(node, path, key)
         if isinstance(node, ScalarNode):
             return self.scalar(node)
         if isinstance(node, SequenceNode):
@@ -255,6 +247,35 @@ class _Converter:
                     for i, item in enumerate(node.value)]
         if not isinstance(node, MappingNode) or node.tag != f"{_STD}map":
             raise _Refused(YAML_REFUSED, node, f"YAML tag {node.tag!r} is not allowed")
+        return self.mapping(node, path, depth)
+
+    def visit(self, node: Node, depth: int) -> None:
+        """Count a visit of ``node``; refuse an alias bomb or a too deep document."""
+        if id(node) in self.seen:
+            self.visits += 1
+        else:
+            self.seen.add(id(node))  # the composed graph is alive, so ids stay unique
+        if self.visits > MAX_NODE_VISITS:
+            raise _Refused(YAML_LIMIT, node, f"document expands to more than {MAX_NODE_VISITS}"
+                           " values through aliases (an alias bomb?); refused")
+        if depth > MAX_DEPTH:
+            raise _Refused(YAML_LIMIT, node, f"nested deeper than {MAX_DEPTH} levels; refused")
+
+    def record(self, node: Node, path: YamlPath, key: Node | None) -> None:
+        """The span of the value at ``path`` (the first one seen)."""
+        if path in self.spans:
+            return
+        kind = (NodeKind.SCALAR if isinstance(node, ScalarNode)
+                else NodeKind.SEQUENCE if isinstance(node, SequenceNode) else NodeKind.MAPPING)
+        self.spans[path] = Span(
+            start=self.start(node), end=self.end(node), kind=kind,
+            flow=bool(getattr(node, "flow_style", False)),
+            key_start=self.start(key) if key is not None else None,
+            key_end=self.end(key) if key is not None else None,
+            style=(node.style or None) if isinstance(node, ScalarNode) else None,
+            index=self.index)
+
+    def mapping(self, node: MappingNode, path: YamlPath, depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
         merges: list[Node] = []
         for key_node, value_node in node.value:
@@ -275,22 +296,26 @@ class _Converter:
         for merge in merges:
             sources = merge.value if isinstance(merge, SequenceNode) else [merge]
             for source in sources:
-                if not isinstance(source, MappingNode):
-                    raise _Refused(YAML_REFUSED, source, "a merge key '<<' needs a mapping")
-                # a merged mapping's spans are kept only for the keys the mapping takes
-                # from it (an explicit key, or an earlier merge, wins)
-                own, self.spans = self.spans, {}
-                try:
-                    merged = self.convert(source, path, depth + 1, None)
-                finally:
-                    found, self.spans = self.spans, own
-                taken = {name for name in merged if name not in result}
-                for sub, span in found.items():
-                    if len(sub) > len(path) and sub[len(path)] in taken:
-                        self.spans.setdefault(sub, span)
-                for name, value in merged.items():
-                    result.setdefault(name, value)
+                self.merge(source, result, path, depth)
         return result
+
+    def merge(self, source: Node, result: dict[str, Any], path: YamlPath, depth: int) -> None:
+        """Add the keys of a ``<<`` merge source that ``result`` has not set yet."""
+        if not isinstance(source, MappingNode):
+            raise _Refused(YAML_REFUSED, source, "a merge key '<<' needs a mapping")
+        # a merged mapping's spans are kept only for the keys the mapping takes
+        # from it (an explicit key, or an earlier merge, wins)
+        own, self.spans = self.spans, {}
+        try:
+            merged = self.convert(source, path, depth + 1, None)
+        finally:
+            found, self.spans = self.spans, own
+        taken = {name for name in merged if name not in result}
+        for sub, span in found.items():
+            if len(sub) > len(path) and sub[len(path)] in taken:
+                self.spans.setdefault(sub, span)
+        for name, value in merged.items():
+            result.setdefault(name, value)
 
     def _drop(self, path: YamlPath) -> None:
         n = len(path)

@@ -139,6 +139,20 @@ def _scalar_ranges(doc: YamlDocument) -> set[tuple[int, int]]:
     return out
 
 
+def _edit_place_problem(doc: YamlDocument, edits: Sequence[TextEdit]) -> str | None:
+    """Why an edit is not where an edit may go: a replacement covers exactly one scalar's
+    characters (a quoted one's inside), an insertion lies between tokens."""
+    scalars = _scalar_ranges(doc)
+    tokens = doc.tokens.tokens
+    for e in edits:
+        start, end = _offsets(doc, e)
+        if start != end and (start, end) not in scalars:
+            return "an edit would change more than a value's own characters"
+        if start == end and any(t.start < start < t.end for t in tokens):
+            return "an insertion would land inside a YAML token"
+    return None
+
+
 def verify_file_edits(doc: YamlDocument, edits: Sequence[TextEdit],
                       planned: Sequence[Planned]) -> str | None:
     """Why the edits of one file are not exactly the planned change (``None``: they are).
@@ -154,14 +168,9 @@ def verify_file_edits(doc: YamlDocument, edits: Sequence[TextEdit],
         assert_disjoint(edits)
     except OverlappingEdits:
         return "two edits of the file would overlap"
-    scalars = _scalar_ranges(doc)
-    tokens = doc.tokens.tokens
-    for e in edits:
-        start, end = _offsets(doc, e)
-        if start != end and (start, end) not in scalars:
-            return "an edit would change more than a value's own characters"
-        if start == end and any(t.start < start < t.end for t in tokens):
-            return "an insertion would land inside a YAML token"
+    why = _edit_place_problem(doc, edits)
+    if why is not None:
+        return why
     try:
         new_text = apply_text_edits(doc.text, list(edits))
     except ValueError:

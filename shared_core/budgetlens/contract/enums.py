@@ -1,0 +1,49 @@
+"""The closed sets of strings of the contract, as ``str``-valued enums: a member is its
+string in JSON (``to_jsonable``, ``json.dumps``) and in text (``str``, f-strings)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class TextEnum(str, Enum):
+    """A closed set of strings: each member is its string in JSON and in text."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+
+class TermSource(TextEnum):
+    """The fixed sources of a term (others name a setting: ``settings.max_context_tokens``,
+    ``config.json model_max_tokens``, ``half of max_context_tokens 4000``, ...)."""
+
+    MISSING = "missing"
+    DEFAULT = "default"
+    NO_CONFIG = "no config.json"
+    NO_PROMPT_KEY = "no prompt_key"
+    NO_TEMPLATE = "no template"
+    HISTORY_OFF = "use_history is off"
+    PROMPT_FILE = "prompt file"
+    PROMPT_FILE_NO_CONFIG = "prompt file (no config.json)"
+    SHARED_FLOOR = "shared floor"
+
+
+class OutputSource(TextEnum):
+    """Where a step's output limit comes from."""
+
+    MAX_OUTPUT_TOKENS = "max_output_tokens"
+    MAX_TOKENS = "max_tokens"
+    MODEL_MAX_TOKENS = "model_max_tokens"
+    MISSING = "missing"
+
+
+
+
+class PolicySource(TextEnum):
+    """Where the limits policy came from (strongest first)."""
+
+    OVERRIDE = "override"
+    ENV_POLICY = "env PIPELINE_LIMITS_POLICY"
+    CONFIG_DEVELOPMENT = "config development"
+    ENV_DEVELOPMENT = "env APP_DEVELOPMENT"
+    DEFAULT = "default (not development)"
