@@ -48,13 +48,15 @@ def test_a_failing_check_is_shown_retried_and_recovers(
     assert index.take_messages() == []  # taken once
     # a second failing round: same diagnostics (nothing to publish), no second message
     prompt = norm(Path(root) / "prompts/report.txt")
-    again = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset({prompt}), INCREMENTAL)
+    again = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset({prompt}),
+                                      INCREMENTAL)
     assert long_report not in again.publish
     assert index.take_messages() == []
     # the fault is gone: a change of an unrelated file retries the failed pipelines
     monkeypatch.delenv("BUDGETLENS_TEST_FAULT")
     other = norm(Path(root) / "responses/truncated.json")
-    fixed = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset({other}), INCREMENTAL)
+    fixed = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset({other}),
+                                      INCREMENTAL)
     assert _codes(fixed.publish[long_report]) == ["BL050"]
     assert index.report_for(long_report) is not None
     assert index.failures == {}
