@@ -190,7 +190,6 @@ class Results:
     """What one analysis produced: diagnostics to publish, per path (open or closed)."""
 
     publish: dict[str, list[Diagnostic]] = field(default_factory=dict)
-    checked: int = 0
 
 
 def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
@@ -207,7 +206,7 @@ def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
     except Exception as exc:
         log.exception("analysis failed for %d changed file(s)", len(changed))
         return _failed(analysis, index.analysis_failed(changed, exc))
-    return Results(publish, changes.checked)
+    return Results(publish)
 
 
 def _failed(analysis: Analysis, paths: tuple[str, ...]) -> Results:
