@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 #: The analysis: ``(snapshot, changed paths, mode, progress hook) -> result``, on the worker.
-Analyze = Callable[[Snapshot, frozenset[str], IndexMode, "ProgressHook | None"], R]
+Analyze = Callable[[Snapshot, frozenset[str], IndexMode, ProgressHook | None], R]
 
 
 @dataclass
