@@ -17,7 +17,7 @@ TIMEOUT = 60
 
 
 def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "budgetlens_lsp", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "budgetlens_cli", *args], cwd=cwd,
                           input=stdin if stdin is not None else "", capture_output=True,
                           text=True, timeout=TIMEOUT)
 

@@ -140,7 +140,7 @@ def test_merge_refuses_two_stdins(capsys: pytest.CaptureFixture[str]) -> None:
 def test_real_process_with_standard_input(tmp_path: Path) -> None:
     fragment = _write(tmp_path, "frag.json", "wor" + 'ld"}]}}')
     proc = subprocess.run(
-        [sys.executable, "-m", "budgetlens_lsp", "merge", "-", fragment,
+        [sys.executable, "-m", "budgetlens_cli", "merge", "-", fragment,
          "--format", "json"],
         input=CUT.encode(), capture_output=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -148,7 +148,7 @@ def test_real_process_with_standard_input(tmp_path: Path) -> None:
     assert json.loads(merged) == {"document": {"sections": [{"id": 1},
                                                             {"content": "Hello world"}]}}
     proc = subprocess.run(
-        [sys.executable, "-m", "budgetlens_lsp", "contexts", "-"],
+        [sys.executable, "-m", "budgetlens_cli", "contexts", "-"],
         input=CUT.encode(), capture_output=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().startswith("cut inside a string at document.sections[1].content")

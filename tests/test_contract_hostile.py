@@ -246,7 +246,7 @@ def test_cli_on_a_workspace_of_hostile_files_never_prints_a_traceback(tmp_path: 
                        "bin.yaml": GOOD.replace("prompt_key: sys", "prompt_key: bin"),
                    })
     (tmp_path / "pipelines" / "dir.yaml").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "budgetlens_lsp", "check",
+    proc = subprocess.run([sys.executable, "-m", "budgetlens_cli", "check",
                            str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr + proc.stdout
     assert proc.returncode == 1

@@ -16,7 +16,10 @@ from lsprotocol import types
 
 from budgetlens_lsp.convert import Converter
 from budgetlens_lsp.features import diagnostics as diagnostics_module
-from budgetlens_lsp.workspace_index import FULL, INCREMENTAL, Snapshot, WorkspaceIndex, norm
+from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
+
+FULL, INCREMENTAL = IndexMode.FULL, IndexMode.INCREMENTAL
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -33,10 +36,11 @@ def _codes(diags: list[object]) -> list[str]:
 
 def test_a_failing_check_is_shown_retried_and_recovers(
         root: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    index = WorkspaceIndex()
+    analysis = Analysis()
+    index = analysis.index
     long_report = norm(Path(root) / "pipelines/long_report.yaml")
     monkeypatch.setenv("BUDGETLENS_TEST_FAULT", "check")
-    results = index.update(Snapshot(roots=(root,)), frozenset(), FULL)
+    results = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset(), FULL)
     assert _codes(results.publish[long_report]) == ["BL009"]
     assert index.report_for(long_report) is None
     [message] = index.take_messages()
@@ -44,13 +48,15 @@ def test_a_failing_check_is_shown_retried_and_recovers(
     assert index.take_messages() == []  # taken once
     # a second failing round: same diagnostics (nothing to publish), no second message
     prompt = norm(Path(root) / "prompts/report.txt")
-    again = index.update(Snapshot(roots=(root,)), frozenset({prompt}), INCREMENTAL)
+    again = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset({prompt}),
+                                      INCREMENTAL)
     assert long_report not in again.publish
     assert index.take_messages() == []
     # the fault is gone: a change of an unrelated file retries the failed pipelines
     monkeypatch.delenv("BUDGETLENS_TEST_FAULT")
     other = norm(Path(root) / "responses/truncated.json")
-    fixed = index.update(Snapshot(roots=(root,)), frozenset({other}), INCREMENTAL)
+    fixed = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset({other}),
+                                      INCREMENTAL)
     assert _codes(fixed.publish[long_report]) == ["BL050"]
     assert index.report_for(long_report) is not None
     assert index.failures == {}
@@ -58,8 +64,9 @@ def test_a_failing_check_is_shown_retried_and_recovers(
 
 def test_a_failing_analysis_marks_the_edited_buffer_and_the_next_update_rechecks_all(
         root: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    index = WorkspaceIndex()
-    index.update(Snapshot(roots=(root,)), frozenset(), FULL)
+    analysis = Analysis()
+    index = analysis.index
+    diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset(), FULL)
     long_report = norm(Path(root) / "pipelines/long_report.yaml")
     text = Path(long_report).read_text("utf-8")
     snap = Snapshot(overlay={long_report: text}, roots=(root,))
@@ -68,7 +75,7 @@ def test_a_failing_analysis_marks_the_edited_buffer_and_the_next_update_rechecks
         raise KeyError("lost")
 
     monkeypatch.setattr(diagnostics_module, "collect", broken)
-    results = index.update(snap, frozenset({long_report}), INCREMENTAL)
+    results = diagnostics_module.update(analysis, snap, frozenset({long_report}), INCREMENTAL)
     [d] = results.publish[long_report]
     assert d.code == "BL009"
     assert d.message == ("budgetlens could not check this file: KeyError: 'lost'; details"
@@ -76,14 +83,15 @@ def test_a_failing_analysis_marks_the_edited_buffer_and_the_next_update_rechecks
     assert d.range.start.line == 0 and d.range.end.character == len(text.split("\n")[0])
     assert len(index.take_messages()) == 1
     monkeypatch.undo()
-    results = index.update(snap, frozenset(), INCREMENTAL)
+    results = diagnostics_module.update(analysis, snap, frozenset(), INCREMENTAL)
     assert _codes(results.publish[long_report]) == ["BL050"]
 
 
 def test_a_failing_conversion_is_an_error_in_place_of_the_diagnostics(
         root: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    index = WorkspaceIndex()
-    results = index.update(Snapshot(roots=(root,)), frozenset(), FULL)
+    analysis = Analysis()
+    index = analysis.index
+    results = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset(), FULL)
     long_report = norm(Path(root) / "pipelines/long_report.yaml")
 
     def broken(self: Converter, diag: object, **kwargs: object) -> object:

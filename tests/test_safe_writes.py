@@ -106,7 +106,7 @@ def test_file_size_limit_in_a_real_process_writes_nothing(
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PIPELINE_LIMITS_POLICY", None)
     env.pop("APP_DEVELOPMENT", None)
-    proc = subprocess.run([sys.executable, "-m", "budgetlens_lsp", "clamp", str(ws), "--write"],
+    proc = subprocess.run([sys.executable, "-m", "budgetlens_cli", "clamp", str(ws), "--write"],
                           capture_output=True, text=True, timeout=120, env=env,
                           preexec_fn=small_files)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)

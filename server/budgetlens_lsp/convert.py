@@ -21,12 +21,14 @@ import bisect
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls import uris
 
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, LineIndex, Location, Position, Range, Severity, TextEdit
 
 UTF8 = types.PositionEncodingKind.Utf8.value
@@ -255,6 +257,45 @@ def apply_changes(text: str, changes: Iterable[types.TextDocumentContentChangeEv
     return text
 
 
+# --- the payload of a diagnostic ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DiagnosticData:
+    """What every budgetlens diagnostic carries in ``Diagnostic.data`` (to the client and,
+    with a code-action request, back): the pipeline and step a quick-fix works on, the
+    code, and the core diagnostic's own data in JSON form (``core``)."""
+
+    pipeline: str | None = None
+    step: str | None = None
+    code: str | None = None
+    core: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, diag: Diagnostic) -> DiagnosticData:
+        return cls(diag.pipeline, diag.step, diag.code,
+                   to_jsonable(diag.data) if diag.data else None)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pipeline": self.pipeline, "step": self.step, "code": self.code}
+        if self.core:
+            out["core"] = self.core
+        return out
+
+    @classmethod
+    def from_json(cls, raw: object) -> DiagnosticData | None:
+        """The payload a client sent back; None when it sent none or something else (a
+        field of the wrong type is dropped, never trusted)."""
+        if not isinstance(raw, Mapping):
+            return None
+
+        def text(key: str) -> str | None:
+            value = raw.get(key)
+            return value if isinstance(value, str) else None
+        core = raw.get("core")
+        return cls(text("pipeline"), text("step"), text("code"),
+                   dict(core) if isinstance(core, Mapping) else None)
+
+
 # --- the converter ----------------------------------------------------------------------------
 
 class Converter:
@@ -294,10 +335,6 @@ class Converter:
         return types.Location(uri=uri_from_path(loc.file), range=self.range(loc.file, loc.range))
 
     def diagnostic(self, diag: Diagnostic, *, related: bool = True) -> types.Diagnostic:
-        data: dict[str, Any] = {"pipeline": diag.pipeline, "step": diag.step,
-                                "code": diag.code}
-        if diag.data:
-            data["core"] = _jsonable(diag.data)
         info = None
         if related and diag.related:
             info = [types.DiagnosticRelatedInformation(location=self.location(r.location),
@@ -310,7 +347,7 @@ class Converter:
             code=diag.code,
             source=SOURCE,
             related_information=info,
-            data=data,
+            data=DiagnosticData.of(diag).to_json(),
         )
 
     def text_edit(self, edit: TextEdit) -> types.TextEdit:
@@ -345,24 +382,6 @@ class Converter:
 
     def core_range(self, file: str, rng: types.Range) -> Range:
         return Range(self.core_position(file, rng.start), self.core_position(file, rng.end))
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` reduced to JSON types (diagnostic data travels to the client and back)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return _jsonable(to_dict())
-    return str(value)
-
-
-def lsp_severity(severity: Severity) -> types.DiagnosticSeverity:
-    return _SEVERITY.get(severity, types.DiagnosticSeverity.Warning)
 
 
 def format_int(n: int) -> str:

@@ -1,5 +1,5 @@
 """The server's state: open documents, settings, the negotiated position encoding, and the
-workspace index that every feature reads.
+scheduling of the analysis whose results every feature reads.
 
 Threading: the message loop (asyncio) owns :class:`Session` — documents, versions, settings,
 the set of changed paths. All analysis, and every request that reads analysis results, runs
@@ -11,6 +11,10 @@ Changes are debounced: each edit marks its path dirty and (re)arms a short timer
 fires, one analysis runs over every path changed since the last one, on the newest text.
 A request that arrives while edits are pending flushes them first, so answers are never
 stale and the last state is never lost.
+
+The session knows no feature: the analysis function (run on the worker thread with a
+snapshot, the changed paths and an :class:`IndexMode`) and the callback that publishes its
+result (on the loop) are given to it.
 """
 
 from __future__ import annotations
@@ -20,25 +24,20 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from lsprotocol import types
 
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, get_tokenizer
 from budgetlens_lsp.convert import UTF16, apply_changes, path_from_uri
-from budgetlens_lsp.features.diagnostics import publish_params
 from budgetlens_lsp.settings import Settings
-from budgetlens_lsp.workspace_index import (
-    FULL,
-    INCREMENTAL,
-    REDISCOVER,
-    Snapshot,
-    WorkspaceIndex,
-    norm,
-)
+from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot, norm
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+R = TypeVar("R")
+#: The analysis: ``(snapshot, changed paths, mode, progress hook) -> result``, on the worker.
+Analyze = Callable[[Snapshot, frozenset[str], IndexMode, ProgressHook | None], R]
 
 
 @dataclass
@@ -50,29 +49,25 @@ class OpenDocument:
     language_id: str = ""
 
 
-_MODE_RANK = {INCREMENTAL: 0, REDISCOVER: 1, FULL: 2}
 JSON_LANGUAGES = ("json", "jsonc")
-ProgressHook = Callable[[int, int], None]
 
 
-class Session:
-    def __init__(self) -> None:
+class Session(Generic[R]):
+    def __init__(self, analyze: Analyze[R]) -> None:
         self.settings = Settings()
         self.encoding: str = UTF16
         self.roots: list[str] = []
         self.documents: dict[str, OpenDocument] = {}  # by URI
-        self.index = WorkspaceIndex()  # touched only on the worker thread
+        self._analyze = analyze  # runs only on the worker thread
         self._executor = ThreadPoolExecutor(max_workers=1,
                                             thread_name_prefix="budgetlens-analysis")
         self._dirty: set[str] = set()
-        self._mode: str | None = None
+        self._mode: IndexMode | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._last_change = float("-inf")
         self._running: asyncio.Task[None] | None = None
-        self.on_results: Callable[[list[types.PublishDiagnosticsParams]],
-                                  Awaitable[None]] | None = None
+        self.on_results: Callable[[R], Awaitable[None]] | None = None
         self.progress_hook: Callable[[], ProgressHook | None] | None = None
-        self.generation = 0
 
     def warm_up(self) -> None:
         """Load the default tokenizer on the analysis thread while the client connects, so
@@ -141,15 +136,12 @@ class Session:
         )
 
     # --- scheduling -------------------------------------------------------------------------
-    def mark_dirty(self, paths: Iterable[str], mode: str = INCREMENTAL) -> None:
+    def mark_dirty(self, paths: Iterable[str], mode: IndexMode = IndexMode.INCREMENTAL
+                   ) -> None:
         self._dirty.update(paths)
-        if self._mode is None or _MODE_RANK[mode] > _MODE_RANK[self._mode]:
+        if self._mode is None or mode.rank > self._mode.rank:
             self._mode = mode
         self._arm()
-
-    @property
-    def pending(self) -> bool:
-        return self._mode is not None
 
     def _arm(self) -> None:
         """Schedule an analysis: at once after a quiet period (the first keystroke is not
@@ -177,9 +169,8 @@ class Session:
             changed, mode = self._dirty, self._mode
             self._dirty, self._mode = set(), None
             snapshot = self.snapshot()
-            self.generation += 1
-            progress = self.progress_hook() if self.progress_hook and mode != INCREMENTAL \
-                else None
+            progress = self.progress_hook() if self.progress_hook \
+                and mode is not IndexMode.INCREMENTAL else None
             try:
                 results = await self.run(self._analyze, snapshot, frozenset(changed), mode,
                                          progress)
@@ -205,11 +196,6 @@ class Session:
             if self._mode is None:
                 return
             self._running = asyncio.ensure_future(self._analyze_pending())
-
-    def _analyze(self, snapshot: Snapshot, changed: frozenset[str], mode: str,
-                 progress: ProgressHook | None) -> list[types.PublishDiagnosticsParams]:
-        results = self.index.update(snapshot, changed, mode, progress)
-        return publish_params(self.index, results.publish)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the analysis thread, after everything queued before it."""

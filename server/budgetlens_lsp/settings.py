@@ -15,8 +15,9 @@ from typing import Any
 
 from budgetlens.continuation.contexts import DEFAULT_BUDGET as DEFAULT_HIERARCHY_BUDGET
 from budgetlens.continuation.contexts import DEFAULT_MARKER as DEFAULT_CUT_MARKER
+from budgetlens.contract.policy import Policy
 
-POLICIES = ("fail_fast", "auto_clamp")
+POLICIES = tuple(p.value for p in Policy)  # the core's policies, as the client writes them
 DEFAULT_DEBOUNCE_MS = 30
 
 

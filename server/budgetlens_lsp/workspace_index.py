@@ -10,10 +10,15 @@ Re-checking goes through the core's ``BudgetCache``: a report whose inputs all h
 fingerprint is reused, and a prompt is re-tokenized only when its own text changed.
 
 Silence means "checked and fine", never "could not check": when checking a pipeline or
-analysing a JSON buffer raises, the file gets a BL009 error diagnostic (the exception in one
-line; the traceback goes to the log), its old report is dropped (no stale lens), it is
-retried on every later update, and one ``window/showMessage`` per kind of failure is queued
+analysing a JSON buffer raises, the file is recorded in :attr:`WorkspaceIndex.failures`
+(shown by the diagnostics feature as a BL009 error: the exception in one line; the
+traceback goes to the log), its old report is dropped (no stale lens), it is retried on
+every later update, and one ``window/showMessage`` per kind of failure is queued
 (:meth:`WorkspaceIndex.take_messages`).
+
+:meth:`WorkspaceIndex.update` returns plain data (:class:`Changes`: what was re-checked,
+which JSON buffers were re-analysed, which buffers were closed or edited); turning that into
+diagnostics is the diagnostics feature's work. This module imports no feature.
 """
 
 from __future__ import annotations
@@ -23,16 +28,16 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from budgetlens import codes
-from budgetlens.continuation.contexts import JsonContexts
+from budgetlens.continuation.contexts import JsonContexts, get_contexts
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles
-from budgetlens.source import Diagnostic
 from budgetlens_lsp.convert import UTF16, Converter
 from budgetlens_lsp.settings import Settings
 
@@ -42,13 +47,40 @@ MAX_READ_BYTES = 16 * 1024 * 1024
 PIPELINE_SUFFIXES = (".yaml", ".yml")
 ANALYZED_SUFFIXES = (*PIPELINE_SUFFIXES, ".txt", ".json")
 
-# what changed: only these paths / the set of files may have changed / everything
-INCREMENTAL, REDISCOVER, FULL = "incremental", "rediscover", "full"
+#: Buffers above this many characters are not analysed as you type (the command still
+#: refuses them with a clear error): a reply of 4 million characters is not a reply.
+MAX_JSON_CHARS = 4_000_000
+
+
+class IndexMode(str, Enum):
+    """What changed: only the given paths / the set of files may have changed / everything."""
+
+    INCREMENTAL = "incremental"
+    REDISCOVER = "rediscover"
+    FULL = "full"
+
+    @property
+    def rank(self) -> int:
+        return _MODE_RANK[self]
+
+
+_MODE_RANK = {IndexMode.INCREMENTAL: 0, IndexMode.REDISCOVER: 1, IndexMode.FULL: 2}
+
+
+class Stage(str, Enum):
+    """Where budgetlens failed on a file."""
+
+    CHECK = "check"  # checking a pipeline
+    JSON = "json"  # analysing a JSON buffer
+    ANALYSIS = "analysis"  # the analysis around the checks
+    CONVERT = "convert"  # converting a file's diagnostics to LSP
 
 #: A test hook, documented in docs/language-server.md and read here only: with
 #: ``BUDGETLENS_TEST_FAULT=check`` every pipeline check raises, with ``=json`` every analysis
 #: of a JSON buffer does, so tests can show what a user sees when budgetlens itself fails.
 TEST_FAULT_VARIABLE = "BUDGETLENS_TEST_FAULT"
+#: Called with (pipelines checked, pipelines to check) while a large update runs.
+ProgressHook = Callable[[int, int], None]
 
 
 def _test_fault(stage: str) -> None:
@@ -69,7 +101,7 @@ class Failure:
     (``json``), or in the analysis around it (``analysis``)."""
 
     path: str
-    stage: str
+    stage: Stage
     error: str  # one line: exception type and message
 
 
@@ -89,12 +121,27 @@ class Snapshot:
         return key in self.json_keys or key.endswith(".json")
 
 
-@dataclass
-class Results:
-    """What one analysis produced: diagnostics to publish, per path (open or closed)."""
+@dataclass(frozen=True)
+class Changes:
+    """What one :meth:`WorkspaceIndex.update` did, as plain data."""
 
-    publish: dict[str, list[Diagnostic]] = field(default_factory=dict)
-    checked: int = 0
+    checked: int = 0  # pipelines checked
+    reports: frozenset[str] = frozenset()  # pipelines re-checked, failed or forgotten
+    json: frozenset[str] = frozenset()  # JSON buffers re-analysed
+    closed: frozenset[str] = frozenset()  # buffers closed since the last update
+    #: analysed buffers whose diagnostics are sent whatever they are: the edited ones (their
+    #: text moved, so the same ranges may be other LSP columns) and the ones just closed
+    republish: tuple[str, ...] = ()
+    #: the analysis itself raised: ``republish`` lists the edited buffers now marked failed
+    failed: bool = False
+
+
+def analyze_json(text: str, settings: Settings) -> JsonContexts | None:
+    """The contexts of a cut-off JSON buffer, None when it is complete, not JSON, or huge."""
+    if len(text) > MAX_JSON_CHARS or not text.strip():
+        return None
+    contexts = get_contexts(text, budget=settings.hierarchy_budget, marker=settings.cut_marker)
+    return contexts if contexts.cut is not None else None
 
 
 def norm(path: str | Path) -> str:
@@ -114,7 +161,6 @@ class WorkspaceIndex:
         self.reports: dict[str, PipelineReport] = {}
         self.dependents: dict[str, set[str]] = {}  # input file -> pipelines reading it
         self.json_docs: dict[str, JsonContexts] = {}  # open .json buffers with a cut
-        self.diagnostics: dict[str, list[Diagnostic]] = {}  # what is shown, per file
         self.failures: dict[str, Failure] = {}  # files budgetlens failed on (shown as BL009)
         self.json_too_large: dict[str, int] = {}  # open JSON buffers not analysed: length
         self._settings_key: tuple[object, ...] | None = None
@@ -184,14 +230,14 @@ class WorkspaceIndex:
             out.append(self._messages.popleft())
         return out
 
-    def _fail(self, path: str, stage: str, exc: BaseException) -> None:
+    def _fail(self, path: str, stage: Stage, exc: BaseException) -> None:
         self.failures[path] = Failure(path, stage, one_line(exc))
         self.notify_failure(path, stage, exc)
 
-    def notify_failure(self, path: str, stage: str, exc: BaseException) -> None:
+    def notify_failure(self, path: str, stage: Stage, exc: BaseException) -> None:
         """Queue the message of a failure, once per kind (stage and exception type), not
         once per keystroke."""
-        kind = (stage, type(exc).__name__)
+        kind = (stage.value, type(exc).__name__)
         if kind not in self._notified:
             self._notified.add(kind)
             self._messages.append(
@@ -200,82 +246,104 @@ class WorkspaceIndex:
                 " instead of their diagnostics; details in the server log.")
 
     # --- updating --------------------------------------------------------------------------
-    def update(self, snapshot: Snapshot, changed: frozenset[str], mode: str = INCREMENTAL,
-               progress: Callable[[int, int], None] | None = None) -> Results:
-        """Re-check what ``changed`` affects; never raises (a failure becomes a BL009
-        diagnostic on the edited files)."""
+    def update(self, snapshot: Snapshot, changed: frozenset[str],
+               mode: IndexMode = IndexMode.INCREMENTAL,
+               progress: ProgressHook | None = None) -> Changes:
+        """Re-check what ``changed`` affects; never raises (a failure of the analysis marks
+        the edited buffers failed: :meth:`analysis_failed`)."""
         if self._retry_all:
-            mode = FULL
+            mode = IndexMode.FULL
         try:
-            results = self._update(snapshot, changed, mode, progress)
+            changes = self._update(snapshot, changed, mode, progress)
         except Exception as exc:
             log.exception("analysis failed for %d changed file(s)", len(changed))
-            return self._update_failed(snapshot, changed, exc)
+            self.snapshot = snapshot
+            return Changes(republish=self.analysis_failed(changed, exc), failed=True)
         self._retry_all = False
-        return results
+        return changes
 
-    def _update_failed(self, snapshot: Snapshot, changed: frozenset[str],
-                       exc: Exception) -> Results:
-        """The analysis itself raised: every edited buffer shows the failure; the next
-        update re-checks everything."""
-        from budgetlens_lsp.features.diagnostics import failure_diagnostic
-
-        self.snapshot = snapshot
+    def analysis_failed(self, changed: Iterable[str], exc: BaseException) -> tuple[str, ...]:
+        """The analysis around the checks raised: every edited buffer among ``changed`` is
+        marked failed (and returned); the next update re-checks everything."""
         self._retry_all = True
-        results = Results()
-        for path in sorted(changed):
-            if path in snapshot.overlay and (path.endswith(ANALYZED_SUFFIXES)
-                                             or snapshot.is_json(path)):
-                self._fail(path, "analysis", exc)
-                diags = [failure_diagnostic(self, self.failures[path])]
-                self.diagnostics[path] = diags
-                results.publish[path] = diags
-        return results
+        snap = self.snapshot
+        failed = tuple(p for p in sorted(changed) if p in snap.overlay
+                       and (p.endswith(ANALYZED_SUFFIXES) or snap.is_json(p)))
+        for path in failed:
+            self._fail(path, Stage.ANALYSIS, exc)
+        return failed
 
-    def _update(self, snapshot: Snapshot, changed: frozenset[str], mode: str,
-                progress: Callable[[int, int], None] | None) -> Results:
+    def _update(self, snapshot: Snapshot, changed: frozenset[str], mode: IndexMode,
+                progress: ProgressHook | None) -> Changes:
         old_overlay = self.snapshot.overlay
-        # a failure of the analysis itself is shown until the next analysis
-        for path in [p for p, f in self.failures.items() if f.stage == "analysis"]:
-            del self.failures[path]
+        self._drop_failures(Stage.ANALYSIS)  # shown until the next analysis
         self.snapshot = snapshot
+        mode = self._settings_mode(snapshot, mode)
+        closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
+        self._track_pipelines(mode, closed)
+        affected = self._affected(changed, mode)
+        gone = self._forget_gone()
+        checked = self._check(affected, progress)
+        json_changed = set(changed) | closed
+        if mode is IndexMode.FULL:  # the marker, budget or the toggle may have changed
+            json_changed |= {p for p in snapshot.overlay if snapshot.is_json(p)}
+        self._update_json(snapshot, json_changed)
+        # edited buffers, and buffers just closed (a pulling client forgets their diagnostics)
+        always = {p for p in changed if p in snapshot.overlay} | closed
+        return Changes(checked=checked, reports=frozenset((affected & self.pipelines) | gone),
+                       json=frozenset(json_changed), closed=closed,
+                       republish=tuple(sorted(p for p in always if p.endswith(ANALYZED_SUFFIXES)
+                                              or snapshot.is_json(p))))
+
+    def _drop_failures(self, stage: Stage, keep: Iterable[str] = ()) -> None:
+        kept = set(keep)
+        for path in [p for p, f in self.failures.items() if f.stage is stage and p not in kept]:
+            del self.failures[path]
+
+    def _settings_mode(self, snapshot: Snapshot, mode: IndexMode) -> IndexMode:
+        """``FULL`` when the settings or the folders changed since the last update."""
         settings_key = (snapshot.settings.policy, snapshot.settings.tokenizer,
                         snapshot.settings.config_path, snapshot.roots)
         if settings_key != self._settings_key:
             self._settings_key = settings_key
-            mode = FULL
-        if mode in (FULL, REDISCOVER):
+            return IndexMode.FULL
+        return mode
+
+    def _track_pipelines(self, mode: IndexMode, closed: frozenset[str]) -> None:
+        if mode is not IndexMode.INCREMENTAL:
             self.discover()
-        closed = set(old_overlay) - set(snapshot.overlay)
         for path in closed:  # an unsaved new pipeline that was closed is gone
             if path in self.pipelines and not os.path.isfile(path):
                 self.pipelines.discard(path)
         # open pipeline files count even before discovery sees them on disk
-        for path in snapshot.overlay:
-            if is_pipeline_path(path):
-                self.pipelines.add(path)
-        affected: set[str] = set()
-        if mode in (FULL, REDISCOVER):
+        self.pipelines.update(p for p in self.snapshot.overlay if is_pipeline_path(p))
+
+    def _affected(self, changed: frozenset[str], mode: IndexMode) -> set[str]:
+        """The pipelines to check again."""
+        if mode is not IndexMode.INCREMENTAL:
             # files appeared or vanished (a config.json where none was, a prompt created):
             # check everything; the BudgetCache answers for pipelines whose inputs are as
             # they were
             affected = set(self.pipelines)
         else:
+            affected = {p for p in changed if p in self.pipelines}
             for path in changed:
                 affected.update(self.dependents.get(path, ()))
-                if path in self.pipelines:
-                    affected.add(path)
         # a pipeline budgetlens failed on is retried on every change (whatever it was: the
         # fix may be in any file, and it has no report to say what it reads)
-        affected.update(p for p, f in self.failures.items() if f.stage == "check")
+        affected.update(p for p, f in self.failures.items() if f.stage is Stage.CHECK)
+        return affected
+
+    def _forget_gone(self) -> set[str]:
+        """Drop the reports and failures of pipelines that no longer exist; their paths."""
         gone = {p for p in self.reports if p not in self.pipelines}
         for path in gone:
             self._forget(path)
-        for path in [p for p, f in self.failures.items()
-                     if f.stage == "check" and p not in self.pipelines]:
-            del self.failures[path]
-        results = Results()
-        total = len(affected)
+        self._drop_failures(Stage.CHECK, keep=self.pipelines)
+        return gone
+
+    def _check(self, affected: set[str], progress: ProgressHook | None) -> int:
+        checked, total = 0, len(affected)
         for n, path in enumerate(sorted(affected & self.pipelines), 1):
             try:
                 _test_fault("check")
@@ -284,23 +352,14 @@ class WorkspaceIndex:
             except Exception as exc:  # the core never raises for bad input: a real bug
                 log.exception("checking %s failed", path)
                 self._forget(path)  # no stale report, lens or hover
-                self._fail(path, "check", exc)
+                self._fail(path, Stage.CHECK, exc)
             else:
                 self.failures.pop(path, None)
                 self._store(path, report)
-                results.checked += 1
+                checked += 1
             if progress is not None and (n % 25 == 0 or n == total):
                 progress(n, total)
-        json_changed = set(changed) | closed
-        if mode == FULL:  # the marker, budget or the toggle may have changed
-            json_changed |= {p for p in snapshot.overlay if snapshot.is_json(p)}
-        self._update_json(snapshot, json_changed)
-        # edited buffers, and buffers just closed (a pulling client forgets their diagnostics)
-        always = [p for p in changed if p in snapshot.overlay]
-        always += [p for p in old_overlay if p not in snapshot.overlay]
-        always = [p for p in always if p.endswith(ANALYZED_SUFFIXES) or snapshot.is_json(p)]
-        results.publish = self._refresh_diagnostics(always=always)
-        return results
+        return checked
 
     def discover(self) -> None:
         found: set[str] = set()
@@ -312,10 +371,7 @@ class WorkspaceIndex:
         self.pipelines = found
 
     def _store(self, path: str, report: PipelineReport) -> None:
-        old = self.reports.get(path)
-        if old is not None:
-            for dep in old.inputs:
-                self.dependents.get(norm(dep), set()).discard(path)
+        self._forget(path)
         self.reports[path] = report
         for dep in report.inputs | {path}:
             self.dependents.setdefault(norm(dep), set()).add(path)
@@ -327,48 +383,34 @@ class WorkspaceIndex:
                 self.dependents.get(norm(dep), set()).discard(path)
 
     def _update_json(self, snapshot: Snapshot, changed: Iterable[str]) -> None:
-        from budgetlens_lsp.features.json_documents import MAX_JSON_CHARS, analyze_json
-
+        enabled = snapshot.settings.diagnostics.truncated_json
         for path in changed:
-            if not (snapshot.is_json(path) or path in self.json_docs
-                    or path in self.json_too_large or path in self.failures):
-                continue
-            self.json_docs.pop(path, None)
-            self.json_too_large.pop(path, None)
-            failure = self.failures.get(path)
-            if failure is not None and failure.stage == "json":
-                del self.failures[path]
-            text = snapshot.overlay.get(path) if snapshot.is_json(path) else None
-            if text is None or not snapshot.settings.diagnostics.truncated_json:
-                continue
-            if len(text) > MAX_JSON_CHARS:
-                self.json_too_large[path] = len(text)
-                continue
-            try:
-                _test_fault("json")
-                contexts = analyze_json(text, snapshot.settings)
-            except Exception as exc:
-                log.exception("analysing the JSON buffer %s failed", path)
-                self._fail(path, "json", exc)
-                continue
-            if contexts is not None:
-                self.json_docs[path] = contexts
-        if not snapshot.settings.diagnostics.truncated_json:
+            if snapshot.is_json(path) or path in self.json_docs \
+                    or path in self.json_too_large or path in self.failures:
+                self._analyse_json(snapshot, path, enabled)
+        if not enabled:
             self.json_docs.clear()
             self.json_too_large.clear()
-            for path in [p for p, f in self.failures.items() if f.stage == "json"]:
-                del self.failures[path]
+            self._drop_failures(Stage.JSON)
 
-    def _refresh_diagnostics(self, always: Iterable[str] = ()) -> dict[str, list[Diagnostic]]:
-        """Diagnostics of every file whose set changed, plus the edited buffers ``always``
-        (their text moved, so the same code-point ranges may be other LSP columns)."""
-        from budgetlens_lsp.features.diagnostics import collect
-
-        current = collect(self)
-        changed: dict[str, list[Diagnostic]] = {p: current.get(p, []) for p in always}
-        for path in set(current) | set(self.diagnostics):
-            new = current.get(path, [])
-            if new != self.diagnostics.get(path, []):
-                changed[path] = new
-        self.diagnostics = {p: d for p, d in current.items() if d}
-        return changed
+    def _analyse_json(self, snapshot: Snapshot, path: str, enabled: bool) -> None:
+        self.json_docs.pop(path, None)
+        self.json_too_large.pop(path, None)
+        failure = self.failures.get(path)
+        if failure is not None and failure.stage is Stage.JSON:
+            del self.failures[path]
+        text = snapshot.overlay.get(path) if snapshot.is_json(path) else None
+        if text is None or not enabled:
+            return
+        if len(text) > MAX_JSON_CHARS:
+            self.json_too_large[path] = len(text)
+            return
+        try:
+            _test_fault("json")
+            contexts = analyze_json(text, snapshot.settings)
+        except Exception as exc:
+            log.exception("analysing the JSON buffer %s failed", path)
+            self._fail(path, Stage.JSON, exc)
+            return
+        if contexts is not None:
+            self.json_docs[path] = contexts

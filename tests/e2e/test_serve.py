@@ -99,8 +99,7 @@ async def test_serve_tcp_with_a_bare_port_listens_on_loopback_only(tmp_path: Pat
 
 
 def test_tcp_addresses_default_to_loopback() -> None:
-    from budgetlens_cli.main import UsageError
-    from budgetlens_cli.serve_cmd import is_loopback, parse_address
+    from budgetlens_lsp.serve import AddressError, is_loopback, parse_address
 
     assert parse_address("2087") == ("127.0.0.1", 2087)
     assert parse_address("2087", "::1") == ("::1", 2087)
@@ -108,9 +107,9 @@ def test_tcp_addresses_default_to_loopback() -> None:
     assert parse_address("0.0.0.0:2087") == ("0.0.0.0", 2087)
     assert parse_address("127.0.0.1:2087", "127.0.0.1") == ("127.0.0.1", 2087)
     for bad in (":2087", "host:", "99999"):
-        with pytest.raises(UsageError):
+        with pytest.raises(AddressError):
             parse_address(bad)
-    with pytest.raises(UsageError, match="different addresses"):
+    with pytest.raises(AddressError, match="different addresses"):
         parse_address("127.0.0.1:2087", "0.0.0.0")
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from budgetlens.tokens.core import get_tokenizer
-from budgetlens_lsp.workspace_index import FULL, INCREMENTAL, Snapshot, WorkspaceIndex, norm
+from budgetlens_lsp.workspace_index import IndexMode, Snapshot, WorkspaceIndex, norm
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -16,7 +16,7 @@ def _index(tmp_path: Path) -> tuple[WorkspaceIndex, Path]:
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES, root)
     index = WorkspaceIndex()
-    index.update(Snapshot(roots=(norm(root),)), frozenset(), FULL)
+    index.update(Snapshot(roots=(norm(root),)), frozenset(), IndexMode.FULL)
     return index, root
 
 
@@ -39,7 +39,7 @@ def test_editing_a_prompt_retokenizes_only_that_prompt(tmp_path: Path) -> None:
     before = counter.misses
     new_text = (root / "prompts/chat.txt").read_text("utf-8") + "One more rule.\n"
     results = index.update(Snapshot(overlay={prompt: new_text}, roots=(norm(root),)),
-                           frozenset([prompt]), INCREMENTAL)
+                           frozenset([prompt]), IndexMode.INCREMENTAL)
     assert counter.misses == before + 1  # the edited prompt; templates and others: cached
     assert results.checked == 1  # chat.yaml is the only pipeline reading chat.txt
     report = index.reports[norm(root / "pipelines/chat.yaml")]

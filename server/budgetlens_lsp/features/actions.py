@@ -21,35 +21,26 @@ insert the override).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from lsprotocol import types
 
 from budgetlens import codes
+from budgetlens.contract.model import PipelineReport
 from budgetlens.contract.plan import ClampPlan, clamp_plan, context_clamp_plan, output_clamp_plan
+from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Range, TextEdit
+from budgetlens_lsp.convert import DiagnosticData
 from budgetlens_lsp.features import json_documents
-
-if TYPE_CHECKING:
-    from budgetlens_lsp.workspace_index import WorkspaceIndex
+from budgetlens_lsp.features.commands import readable
+from budgetlens_lsp.features.context import Analysis, ServerContext
+from budgetlens_lsp.features.edits import EditContext, text_edits, workspace_edit
+from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 FIX_ALL = "source.fixAll.budgetlens"
 FIXABLE = (codes.CONTRACT_VIOLATION, codes.OUTPUT_ABOVE_CEILING)
-
-
-class EditContext:
-    """What turning a plan into a ``WorkspaceEdit`` needs from the session."""
-
-    def __init__(self, versions: dict[str, int | None], document_changes: bool) -> None:
-        self.versions = versions
-        self.document_changes = document_changes
-
-
-def workspace_edit(index: WorkspaceIndex, plan: ClampPlan,
-                   ctx: EditContext) -> types.WorkspaceEdit:
-    return index.converter().workspace_edit(plan.edits, versions=ctx.versions,
-                                            document_changes=ctx.document_changes)
 
 
 def _describe(plan: ClampPlan, here: str) -> str:
@@ -72,15 +63,26 @@ def _action(index: WorkspaceIndex, title: str, kind: str, plan: ClampPlan,
                             data={"changes": [to_jsonable(c) for c in plan.changes]})
 
 
+def _fixable_report(index: WorkspaceIndex, diag: types.Diagnostic
+                    ) -> tuple[PipelineReport, str | None] | None:
+    """The report and step a budget diagnostic is about, from its payload; None when it is
+    not ours, not fixable, or the client sent no (or foreign) data."""
+    data = DiagnosticData.from_json(diag.data)
+    if diag.source != "budgetlens" or diag.code not in FIXABLE or data is None \
+            or data.pipeline is None:
+        return None
+    report = index.report_for(os.path.normpath(data.pipeline))
+    if report is None or report.context is None or report.window is None:
+        return None
+    return report, data.step
+
+
 def quick_fixes(index: WorkspaceIndex, path: str, diag: types.Diagnostic,
                 ctx: EditContext) -> list[types.CodeAction]:
-    data: Any = diag.data
-    if diag.source != "budgetlens" or diag.code not in FIXABLE or not isinstance(data, dict):
+    found = _fixable_report(index, diag)
+    if found is None:
         return []
-    pipeline, step_name = data.get("pipeline"), data.get("step")
-    report = index.report_for(os.path.normpath(pipeline)) if isinstance(pipeline, str) else None
-    if report is None or report.context is None or report.window is None:
-        return []
+    report, step_name = found
     files = index.files_for(report.pipeline)
     here = report.pipeline
     out: list[types.CodeAction] = []
@@ -96,12 +98,20 @@ def quick_fixes(index: WorkspaceIndex, path: str, diag: types.Diagnostic,
 
     if diag.code == codes.CONTRACT_VIOLATION and report.clamp.context_after is not None:
         override = context_clamp_plan(report, files=files, edit_parent=False)
-        inherited = report.context.inherited
+        inherited = report.context is not None and report.context.inherited
         add(f"Clamp {_describe(override, here)}"
             + (" (override here)" if inherited else ""), override, preferred=True)
         if inherited:
             parent = context_clamp_plan(report, files=files, edit_parent=True)
             add(f"Clamp {_describe(parent, here)}", parent)
+    _output_fixes(report, files, step_name, diag, add)
+    return out
+
+
+def _output_fixes(report: PipelineReport, files: FileSource, step_name: str | None,
+                  diag: types.Diagnostic, add: Callable[[str, ClampPlan, bool], None]) -> None:
+    """*Clamp S's output* for step ``step_name`` (and the parent variant if inherited)."""
+    here = report.pipeline
     for i, s in enumerate(report.steps):
         if s.step != step_name:
             continue
@@ -110,11 +120,10 @@ def quick_fixes(index: WorkspaceIndex, path: str, diag: types.Diagnostic,
             continue
         add(f"Clamp {_describe(plan, here)}"
             + (" (copy the inherited steps here)" if s.inherited else ""), plan,
-            preferred=diag.code == codes.OUTPUT_ABOVE_CEILING)
+            diag.code == codes.OUTPUT_ABOVE_CEILING)
         if s.inherited:
             parent = output_clamp_plan(report, i, files=files, edit_parent=True)
-            add(f"Clamp {_describe(parent, here)}", parent)
-    return out
+            add(f"Clamp {_describe(parent, here)}", parent, False)
 
 
 def fix_all(index: WorkspaceIndex, path: str, ctx: EditContext) -> list[types.CodeAction]:
@@ -132,14 +141,15 @@ def _overlaps(a: Range, b: Range) -> bool:
     return a.start <= b.end and b.start <= a.end
 
 
-def rename_fixes(index: WorkspaceIndex, path: str, params: types.CodeActionParams,
+def rename_fixes(analysis: Analysis, path: str, params: types.CodeActionParams,
                  ctx: EditContext) -> list[types.CodeAction]:
     """*Rename 'k' to 's'* for each near-miss key (BL008) the server reports in the range.
 
     Computed from the server's own diagnostics of ``path`` (a client need not echo a
     diagnostic's ``data`` back); the edit replaces exactly the key's characters.
     """
-    own = [d for d in index.diagnostics.get(path, [])
+    index = analysis.index
+    own = [d for d in analysis.shown.get(path, [])
            if d.code == codes.NEAR_MISS_KEY and isinstance(d.data, dict)
            and isinstance(d.data.get("rename"), dict)
            and os.path.normpath(d.file) == path]
@@ -163,9 +173,7 @@ def rename_fixes(index: WorkspaceIndex, path: str, params: types.CodeActionParam
         out.append(types.CodeAction(
             title=f"Rename {rename['from']!r} to {rename['to']!r}",
             kind=types.CodeActionKind.QuickFix, diagnostics=echoed[:1] or [shown],
-            edit=conv.workspace_edit([edit], versions=ctx.versions,
-                                     document_changes=ctx.document_changes),
-            is_preferred=True))
+            edit=text_edits(index, [edit], ctx), is_preferred=True))
     return out
 
 
@@ -175,17 +183,25 @@ def _wants(only: list[str] | None, kind: str) -> bool:
     return any(kind == k or kind.startswith(k + ".") for k in only)
 
 
-def code_actions(index: WorkspaceIndex, path: str | None, uri: str,
+def code_actions(analysis: Analysis, path: str | None, uri: str,
                  params: types.CodeActionParams, ctx: EditContext) -> list[types.CodeAction]:
     if path is None:
         return []
+    index = analysis.index
     only = [str(k) for k in params.context.only] if params.context.only else None
     out: list[types.CodeAction] = []
     if _wants(only, types.CodeActionKind.QuickFix):
         for diag in params.context.diagnostics:
             out.extend(quick_fixes(index, path, diag, ctx))
-        out.extend(rename_fixes(index, path, params, ctx))
+        out.extend(rename_fixes(analysis, path, params, ctx))
         out.extend(json_documents.code_actions(uri, list(params.context.diagnostics)))
     if path.endswith((".yaml", ".yml")) and _wants(only, FIX_ALL):
         out.extend(fix_all(index, path, ctx))
     return out
+
+
+async def on_code_action(ctx: ServerContext, params: types.CodeActionParams
+                         ) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    return await ctx.session.query(code_actions, ctx.analysis, readable(ctx, uri), uri, params,
+                                   EditContext.of(ctx))

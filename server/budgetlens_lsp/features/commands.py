@@ -11,8 +11,8 @@
 - ``budgetlens.showLocation`` ``{"uri", "range"}`` -> ``{"shown"}``: asks the client to open a
   place (``window/showDocument``); lenses use it.
 
-Bad arguments raise :class:`json_documents.CommandError`, which the server turns into an
-"invalid params" error response.
+Bad arguments raise :class:`json_documents.CommandError`; the ``on_*`` handlers turn it
+into an "invalid params" error response.
 
 What a command may read (:func:`command_target`, the one check every command's URI goes
 through): an open document (the editor's buffer), or a file inside a workspace folder, both
@@ -24,24 +24,29 @@ is not open — is refused with an error that names this rule, before anything i
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from budgetlens.contract.plan import clamp_plan
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from budgetlens.contract.plan import ClampPlan, clamp_plan
 from budgetlens.contract.report_text import budget_table
 from budgetlens.files import is_inside
 from budgetlens.serialize import to_jsonable
 from budgetlens_lsp.convert import path_from_uri
+from budgetlens_lsp.features.context import ServerContext
+from budgetlens_lsp.features.edits import EditContext, workspace_edit
 from budgetlens_lsp.features.json_documents import COMMAND, CommandError, hierarchy_context
-
-if TYPE_CHECKING:
-    from budgetlens.contract.plan import ClampPlan
-    from budgetlens_lsp.workspace_index import WorkspaceIndex
+from budgetlens_lsp.workspace_index import WorkspaceIndex, norm
 
 __all__ = ["ALL", "CLAMP_ALL", "READ_RULE", "SHOW_HIERARCHY", "SHOW_LOCATION", "SHOW_REPORT",
-           "budget_report", "clamp_all_plan", "command_target", "outside_reason",
-           "show_hierarchy", "single_object"]
+           "budget_report", "check_target", "clamp_all_plan", "command_target",
+           "on_clamp_all", "on_show_hierarchy", "on_show_location", "on_show_report",
+           "outside_reason", "readable", "show_hierarchy", "single_object"]
+
+T = TypeVar("T")
 
 SHOW_HIERARCHY = COMMAND  # "budgetlens.showHierarchyContext"
 CLAMP_ALL = "budgetlens.clampAll"
@@ -145,3 +150,112 @@ def clamp_all_plan(index: WorkspaceIndex, path: str, uri: str,
     if report is None:
         raise CommandError(f"{uri}: not a pipeline of the workspace")
     return clamp_plan(report, files=index.files_for(path), edit_parent=edit_parent)
+
+
+# --- the handlers (on the loop) ------------------------------------------------------------------
+
+def check_target(ctx: ServerContext, uri: str) -> str:
+    """What a URI may read (:func:`command_target`: an open document, or a file inside the
+    workspace folders); ``CommandError`` naming the rule otherwise."""
+    docs = ctx.session.documents
+    return command_target(uri, {u: d.path for u, d in docs.items()}, ctx.session.roots,
+                          {d.path for d in docs.values()})
+
+
+def readable(ctx: ServerContext, uri: str) -> str | None:
+    """The key of a document lenses, hover and code actions may read, by the commands'
+    rule; None (the request answers with nothing) for anything else."""
+    try:
+        return check_target(ctx, uri)
+    except CommandError:
+        return None
+
+
+def _invalid(exc: Exception) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message=str(exc))
+
+
+def _target(ctx: ServerContext, args: tuple[Any, ...]) -> tuple[dict[str, Any], str, str]:
+    try:
+        arg = single_object(args)
+        uri: str = arg["uri"]
+        return arg, uri, check_target(ctx, uri)
+    except CommandError as exc:
+        raise _invalid(exc) from None
+
+
+async def _query(ctx: ServerContext, fn: Callable[..., T], *args: Any) -> T:
+    try:
+        return await ctx.session.query(fn, *args)
+    except CommandError as exc:
+        raise _invalid(exc) from None
+
+
+async def on_show_hierarchy(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+    arg, uri, path = _target(ctx, args)
+    return await _query(ctx, show_hierarchy, ctx.index, path, uri, arg)
+
+
+async def on_show_report(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+    _, uri, path = _target(ctx, args)
+    return await _query(ctx, budget_report, ctx.index, path, uri)
+
+
+def _refuse_outside(ctx: ServerContext, plan: ClampPlan) -> None:
+    """The edits obey the same rule as the reads."""
+    open_paths = {d.path for d in ctx.session.documents.values()}
+    for file in plan.files:
+        reason = None if norm(file) in open_paths else outside_reason(
+            norm(file), ctx.session.roots)
+        if reason is not None:
+            raise _invalid(CommandError(
+                f"the clamp plan edits {file}, which {reason}; {READ_RULE}"
+                "; nothing was applied"))
+
+
+async def on_clamp_all(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+    arg, uri, path = _target(ctx, args)
+    plan = await _query(ctx, clamp_all_plan, ctx.index, path, uri, arg)
+    _refuse_outside(ctx, plan)
+    changes = [to_jsonable(c) for c in plan.changes]
+    if plan.empty:
+        message = "nothing to clamp: every step fits" + (
+            f" ({'; '.join(plan.notes)})" if plan.notes else "")
+        return {"applied": False, "changes": [], "message": message}
+    if not ctx.client.apply_edit:
+        message = ("budgetlens: this editor cannot apply workspace edits"
+                   " (workspace.applyEdit); use the quick-fixes or `budgetlens clamp"
+                   " --write` instead")
+        ctx.message(message, types.MessageType.Info)
+        return {"applied": False, "changes": changes, "message": message}
+    edit = await ctx.session.run(workspace_edit, ctx.index, plan, EditContext.of(ctx))
+    result = await ctx.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+        edit=edit, label=f"budgetlens: clamp {plan.pipeline}"))
+    message = "clamped" if result.applied else (
+        f"the editor did not apply the edit: {result.failure_reason or 'no reason given'}")
+    return {"applied": bool(result.applied), "changes": changes, "message": message}
+
+
+def lsp_range(raw: Any) -> types.Range:
+    """An LSP range from its JSON form; ``ValueError``, ``KeyError`` or ``TypeError`` if it
+    is not one."""
+    def pos(p: Any) -> types.Position:
+        line, character = p["line"], p["character"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                   for v in (line, character)):
+            raise ValueError("positions are non-negative integers")
+        return types.Position(line=line, character=character)
+    return types.Range(start=pos(raw["start"]), end=pos(raw["end"]))
+
+
+async def on_show_location(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+    arg, uri, _ = _target(ctx, args)
+    try:
+        rng = lsp_range(arg["range"]) if arg.get("range") is not None else None
+    except (KeyError, TypeError, ValueError):
+        raise _invalid(CommandError("\"range\" must be an LSP range")) from None
+    if not ctx.client.show_document:
+        return {"shown": False, "uri": uri, "range": arg.get("range")}
+    result = await ctx.server.window_show_document_async(types.ShowDocumentParams(
+        uri=uri, take_focus=True, selection=rng))
+    return {"shown": bool(result.success), "uri": uri, "range": arg.get("range")}

@@ -9,6 +9,10 @@ the worst severity of those steps' own diagnostics.
 A file budgetlens failed on (an exception while checking it, see ``workspace_index.py``)
 gets one BL009 error on its first line instead, so it never looks clean; a JSON buffer too
 large to analyse as you type gets a BL201 information diagnostic saying so.
+
+:func:`analyze` is the analysis function the session runs on its worker thread: the index's
+update, then the diagnostics of every file whose set changed. :func:`publish` pushes them
+(on the loop); :func:`pull` answers ``textDocument/diagnostic``.
 """
 
 from __future__ import annotations
@@ -16,19 +20,26 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from lsprotocol import types
 
 from budgetlens import codes
 from budgetlens.contract.model import PipelineReport, StepBudget
 from budgetlens.contract.policy import Policy
-from budgetlens.source import Diagnostic, Range, Related, Severity
+from budgetlens.source import Diagnostic, Range, Related, Severity, unique_diagnostics
 from budgetlens_lsp.convert import SOURCE, format_int, uri_from_path
+from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.json_documents import json_diagnostic, too_large_diagnostic
-
-if TYPE_CHECKING:
-    from budgetlens_lsp.workspace_index import Failure, WorkspaceIndex
+from budgetlens_lsp.workspace_index import (
+    Failure,
+    IndexMode,
+    ProgressHook,
+    Snapshot,
+    Stage,
+    WorkspaceIndex,
+    one_line,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +108,7 @@ def failure_diagnostic(index: WorkspaceIndex, failure: Failure) -> Diagnostic:
     except Exception:  # the failure may be in reading it
         text = ""
     first = text.split("\n", 1)[0].rstrip("\r")
-    what = "check" if failure.stage != "json" else "analyse"
+    what = "check" if failure.stage is not Stage.JSON else "analyse"
     return Diagnostic(failure.path, Range.at(0, 0, 0, len(first)), Severity.ERROR,
                       codes.INTERNAL_ERROR,
                       f"budgetlens could not {what} this file: {failure.error}; details in the"
@@ -109,14 +120,11 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
     out: dict[str, list[Diagnostic]] = {}
     for path, failure in sorted(index.failures.items()):
         out.setdefault(path, []).append(failure_diagnostic(index, failure))
-    seen: set[tuple[object, ...]] = set()
-    for pipeline in sorted(index.reports):
-        for d in index.reports[pipeline].diagnostics:
-            path = os.path.normpath(d.file)
-            key = (path, d.range, d.code, d.message)
-            if key in seen or not _enabled(index, path):
-                continue
-            seen.add(key)
+    reported = (d for pipeline in sorted(index.reports)
+                for d in index.reports[pipeline].diagnostics)
+    for d in unique_diagnostics(reported):
+        path = os.path.normpath(d.file)
+        if _enabled(index, path):
             out.setdefault(path, []).append(d)
     if index.snapshot.settings.diagnostics.prompts:
         for path, diags in prompt_diagnostics(index).items():
@@ -139,8 +147,7 @@ def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic]) -> list[types.Diagnos
     except Exception as exc:
         path = diags[0].file if diags else "?"
         log.exception("converting the diagnostics of %s failed", path)
-        index.notify_failure(path, "convert", exc)
-        from budgetlens_lsp.workspace_index import one_line
+        index.notify_failure(path, Stage.CONVERT, exc)
         return [types.Diagnostic(
             range=types.Range(start=types.Position(line=0, character=0),
                               end=types.Position(line=0, character=0)),
@@ -166,15 +173,101 @@ def result_id(items: list[types.Diagnostic]) -> str:
     return hashlib.blake2b(raw, digest_size=8).hexdigest()
 
 
-def document_report(index: WorkspaceIndex, path: str | None, previous: str | None
+def document_report(analysis: Analysis, path: str | None, previous: str | None
                     ) -> types.DocumentDiagnosticReport:
     """``textDocument/diagnostic``: the full list, or "unchanged" for the same result id."""
-    items = to_lsp(index, index.diagnostics.get(path, [])) if path else []
+    items = to_lsp(analysis.index, analysis.shown.get(path, [])) if path else []
     rid = result_id(items)
     if previous == rid:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=rid)
     return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=rid)
 
 
-__all__ = ["collect", "document_report", "failure_diagnostic", "prompt_diagnostics",
-           "publish_params", "to_lsp"]
+# --- the analysis (on the worker thread) -------------------------------------------------------
+
+@dataclass
+class Results:
+    """What one analysis produced: diagnostics to publish, per path (open or closed)."""
+
+    publish: dict[str, list[Diagnostic]] = field(default_factory=dict)
+
+
+def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
+           mode: IndexMode = IndexMode.INCREMENTAL,
+           progress: ProgressHook | None = None) -> Results:
+    """Update the index, then the diagnostics of every file whose set changed; never raises
+    (a failure becomes a BL009 diagnostic on the edited files)."""
+    index = analysis.index
+    changes = index.update(snapshot, changed, mode, progress)
+    if changes.failed:
+        return _failed(analysis, changes.republish)
+    try:
+        publish = _refresh(analysis, changes.republish)
+    except Exception as exc:
+        log.exception("analysis failed for %d changed file(s)", len(changed))
+        return _failed(analysis, index.analysis_failed(changed, exc))
+    return Results(publish)
+
+
+def _failed(analysis: Analysis, paths: tuple[str, ...]) -> Results:
+    """The analysis itself raised: each of ``paths`` shows its failure (and only that)."""
+    results = Results()
+    for path in paths:
+        diags = [failure_diagnostic(analysis.index, analysis.index.failures[path])]
+        analysis.shown[path] = diags
+        results.publish[path] = diags
+    return results
+
+
+def _refresh(analysis: Analysis, always: tuple[str, ...]) -> dict[str, list[Diagnostic]]:
+    """Diagnostics of every file whose set changed, plus the buffers ``always`` (their text
+    moved, so the same code-point ranges may be other LSP columns)."""
+    current = collect(analysis.index)
+    changed: dict[str, list[Diagnostic]] = {p: current.get(p, []) for p in always}
+    for path in set(current) | set(analysis.shown):
+        new = current.get(path, [])
+        if new != analysis.shown.get(path, []):
+            changed[path] = new
+    analysis.shown = {p: d for p, d in current.items() if d}
+    return changed
+
+
+def analyze(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str], mode: IndexMode,
+            progress: ProgressHook | None) -> list[types.PublishDiagnosticsParams]:
+    """The session's analysis function: :func:`update`, in LSP form."""
+    return publish_params(analysis.index, update(analysis, snapshot, changed, mode,
+                                                 progress).publish)
+
+
+# --- delivery (on the loop) ----------------------------------------------------------------------
+
+def publish(ctx: ServerContext, params_list: list[types.PublishDiagnosticsParams]) -> None:
+    """Push to every client; a client that pulls gets its OPEN documents by pull only (so
+    nothing is shown twice) and a refresh request instead."""
+    for text in ctx.index.take_messages():  # budgetlens failed on a file (BL009)
+        ctx.message(text, types.MessageType.Error)
+    refresh = False
+    for params in params_list:
+        if ctx.client.pull and params.uri in ctx.session.documents:
+            refresh = True
+            if params.uri not in ctx.pushed:
+                continue
+            params = types.PublishDiagnosticsParams(uri=params.uri, diagnostics=[])
+        ctx.server.text_document_publish_diagnostics(params)
+        if params.diagnostics:
+            ctx.pushed.add(params.uri)
+        else:
+            ctx.pushed.discard(params.uri)
+    if refresh and ctx.client.diagnostic_refresh:
+        ctx.server.workspace_diagnostic_refresh(None)
+
+
+async def pull(ctx: ServerContext, params: types.DocumentDiagnosticParams
+               ) -> types.DocumentDiagnosticReport:
+    path = ctx.session.path_of(params.text_document.uri)
+    return await ctx.session.query(document_report, ctx.analysis, path,
+                                   params.previous_result_id)
+
+
+__all__ = ["Results", "analyze", "collect", "document_report", "failure_diagnostic",
+           "prompt_diagnostics", "publish", "publish_params", "pull", "to_lsp", "update"]

@@ -10,7 +10,6 @@ found with the core's positioned YAML parser; every number comes from the core's
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -18,11 +17,11 @@ from budgetlens.contract.model import PipelineReport, StepBudget, Term
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 from budgetlens_lsp.convert import format_int
+from budgetlens_lsp.features.commands import readable
+from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.diagnostics import step_label
 from budgetlens_lsp.features.lenses import budget_sum
-
-if TYPE_CHECKING:
-    from budgetlens_lsp.workspace_index import WorkspaceIndex
+from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 SETTING_TERMS = {"max_context_tokens": "context", "max_history_tokens": "history",
                  "budget_safety_margin_tokens": "margin"}
@@ -256,3 +255,8 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position) -> types
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                     value="\n".join(lines)),
                        range=conv.range(path, rng))
+
+
+async def on_hover(ctx: ServerContext, params: types.HoverParams) -> types.Hover | None:
+    path = readable(ctx, params.text_document.uri)
+    return await ctx.session.query(hover, ctx.index, path, params.position)

@@ -3,39 +3,26 @@ runs ``budgetlens.showHierarchyContext``, and that command's result. A buffer to
 analyse as you type gets an information diagnostic saying so (never silence).
 
 The analysis is the core's ``get_contexts`` on the buffer's current text (unsaved edits
-included); nothing here parses JSON.
+included), run by the workspace index (``workspace_index.analyze_json``); nothing here
+parses JSON.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
 from budgetlens import codes
 from budgetlens.continuation.contexts import JsonContexts, get_contexts
 from budgetlens.source import Diagnostic, Range, Severity
-from budgetlens_lsp.settings import Settings
+from budgetlens_lsp.workspace_index import MAX_JSON_CHARS, WorkspaceIndex
 
-if TYPE_CHECKING:
-    from budgetlens_lsp.workspace_index import WorkspaceIndex
-
-#: Buffers above this many characters are not analysed as you type (the command still
-#: refuses them with a clear error): a reply of 4 million characters is not a reply.
-MAX_JSON_CHARS = 4_000_000
 CODE = codes.JSON_TRUNCATED
 TOO_LARGE_CODE = codes.JSON_TOO_LARGE
 COMMAND = "budgetlens.showHierarchyContext"
-
-
-def analyze_json(text: str, settings: Settings) -> JsonContexts | None:
-    """The contexts of a cut-off JSON buffer, None when it is complete, not JSON, or huge."""
-    if len(text) > MAX_JSON_CHARS or not text.strip():
-        return None
-    contexts = get_contexts(text, budget=settings.hierarchy_budget, marker=settings.cut_marker)
-    return contexts if contexts.cut is not None else None
 
 
 def json_diagnostic(path: str, contexts: JsonContexts) -> Diagnostic | None:

@@ -15,22 +15,19 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
-from budgetlens.contract.model import StepBudget
+from budgetlens.contract.model import PipelineReport, StepBudget
 from budgetlens.source import Location, Range
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
-from budgetlens.yamldoc.parse import parse_yaml
-from budgetlens_lsp.convert import format_int, uri_from_path
-from budgetlens_lsp.features.commands import SHOW_LOCATION, SHOW_REPORT
+from budgetlens.yamldoc.parse import YamlDocument, parse_yaml
+from budgetlens_lsp.convert import Converter, format_int, uri_from_path
+from budgetlens_lsp.features.commands import SHOW_LOCATION, SHOW_REPORT, readable
+from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.diagnostics import step_label
-
-if TYPE_CHECKING:
-    from budgetlens_lsp.convert import Converter
-    from budgetlens_lsp.workspace_index import WorkspaceIndex
-
+from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 
 def headroom_text(step: StepBudget) -> str:
@@ -69,50 +66,86 @@ def _lens(conv: Converter, path: str, rng: Range, command: types.Command) -> typ
 def pipeline_lenses(index: WorkspaceIndex, path: str, uri: str) -> list[types.CodeLens]:
     settings = index.snapshot.settings.lenses
     conv = index.converter()
-    lenses: list[types.CodeLens] = []
     report = index.report_for(path)
     if report is None:
-        return lenses
+        return []
+    report_command = types.Command(title="", command=SHOW_REPORT, arguments=[{"uri": uri}])
+    lenses: list[types.CodeLens] = []
     if settings.steps and report.window is not None and report.context is not None:
-        for i, step in enumerate(report.steps):
-            if os.path.normpath(step.defined_in) != path:
-                continue
-            lenses.append(_lens(conv, path, step.location.range, types.Command(
-                title=budget_sum(step), command=SHOW_REPORT, arguments=[{"uri": uri}])))
-            split = report.injection.step(i) if report.injection else None
-            if split is not None:
-                lenses.append(_lens(conv, path, step.location.range, types.Command(
-                    title=split.label, command=SHOW_REPORT, arguments=[{"uri": uri}])))
+        lenses += _step_lenses(conv, report, path, report_command)
     text = index.text_of(path)
     doc = parse_yaml(text)[0] if text is not None else None
     if doc is None:
         return lenses
-    if settings.settings and doc.span(("settings",)) is not None:
-        users = [s for r in index.reports_using(path) for s in r.steps
-                 if r.window is not None and r.context is not None]
-        worst = tightest(users)
-        key = doc.key_range(("settings",))
-        if worst is not None and key is not None:
-            where = step_label(worst) if worst.pipeline != path else worst.step
-            lenses.append(_lens(conv, path, key, _open_step(
-                conv, worst, f"tightest step: {where} ({headroom_text(worst)})")))
-    injection_key = doc.key_range(("settings", "injection"))
-    if settings.steps and report.injection is not None and injection_key is not None \
-            and report.injection.steps:
-        tight = min(report.injection.steps, key=lambda s: s.budget.total_budget)
-        lenses.append(_lens(conv, path, injection_key, types.Command(
-            title=f"tightest {tight.step}: {tight.label}", command=SHOW_REPORT,
-            arguments=[{"uri": uri}])))
-    if settings.steps and doc.span(("extends",)) is not None:
-        inherited = [s for s in report.steps if os.path.normpath(s.defined_in) != path]
-        worst = tightest(inherited)
-        key = doc.key_range(("extends",))
-        if worst is not None and key is not None and report.window is not None:
-            n = len(inherited)
-            lenses.append(_lens(conv, path, key, _open_step(
-                conv, worst, f"{n} inherited step{'s' if n != 1 else ''} · tightest"
-                             f" {worst.step} ({headroom_text(worst)})")))
+    if settings.settings:
+        lenses += _settings_lens(index, conv, doc, path)
+    if settings.steps:
+        lenses += _injection_lens(conv, report, doc, path, report_command)
+        lenses += _extends_lens(conv, report, doc, path)
     return lenses
+
+
+def _titled(command: types.Command, title: str) -> types.Command:
+    return types.Command(title=title, command=command.command, arguments=command.arguments)
+
+
+def _step_lenses(conv: Converter, report: PipelineReport, path: str,
+                 report_command: types.Command) -> list[types.CodeLens]:
+    """Above each step defined here: its budget sum, and its injection split if any."""
+    lenses: list[types.CodeLens] = []
+    for i, step in enumerate(report.steps):
+        if os.path.normpath(step.defined_in) != path:
+            continue
+        lenses.append(_lens(conv, path, step.location.range,
+                            _titled(report_command, budget_sum(step))))
+        split = report.injection.step(i) if report.injection else None
+        if split is not None:
+            lenses.append(_lens(conv, path, step.location.range,
+                                _titled(report_command, split.label)))
+    return lenses
+
+
+def _settings_lens(index: WorkspaceIndex, conv: Converter, doc: YamlDocument,
+                   path: str) -> list[types.CodeLens]:
+    """Above ``settings``: the tightest step of every pipeline that reads them."""
+    if doc.span(("settings",)) is None:
+        return []
+    users = [s for r in index.reports_using(path) for s in r.steps
+             if r.window is not None and r.context is not None]
+    worst = tightest(users)
+    key = doc.key_range(("settings",))
+    if worst is None or key is None:
+        return []
+    where = step_label(worst) if worst.pipeline != path else worst.step
+    return [_lens(conv, path, key, _open_step(
+        conv, worst, f"tightest step: {where} ({headroom_text(worst)})"))]
+
+
+def _injection_lens(conv: Converter, report: PipelineReport, doc: YamlDocument, path: str,
+                    report_command: types.Command) -> list[types.CodeLens]:
+    """Above ``settings.injection``: the tightest step's injection split."""
+    key = doc.key_range(("settings", "injection"))
+    if report.injection is None or key is None or not report.injection.steps:
+        return []
+    tight = min(report.injection.steps, key=lambda s: s.budget.total_budget)
+    return [_lens(conv, path, key,
+                  _titled(report_command, f"tightest {tight.step}: {tight.label}"))]
+
+
+def _extends_lens(conv: Converter, report: PipelineReport, doc: YamlDocument,
+                  path: str) -> list[types.CodeLens]:
+    """Above ``extends``: how the inherited steps fare."""
+    if doc.span(("extends",)) is None:
+        return []
+    inherited = [s for s in report.steps if os.path.normpath(s.defined_in) != path]
+    worst = tightest(inherited)
+    key = doc.key_range(("extends",))
+    if worst is None or key is None or report.window is None:
+        return []
+    n = len(inherited)
+    return [_lens(conv, path, key, _open_step(
+        conv, worst, f"{n} inherited step{'s' if n != 1 else ''} · tightest"
+                     f" {worst.step} ({headroom_text(worst)})"))]
 
 
 def prompt_lenses(index: WorkspaceIndex, path: str) -> list[types.CodeLens]:
@@ -160,3 +193,15 @@ def code_lenses(index: WorkspaceIndex, path: str | None, uri: str) -> list[types
     if path.endswith(".txt"):
         return prompt_lenses(index, path)
     return []
+
+
+async def on_code_lens(ctx: ServerContext, params: types.CodeLensParams
+                       ) -> list[types.CodeLens]:
+    uri = params.text_document.uri
+    return await ctx.session.query(code_lenses, ctx.index, readable(ctx, uri), uri)
+
+
+def refresh(ctx: ServerContext) -> None:
+    """After an analysis: ask a client that supports it to fetch the lenses again."""
+    if ctx.client.lens_refresh:
+        ctx.server.workspace_code_lens_refresh(None)

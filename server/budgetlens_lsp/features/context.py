@@ -1,0 +1,72 @@
+"""What every feature works with: the pygls server (to talk to the client), the session
+(documents, settings, scheduling), the analysis state (the index and the diagnostics each
+file shows, touched only on the analysis thread) and what the client can do.
+
+``server.py`` builds one :class:`ServerContext` and hands it to the features' handlers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from budgetlens.source import Diagnostic
+from budgetlens_lsp.session import Session
+from budgetlens_lsp.workspace_index import WorkspaceIndex
+
+log = logging.getLogger(__name__)
+
+
+class ClientFeatures:
+    """What the client said it can do, read once at ``initialize``."""
+
+    def __init__(self, caps: types.ClientCapabilities) -> None:
+        ws = caps.workspace
+        td = caps.text_document
+        win = caps.window
+        self.pull = bool(td and td.diagnostic is not None)
+        self.diagnostic_refresh = bool(ws and ws.diagnostics and ws.diagnostics.refresh_support)
+        self.apply_edit = bool(ws and ws.apply_edit)
+        self.document_changes = bool(ws and ws.workspace_edit
+                                     and ws.workspace_edit.document_changes)
+        self.configuration = bool(ws and ws.configuration)
+        self.watch_registration = bool(ws and ws.did_change_watched_files
+                                       and ws.did_change_watched_files.dynamic_registration)
+        self.config_registration = bool(ws and ws.did_change_configuration
+                                        and ws.did_change_configuration.dynamic_registration)
+        self.lens_refresh = bool(ws and ws.code_lens and ws.code_lens.refresh_support)
+        self.show_document = bool(win and win.show_document and win.show_document.support)
+        self.progress = bool(win and win.work_done_progress)
+
+
+@dataclass
+class Analysis:
+    """The analysis thread's state: the workspace index and what each file shows."""
+
+    index: WorkspaceIndex = field(default_factory=WorkspaceIndex)
+    shown: dict[str, list[Diagnostic]] = field(default_factory=dict)  # by path, non-empty
+
+
+@dataclass
+class ServerContext:
+    server: LanguageServer
+    session: Session[list[types.PublishDiagnosticsParams]]
+    analysis: Analysis
+    client: ClientFeatures = field(
+        default_factory=lambda: ClientFeatures(types.ClientCapabilities()))
+    init_settings: Any = None  # the initializationOptions, as sent
+    pushed: set[str] = field(default_factory=set)  # URIs whose last push was not empty
+
+    @property
+    def index(self) -> WorkspaceIndex:
+        return self.analysis.index
+
+    def message(self, text: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        try:
+            self.server.window_show_message(types.ShowMessageParams(type=kind, message=text))
+        except Exception:  # no client attached (tests, shutdown)
+            log.warning("%s", text)

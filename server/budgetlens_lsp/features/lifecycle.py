@@ -1,0 +1,182 @@
+"""Start-up, settings and shutdown: ``initialize`` (capabilities, encoding, roots,
+``initializationOptions``), ``initialized`` (index the workspace with progress, register
+file watchers, pull ``workspace/configuration``), ``didChangeConfiguration`` and
+``shutdown``.
+
+Settings come from ``initializationOptions``, then ``workspace/configuration``, and again on
+every ``workspace/didChangeConfiguration``; a change re-checks everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+
+from budgetlens.contract.discovery import find_pipelines
+from budgetlens_lsp.convert import encoding_name
+from budgetlens_lsp.features.context import ClientFeatures, ServerContext
+from budgetlens_lsp.settings import parse_settings
+from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, norm
+
+log = logging.getLogger(__name__)
+
+SECTION = "budgetlens"
+#: Workspaces with more pipelines than this get a $/progress report while indexing.
+LARGE_WORKSPACE = 20
+WATCH_GLOBS = ("**/*.yaml", "**/*.yml", "**/*.txt", "**/*.json")
+#: Seconds the server waits for the client's answer to one of its requests.
+CLIENT_TIMEOUT = 5
+
+
+# --- settings ------------------------------------------------------------------------------
+
+def apply_settings(ctx: ServerContext, raw: Any, *, source: str) -> None:
+    settings, problems = parse_settings(raw)
+    if problems:
+        ctx.message(f"budgetlens: invalid settings ({source}): " + "; ".join(problems))
+    if settings != ctx.session.settings:
+        ctx.session.settings = settings
+        ctx.session.mark_dirty([], IndexMode.FULL)
+
+
+async def pull_configuration(ctx: ServerContext) -> None:
+    try:
+        result = await asyncio.wait_for(ctx.server.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])),
+            CLIENT_TIMEOUT)
+    except Exception as exc:
+        log.warning("workspace/configuration failed: %s", exc)
+        return
+    value = result[0] if result else None
+    if value is not None:
+        apply_settings(ctx, value, source="workspace/configuration")
+
+
+async def did_change_configuration(ctx: ServerContext,
+                                   params: types.DidChangeConfigurationParams) -> None:
+    try:
+        raw = params.settings
+        if isinstance(raw, dict) and SECTION in raw:
+            apply_settings(ctx, raw[SECTION], source="didChangeConfiguration")
+        elif ctx.client.configuration:
+            await pull_configuration(ctx)
+        elif raw is None:
+            apply_settings(ctx, ctx.init_settings, source="initializationOptions")
+    except Exception:
+        log.exception("applying the configuration change failed")
+
+
+# --- start-up ------------------------------------------------------------------------------
+
+def initialize(ctx: ServerContext, params: types.InitializeParams) -> None:
+    session = ctx.session
+    ctx.client = ClientFeatures(params.capabilities)
+    session.encoding = encoding_name(ctx.server.workspace.position_encoding)
+    ctx.init_settings = params.initialization_options
+    settings, problems = parse_settings(params.initialization_options)
+    session.settings = settings
+    if problems:
+        log.warning("invalid initializationOptions: %s", "; ".join(problems))
+    roots = [f.uri for f in params.workspace_folders or []]
+    if not roots and params.root_uri:
+        roots = [params.root_uri]
+    if not roots and params.root_path:
+        session.roots = [norm(params.root_path)]
+    else:
+        session.roots = [p for p in (session.path_of(uri) for uri in roots) if p]
+
+
+async def initialized(ctx: ServerContext, params: types.InitializedParams) -> None:
+    if ctx.init_settings is not None:
+        _, problems = parse_settings(ctx.init_settings)
+        if problems:
+            ctx.message("budgetlens: invalid initializationOptions: " + "; ".join(problems))
+    # indexing starts at once; the client's answers about watchers and settings arrive
+    # meanwhile (a settings change re-checks everything)
+    jobs = [index_workspace(ctx), register_watchers(ctx)]
+    if ctx.client.configuration:
+        jobs.append(pull_configuration(ctx))
+    for outcome in await asyncio.gather(*jobs, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            log.error("initialization step failed: %r", outcome)
+
+
+async def register_watchers(ctx: ServerContext) -> None:
+    registrations = []
+    if ctx.client.watch_registration:
+        registrations.append(types.Registration(
+            id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[types.FileSystemWatcher(glob_pattern=g) for g in WATCH_GLOBS])))
+    if ctx.client.config_registration:
+        registrations.append(types.Registration(
+            id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+            register_options={"section": SECTION}))
+    if registrations:
+        try:
+            await asyncio.wait_for(ctx.server.client_register_capability_async(
+                types.RegistrationParams(registrations=registrations)), CLIENT_TIMEOUT)
+        except Exception as exc:
+            log.warning("client/registerCapability failed: %s", exc)
+
+
+async def _begin_progress(ctx: ServerContext) -> str | None:
+    """A ``$/progress`` token when the client shows progress and the workspace is large."""
+    session = ctx.session
+    if not (ctx.client.progress and session.roots):
+        return None
+    count = await session.run(lambda: sum(len(find_pipelines(r)) for r in session.roots))
+    if count <= LARGE_WORKSPACE:
+        return None
+    token = f"budgetlens-index-{uuid.uuid4()}"
+    try:
+        await asyncio.wait_for(ctx.server.work_done_progress.create_async(token),
+                               CLIENT_TIMEOUT)
+        ctx.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="budgetlens: checking pipelines", percentage=0,
+            message=f"0/{count}", cancellable=False))
+    except Exception as exc:
+        log.warning("progress not available: %s", exc)
+        return None
+    return token
+
+
+def _progress_hook(ctx: ServerContext, token: str | None
+                   ) -> Callable[[], ProgressHook | None]:
+    """What the session asks for a progress reporter (called on the loop; the reporter it
+    returns runs on the analysis thread and hands each report to the loop)."""
+    loop = asyncio.get_running_loop()
+    progress = ctx.server.work_done_progress
+
+    def hook() -> ProgressHook | None:
+        if token is None:
+            return None
+
+        def report(done: int, total: int) -> None:
+            loop.call_soon_threadsafe(lambda: progress.report(
+                token, types.WorkDoneProgressReport(
+                    message=f"{done}/{total}", percentage=int(100 * done / max(total, 1)))))
+        return report
+    return hook
+
+
+async def index_workspace(ctx: ServerContext) -> None:
+    session = ctx.session
+    token = await _begin_progress(ctx)
+    session.progress_hook = _progress_hook(ctx, token)
+    session.mark_dirty([], IndexMode.FULL)
+    try:
+        await session.flush()
+    finally:
+        session.progress_hook = None
+        if token is not None:
+            ctx.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+
+def shutdown(ctx: ServerContext, params: Any) -> None:
+    ctx.session.shutdown()

@@ -1,0 +1,56 @@
+"""The typed payload of ``Diagnostic.data``: what the server sends, and what it accepts back
+from a client that sends none, or something else."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from budgetlens.source import Diagnostic, Range, Severity
+from budgetlens_lsp.convert import Converter, DiagnosticData
+from budgetlens_lsp.features.actions import quick_fixes
+from budgetlens_lsp.features.edits import EditContext
+from budgetlens_lsp.workspace_index import WorkspaceIndex
+
+
+def test_the_payload_carries_pipeline_step_code_and_the_core_data_as_json() -> None:
+    diag = Diagnostic("/ws/pipelines/a.yaml", Range.at(2, 4, 2, 9), Severity.WARNING, "BL008",
+                      "unknown key", "/ws/pipelines/a.yaml", "draft",
+                      data={"rename": {"from": "max_token", "to": "max_tokens",
+                                       "range": Range.at(2, 4, 2, 13), "new_text": None}})
+    lsp = Converter("utf-16", lambda _: "").diagnostic(diag)
+    assert lsp.data == {
+        "pipeline": "/ws/pipelines/a.yaml", "step": "draft", "code": "BL008",
+        "core": {"rename": {"from": "max_token", "to": "max_tokens",
+                            "range": {"start": {"line": 2, "character": 4},
+                                      "end": {"line": 2, "character": 13}},
+                            "new_text": None}}}
+    assert list(lsp.data) == ["pipeline", "step", "code", "core"]
+    back = DiagnosticData.from_json(lsp.data)
+    assert back is not None and (back.pipeline, back.step, back.code) == (
+        "/ws/pipelines/a.yaml", "draft", "BL008")
+
+
+def test_a_diagnostic_without_core_data_sends_no_core_key() -> None:
+    diag = Diagnostic("/ws/p.yaml", Range.at(0, 0), Severity.ERROR, "BL050", "over")
+    assert Converter("utf-16", lambda _: "").diagnostic(diag).data == {
+        "pipeline": None, "step": None, "code": "BL050"}
+
+
+def test_missing_or_foreign_data_reads_as_nothing_trusted() -> None:
+    assert DiagnosticData.from_json(None) is None
+    assert DiagnosticData.from_json("pipeline") is None
+    assert DiagnosticData.from_json([1, 2]) is None
+    odd = DiagnosticData.from_json({"pipeline": 7, "step": ["x"], "code": "BL050",
+                                    "core": "text", "other": 1})
+    assert odd == DiagnosticData(None, None, "BL050", None)
+
+
+def test_a_budget_diagnostic_with_no_or_foreign_data_gets_no_quick_fix() -> None:
+    index = WorkspaceIndex()
+    ctx = EditContext({}, document_changes=False)
+    rng = types.Range(start=types.Position(line=0, character=0),
+                      end=types.Position(line=0, character=1))
+    for data in (None, "x", {"pipeline": 3}, {"pipeline": "/nowhere/p.yaml", "step": 1}):
+        diag = types.Diagnostic(range=rng, message="over", code="BL050", source="budgetlens",
+                                data=data)
+        assert quick_fixes(index, "/nowhere/p.yaml", diag, ctx) == []
