@@ -19,16 +19,24 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from budgetlens import codes
-from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import CheckOptions, PipelineReport, check_pipeline, find_pipelines
+from budgetlens import (
+    BudgetCache,
+    CheckOptions,
+    Diagnostic,
+    DiskFiles,
+    PipelineReport,
+    TokenizerError,
+    __version__,
+    check_pipeline,
+    codes,
+    get_tokenizer,
+)
+from budgetlens.contract.check import find_pipelines
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.report_text import budget_table, display_width
-from budgetlens.files import DiskFiles, FileSource, SourceError
-from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity
-from budgetlens.tokens.core import TokenizerError, get_tokenizer
+from budgetlens.files import FileSource, SourceError
+from budgetlens.source import LineIndex, Range, Related, Severity, unique_diagnostics
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
-from budgetlens_lsp import __version__
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -110,22 +118,9 @@ def check_all(paths: Iterable[str], options: CheckOptions,
             for p in collect_pipelines(paths)]
 
 
-def unique_diagnostics(reports: Iterable[PipelineReport]) -> list[Diagnostic]:
-    """Diagnostics of all reports, each once (a parent's problem shows in every child)."""
-    seen: set[tuple[Any, ...]] = set()
-    out: list[Diagnostic] = []
-    for report in reports:
-        for d in report.diagnostics:
-            key = (d.file, d.range, d.code, d.message)
-            if key not in seen:
-                seen.add(key)
-                out.append(d)
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     reports = check_all(args.paths, options_from(args))
-    diagnostics = unique_diagnostics(reports)
+    diagnostics = unique_diagnostics(d for r in reports for d in r.diagnostics)
     out = sys.stdout
     if args.format == "json":
         json.dump(json_output(reports, diagnostics), out, indent=2, ensure_ascii=False)
@@ -308,25 +303,36 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
     if diagnostics:
         out.write("\n")
     if tables:
-        for r in reports:
-            if not r.steps:
-                continue
-            window = r.window.value if r.window else "?"
-            out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
-                      f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
-            for row in budget_table(r):
-                out.write(row + "\n")
-            for split in r.injection.steps if r.injection else ():
-                out.write(f"  {split.step}: {split.label}\n")
-            out.write("\n")
+        write_tables(out, reports)
+    out.write(summary_line(reports, diagnostics, pointers) + "\n")
+
+
+def write_tables(out: TextIO, reports: list[PipelineReport]) -> None:
+    """The budget table of every pipeline with steps, and its injection split if any."""
+    for r in reports:
+        if not r.steps:
+            continue
+        window = r.window.value if r.window else "?"
+        out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
+                  f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
+        for row in budget_table(r):
+            out.write(row + "\n")
+        for split in r.injection.steps if r.injection else ():
+            out.write(f"  {split.step}: {split.label}\n")
+        out.write("\n")
+
+
+def summary_line(reports: list[PipelineReport], diagnostics: list[Diagnostic],
+                 pointers: int) -> str:
+    """The last line: pipelines, steps, errors (a child pointing at its parent's error is not
+    counted again) and warnings."""
     errors = sum(d.severity is Severity.ERROR for d in diagnostics) - pointers
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
     steps = sum(len(r.steps) for r in reports)
     unfit = sum(not s.fits for r in reports for s in r.steps)
     blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
                f"{'s' if pointers == 1 else ''} a parent with errors" if pointers else "")
-    out.write(f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
-              f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
-              f" {errors} error{'s' if errors != 1 else ''},"
-              f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}\n")
-
+    return (f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
+            f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
+            f" {errors} error{'s' if errors != 1 else ''},"
+            f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}")

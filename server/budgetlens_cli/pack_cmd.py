@@ -25,19 +25,9 @@ from budgetlens.context.packer import (
 from budgetlens.tokens.core import TokenCounter, TokenizerError, get_tokenizer
 from budgetlens_cli.inject_cmd import invalid
 from budgetlens_cli.io import read_text_arg
-from budgetlens_cli.main import EXIT_OK, UsageError
+from budgetlens_cli.main import EXIT_OK, UsageError, non_negative_int
 
 MAX_DOCS_CHARS = 64 * 1024 * 1024
-
-
-def _cap(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {n}")
-    return n
 
 
 def register(sub: Any) -> None:
@@ -50,8 +40,10 @@ def register(sub: Any) -> None:
     p.add_argument("--intent", required=True, metavar="NAME",
                    help="intent name, free text, or JSON {\"intent\": ..., \"params\": {...}}")
     cap = p.add_mutually_exclusive_group()
-    cap.add_argument("--max-chars", type=_cap, metavar="N", help="cap the context's length")
-    cap.add_argument("--max-tokens", type=_cap, metavar="N", help="cap the context's tokens")
+    cap.add_argument("--max-chars", type=non_negative_int, metavar="N",
+                     help="cap the context's length")
+    cap.add_argument("--max-tokens", type=non_negative_int, metavar="N",
+                     help="cap the context's tokens")
     p.add_argument("--map", metavar="FILE", help="intent map (YAML or JSON); default: built in")
     p.add_argument("--tokenizer", default=None, help="tokenizer for token counts (cl100k_base)")
     p.add_argument("--format", choices=("text", "json"), default="text")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -90,6 +91,19 @@ class Diagnostic:
             "pipeline": self.pipeline,
             "step": self.step,
         }
+
+def unique_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Each diagnostic once, in order, keeping its first occurrence: two are the same when
+    they have the same file, range, code and message (a parent's problem shows in the report
+    of every child)."""
+    seen: set[tuple[str, Range, str, str]] = set()
+    out: list[Diagnostic] = []
+    for d in diagnostics:
+        key = (d.file, d.range, d.code, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
 
 
 @dataclass(frozen=True)
