@@ -15,9 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from budgetlens.context.injection import InjectionPlan, InjectionRequest, plan_injection
+from budgetlens import (
+    InjectionPlan,
+    InjectionRequest,
+    TokenCounter,
+    TokenizerError,
+    get_tokenizer,
+    plan_injection,
+)
 from budgetlens.context.input_errors import describe_validation_error
-from budgetlens.tokens.core import TokenCounter, TokenizerError, get_tokenizer
 from budgetlens_cli.io import read_text_arg
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
