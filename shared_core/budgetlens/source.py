@@ -92,10 +92,10 @@ class Diagnostic:
             "step": self.step,
         }
 
+
 def unique_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """Each diagnostic once, in order, keeping its first occurrence: two are the same when
-    they have the same file, range, code and message (a parent's problem shows in the report
-    of every child)."""
+    """``diagnostics`` in order, each once: a diagnostic is the same as an earlier one with
+    the same file, range, code and message (a parent's problem shows in every child)."""
     seen: set[tuple[str, Range, str, str]] = set()
     out: list[Diagnostic] = []
     for d in diagnostics:
