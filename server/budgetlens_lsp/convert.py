@@ -27,7 +27,8 @@ from typing import Any
 from lsprotocol import types
 from pygls import uris
 
-from budgetlens.source import Diagnostic, LineIndex, Location, Position, Range, Severity, TextEdit
+from budgetlens import Diagnostic
+from budgetlens.source import LineIndex, Location, Position, Range, Severity, TextEdit
 
 UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value

@@ -21,8 +21,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from budgetlens import __version__
 from budgetlens.contract.check import find_pipelines
-from budgetlens_lsp import __version__
 from budgetlens_lsp.convert import encoding_name, path_from_uri
 from budgetlens_lsp.features import actions, commands, diagnostics, hover, lenses
 from budgetlens_lsp.features.json_documents import CommandError

@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 
 from lsprotocol import types
 
-from budgetlens.tokens.core import DEFAULT_TOKENIZER, get_tokenizer
+from budgetlens import get_tokenizer
+from budgetlens.tokens.core import DEFAULT_TOKENIZER
 from budgetlens_lsp.convert import UTF16, apply_changes, path_from_uri
 from budgetlens_lsp.features.diagnostics import publish_params
 from budgetlens_lsp.settings import Settings

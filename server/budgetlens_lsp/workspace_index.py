@@ -25,18 +25,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from budgetlens import codes
-from budgetlens.continuation.contexts import JsonContexts
-from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import (
+from budgetlens import (
+    BudgetCache,
     CheckOptions,
+    Diagnostic,
+    DiskFiles,
+    JsonContexts,
     PipelineReport,
-    StepBudget,
     check_pipeline,
-    find_pipelines,
+    codes,
 )
-from budgetlens.files import DiskFiles, FileSource, OverlayFiles
-from budgetlens.source import Diagnostic
+from budgetlens.contract.check import StepBudget, find_pipelines
+from budgetlens.files import FileSource, OverlayFiles
 from budgetlens_lsp.convert import UTF16, Converter
 from budgetlens_lsp.settings import Settings
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from budgetlens import codes
-from budgetlens.contract.plan import ClampPlan, clamp_plan, context_clamp_plan, output_clamp_plan
+from budgetlens import ClampPlan, clamp_plan, codes
+from budgetlens.contract.plan import context_clamp_plan, output_clamp_plan
 from budgetlens.source import Range, TextEdit
 from budgetlens_lsp.features import json_documents
 

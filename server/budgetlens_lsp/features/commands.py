@@ -28,7 +28,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from budgetlens.contract.plan import clamp_plan
+from budgetlens import clamp_plan
 from budgetlens.contract.report_text import budget_table
 from budgetlens.files import is_inside
 from budgetlens_lsp.convert import path_from_uri

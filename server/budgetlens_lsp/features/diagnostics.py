@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from budgetlens import codes
-from budgetlens.contract.check import PipelineReport, StepBudget
+from budgetlens import Diagnostic, PipelineReport, codes
+from budgetlens.contract.check import StepBudget
 from budgetlens.contract.policy import Policy
-from budgetlens.source import Diagnostic, Range, Related, Severity
+from budgetlens.source import Range, Related, Severity
 from budgetlens_lsp.convert import SOURCE, format_int, uri_from_path
 from budgetlens_lsp.features.json_documents import json_diagnostic, too_large_diagnostic
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from budgetlens.contract.check import PipelineReport, StepBudget, Term
+from budgetlens import PipelineReport
+from budgetlens.contract.check import StepBudget, Term
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 from budgetlens_lsp.convert import format_int

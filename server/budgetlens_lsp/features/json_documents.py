@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from budgetlens import codes
-from budgetlens.continuation.contexts import JsonContexts, get_contexts
-from budgetlens.source import Diagnostic, Range, Severity
+from budgetlens import Diagnostic, JsonContexts, codes, get_contexts
+from budgetlens.source import Range, Severity
 from budgetlens_lsp.settings import Settings
 
 if TYPE_CHECKING:

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from budgetlens import TokenizerError, get_tokenizer
 from budgetlens.contract.check import StepBudget
 from budgetlens.source import Location, Range
-from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
+from budgetlens.tokens.core import DEFAULT_TOKENIZER
 from budgetlens.yamldoc.parse import parse_yaml
 from budgetlens_lsp.convert import format_int, uri_from_path
 from budgetlens_lsp.features.commands import SHOW_LOCATION, SHOW_REPORT
