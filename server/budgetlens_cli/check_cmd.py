@@ -234,8 +234,14 @@ class SourceLines:
         return index.line_text(line)
 
 
-def _at(file: str, rng: Range) -> str:
+def place(file: str, rng: Range) -> str:
+    """``file:line:col`` of the start of ``rng`` (1-based, as compilers print it)."""
     return f"{file}:{rng.start.line + 1}:{rng.start.character + 1}"
+
+
+def head_line(d: Diagnostic) -> str:
+    """``file:line:col: severity[CODE] message``."""
+    return f"{place(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
 
 
 def _notes(d: Diagnostic) -> list[str]:
@@ -254,7 +260,7 @@ def _notes(d: Diagnostic) -> list[str]:
             elif term.get("source") == "default":
                 notes.append(f"{label}: {term['value']} (default)")
     else:
-        notes = [f"{r.message} at {_at(r.location.file, r.location.range)}" for r in d.related]
+        notes = [f"{r.message} at {place(r.location.file, r.location.range)}" for r in d.related]
     if d.code == codes.CONTRACT_VIOLATION:
         notes.append(f"help: `budgetlens clamp --diff {d.pipeline or d.file}` shows the clamp"
                      " plan, `--write` applies it")
@@ -263,7 +269,7 @@ def _notes(d: Diagnostic) -> list[str]:
 
 def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     start, end = d.range.start, d.range.end
-    head = f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
+    head = head_line(d)
     text = lines.line(d.file, start.line)
     if text is None:
         return head + "".join(f"\n      = {n}" for n in _notes(d))
@@ -295,9 +301,8 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
         parent_error = parent_pointer(d, shown)
         if parent_error is not None:  # reported once, at the parent; one line here
             pointers += 1
-            out.write(f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
-                      f" (see {_at(parent_error.location.file, parent_error.location.range)})"
-                      "\n")
+            where = parent_error.location
+            out.write(f"{head_line(d)} (see {place(where.file, where.range)})\n")
             continue
         out.write(format_diagnostic(d, lines) + "\n")
     if diagnostics:

@@ -31,6 +31,7 @@ from budgetlens_cli.check_cmd import (
     collect_pipelines,
     options_from,
     parent_pointer,
+    place,
 )
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
 def change_line(c: ClampChange) -> str:
     """One changed value of the plan listing: where, which key, before -> after, and why."""
-    where = f"{c.file}:{c.range.start.line + 1}:{c.range.start.character + 1}"
+    where = place(c.file, c.range)
     before = "unset" if c.before is None else str(c.before)
     step = f" (step {c.step!r})" if c.step else ""
     return f"{where}: {c.key}{step} {before} -> {c.after}: {c.reason}"
@@ -185,8 +186,7 @@ def _why_not(after: list[PipelineReport], out: Any) -> None:
         out.write(f"{len(errors)} error{'s' if len(errors) != 1 else ''} the clamp cannot fix"
                   " (it only lowers budget numbers):\n")
         for d in errors:
-            out.write(f"  {d.file}:{d.range.start.line + 1}:{d.range.start.character + 1}:"
-                      f" error[{d.code}] {d.message}\n")
+            out.write(f"  {place(d.file, d.range)}: error[{d.code}] {d.message}\n")
     if children:
         out.write(f"  (and {len(children)} pipeline{'s' if len(children) != 1 else ''}"
                   f" extending a parent with these errors: "

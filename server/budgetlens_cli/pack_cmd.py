@@ -17,8 +17,7 @@ from typing import Any
 from budgetlens import PackResult, TokenCounter, TokenizerError, get_tokenizer, pack_context
 from budgetlens.context.input_errors import InputError
 from budgetlens.context.packer import IntentMap, PackDoc, intent_map_from_text, parse_docs
-from budgetlens_cli.inject_cmd import invalid
-from budgetlens_cli.io import read_text_arg
+from budgetlens_cli.io import invalid, read_text_arg
 from budgetlens_cli.main import EXIT_OK, UsageError, non_negative_int
 
 MAX_DOCS_CHARS = 64 * 1024 * 1024
