@@ -284,6 +284,12 @@ def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     return f"{head}\n{gutter}{shown}\n{blank}| {caret}{notes}"
 
 
+def full_places(diagnostics: Iterable[Diagnostic]) -> set[tuple[str, Range]]:
+    """Where the diagnostics printed in full are: all but the BL023 of a child (which only
+    points at its parent's error when that error is printed too: ``parent_pointer``)."""
+    return {(d.file, d.range) for d in diagnostics if d.code != codes.EXTENDS_PARENT_BROKEN}
+
+
 def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | None:
     """For a BL023 whose parent error is printed too: that error (the child gets one line)."""
     if d.code != codes.EXTENDS_PARENT_BROKEN or not d.related:
@@ -295,7 +301,7 @@ def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | No
 def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Diagnostic],
                *, tables: bool = True) -> None:
     lines = SourceLines()
-    shown = {(d.file, d.range) for d in diagnostics if d.code != codes.EXTENDS_PARENT_BROKEN}
+    shown = full_places(diagnostics)
     pointers = 0
     for d in diagnostics:
         parent_error = parent_pointer(d, shown)

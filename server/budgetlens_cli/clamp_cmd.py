@@ -20,7 +20,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from budgetlens import BudgetCache, ClampPlan, DiskFiles, PipelineReport, check_pipeline, clamp_plan
+from budgetlens import (
+    BudgetCache,
+    ClampPlan,
+    Diagnostic,
+    DiskFiles,
+    PipelineReport,
+    check_pipeline,
+    clamp_plan,
+    codes,
+)
 from budgetlens.contract.check import shared_floors, with_floors
 from budgetlens.contract.plan import ClampChange
 from budgetlens.files import OverlayFiles, SourceError
@@ -29,6 +38,7 @@ from budgetlens.writes import PlannedWrite, SnapshotFiles, WriteError, write_pla
 from budgetlens_cli.check_cmd import (
     add_common_arguments,
     collect_pipelines,
+    full_places,
     options_from,
     parent_pointer,
     place,
@@ -149,8 +159,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"budgetlens: note: {note}", file=sys.stderr)
     if listing:
         out.write(count_line(len(changes), len(edited), written=args.write) + "\n")
-    remaining = any(d.severity is Severity.ERROR and d.code != "BL050"
-                    for r in after for d in r.diagnostics)
+    remaining = any(unfixable(d) for r in after for d in r.diagnostics)
     violations = any(not s.fits for r in after for s in r.steps)
     if remaining or violations:
         _why_not(after, out if listing else sys.stderr)
@@ -173,11 +182,16 @@ def count_line(changes: int, files: int, *, written: bool) -> str:
             f" file{'s' if files != 1 else ''}{hint}")
 
 
+def unfixable(d: Diagnostic) -> bool:
+    """An error the clamp cannot fix: any error but a step that does not fit."""
+    return d.severity is Severity.ERROR and d.code != codes.CONTRACT_VIOLATION
+
+
 def _why_not(after: list[PipelineReport], out: Any) -> None:
     """Say what the plan cannot fix: the errors left, and the steps that still do not fit."""
     errors = [d for d in unique_diagnostics(d for r in after for d in r.diagnostics)
-              if d.severity is Severity.ERROR and d.code != "BL050"]
-    shown = {(d.file, d.range) for d in errors if d.code != "BL023"}
+              if unfixable(d)]
+    shown = full_places(errors)
     children = [d for d in errors if parent_pointer(d, shown) is not None]
     errors = [d for d in errors if d not in children]
     unfit = [(r.pipeline, s.step) for r in after for s in r.steps if not s.fits
