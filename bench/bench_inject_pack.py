@@ -25,12 +25,12 @@ from typing import Any
 
 from budgetlens import (
     InjectionRequest,
-    PackDoc,
     TokenCounter,
     get_tokenizer,
     pack_context,
     plan_injection,
 )
+from budgetlens.context.packer import PackDoc
 
 TYPES = ("brainstorm_idea", "剧本设定", "chronicles", "episode_planning", "episode_synopsis",
          "user_note", "outline")

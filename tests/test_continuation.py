@@ -8,15 +8,14 @@ import json
 import pytest
 
 from budgetlens import (
-    CONTINUATION_TEMPLATE,
     Case,
     ModelReplyError,
     Outcome,
-    build_continuation_prompt,
     continue_json,
     continue_json_async,
     get_contexts,
 )
+from budgetlens.continuation.loop import CONTINUATION_TEMPLATE, build_continuation_prompt
 
 DOC = ('{"title": "Quarterly report", "sections": [{"id": 1, "text": "Revenue grew in '
        'every region."}, {"id": 2, "text": "Costs fell by a tenth."}], "done": true}')

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from budgetlens import CutKind, LineIndex, get_contexts
-from budgetlens.continuation.cut import position_at
+from budgetlens import get_contexts
+from budgetlens.continuation.cut import CutKind, position_at
+from budgetlens.source import LineIndex
 
 # (text, kind, path, complete_part) -- see the closing-rules table in docs/json-continuation.md
 CASES = [

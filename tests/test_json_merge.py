@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetlens import MIN_OVERLAP, merge_with_overlap
+from budgetlens import merge_with_overlap
 from budgetlens.continuation import merge as json_merge
-from budgetlens.continuation.merge import longest_overlap, overlap_with_work
+from budgetlens.continuation.merge import MIN_OVERLAP, longest_overlap, overlap_with_work
 from budgetlens_cli.main import main
 
 

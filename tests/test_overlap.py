@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from budgetlens import BucketFileRef, background_covered_by_cards, detect_bucket_overlap
+from budgetlens.context.overlap import (
+    BucketFileRef,
+    background_covered_by_cards,
+    detect_bucket_overlap,
+)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens import DiskFiles, Position, Range, Severity, check_pipeline
-from budgetlens.contract.injection import INJECTION_CODES, check_injection, check_injection_text
+from budgetlens import DiskFiles, check_pipeline
+from budgetlens.contract.injection import (
+    INJECTION_CODES,
+    check_injection,
+    check_injection_text,
+)
+from budgetlens.source import Position, Range, Severity
 
 STEP = """steps:
   - id: answer

@@ -19,19 +19,25 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from budgetlens import codes
-from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import check_pipeline
+from budgetlens import (
+    BudgetCache,
+    CheckOptions,
+    Diagnostic,
+    DiskFiles,
+    PipelineReport,
+    TokenizerError,
+    __version__,
+    check_pipeline,
+    codes,
+    get_tokenizer,
+)
 from budgetlens.contract.discovery import find_pipelines
-from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.report_text import budget_table, display_width
-from budgetlens.files import DiskFiles, FileSource, SourceError
+from budgetlens.files import FileSource, SourceError
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity
-from budgetlens.tokens.core import TokenizerError, get_tokenizer
+from budgetlens.source import LineIndex, Range, Related, Severity, unique_diagnostics
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
-from budgetlens_lsp import __version__
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -113,22 +119,9 @@ def check_all(paths: Iterable[str], options: CheckOptions,
             for p in collect_pipelines(paths)]
 
 
-def unique_diagnostics(reports: Iterable[PipelineReport]) -> list[Diagnostic]:
-    """Diagnostics of all reports, each once (a parent's problem shows in every child)."""
-    seen: set[tuple[Any, ...]] = set()
-    out: list[Diagnostic] = []
-    for report in reports:
-        for d in report.diagnostics:
-            key = (d.file, d.range, d.code, d.message)
-            if key not in seen:
-                seen.add(key)
-                out.append(d)
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     reports = check_all(args.paths, options_from(args))
-    diagnostics = unique_diagnostics(reports)
+    diagnostics = unique_diagnostics(d for r in reports for d in r.diagnostics)
     out = sys.stdout
     if args.format == "json":
         json.dump(json_output(reports, diagnostics), out, indent=2, ensure_ascii=False)
@@ -242,8 +235,14 @@ class SourceLines:
         return index.line_text(line)
 
 
-def _at(file: str, rng: Range) -> str:
+def place(file: str, rng: Range) -> str:
+    """``file:line:col`` of the start of ``rng`` (1-based, as compilers print it)."""
     return f"{file}:{rng.start.line + 1}:{rng.start.character + 1}"
+
+
+def head_line(d: Diagnostic) -> str:
+    """``file:line:col: severity[CODE] message``."""
+    return f"{place(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
 
 
 def _notes(d: Diagnostic) -> list[str]:
@@ -262,7 +261,7 @@ def _notes(d: Diagnostic) -> list[str]:
             elif term.get("source") == "default":
                 notes.append(f"{label}: {term['value']} (default)")
     else:
-        notes = [f"{r.message} at {_at(r.location.file, r.location.range)}" for r in d.related]
+        notes = [f"{r.message} at {place(r.location.file, r.location.range)}" for r in d.related]
     if d.code == codes.CONTRACT_VIOLATION:
         notes.append(f"help: `budgetlens clamp --diff {d.pipeline or d.file}` shows the clamp"
                      " plan, `--write` applies it")
@@ -271,7 +270,7 @@ def _notes(d: Diagnostic) -> list[str]:
 
 def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     start, end = d.range.start, d.range.end
-    head = f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
+    head = head_line(d)
     text = lines.line(d.file, start.line)
     if text is None:
         return head + "".join(f"\n      = {n}" for n in _notes(d))
@@ -286,6 +285,12 @@ def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     return f"{head}\n{gutter}{shown}\n{blank}| {caret}{notes}"
 
 
+def full_places(diagnostics: Iterable[Diagnostic]) -> set[tuple[str, Range]]:
+    """Where the diagnostics printed in full are: all but the BL023 of a child (which only
+    points at its parent's error when that error is printed too: ``parent_pointer``)."""
+    return {(d.file, d.range) for d in diagnostics if d.code != codes.EXTENDS_PARENT_BROKEN}
+
+
 def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | None:
     """For a BL023 whose parent error is printed too: that error (the child gets one line)."""
     if d.code != codes.EXTENDS_PARENT_BROKEN or not d.related:
@@ -297,39 +302,49 @@ def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | No
 def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Diagnostic],
                *, tables: bool = True) -> None:
     lines = SourceLines()
-    shown = {(d.file, d.range) for d in diagnostics if d.code != codes.EXTENDS_PARENT_BROKEN}
+    shown = full_places(diagnostics)
     pointers = 0
     for d in diagnostics:
         parent_error = parent_pointer(d, shown)
         if parent_error is not None:  # reported once, at the parent; one line here
             pointers += 1
-            out.write(f"{_at(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
-                      f" (see {_at(parent_error.location.file, parent_error.location.range)})"
-                      "\n")
+            where = parent_error.location
+            out.write(f"{head_line(d)} (see {place(where.file, where.range)})\n")
             continue
         out.write(format_diagnostic(d, lines) + "\n")
     if diagnostics:
         out.write("\n")
     if tables:
-        for r in reports:
-            if not r.steps:
-                continue
-            window = r.window.value if r.window else "?"
-            out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
-                      f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
-            for row in budget_table(r):
-                out.write(row + "\n")
-            for split in r.injection.steps if r.injection else ():
-                out.write(f"  {split.step}: {split.label}\n")
-            out.write("\n")
+        write_tables(out, reports)
+    out.write(summary_line(reports, diagnostics, pointers) + "\n")
+
+
+def write_tables(out: TextIO, reports: list[PipelineReport]) -> None:
+    """The budget table of every pipeline with steps, and its injection split if any."""
+    for r in reports:
+        if not r.steps:
+            continue
+        window = r.window.value if r.window else "?"
+        out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
+                  f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
+        for row in budget_table(r):
+            out.write(row + "\n")
+        for split in r.injection.steps if r.injection else ():
+            out.write(f"  {split.step}: {split.label}\n")
+        out.write("\n")
+
+
+def summary_line(reports: list[PipelineReport], diagnostics: list[Diagnostic],
+                 pointers: int) -> str:
+    """The last line: pipelines, steps, errors (a child pointing at its parent's error is not
+    counted again) and warnings."""
     errors = sum(d.severity is Severity.ERROR for d in diagnostics) - pointers
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
     steps = sum(len(r.steps) for r in reports)
     unfit = sum(not s.fits for r in reports for s in r.steps)
     blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
                f"{'s' if pointers == 1 else ''} a parent with errors" if pointers else "")
-    out.write(f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
-              f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
-              f" {errors} error{'s' if errors != 1 else ''},"
-              f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}\n")
-
+    return (f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
+            f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
+            f" {errors} error{'s' if errors != 1 else ''},"
+            f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}")

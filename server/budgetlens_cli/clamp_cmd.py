@@ -20,21 +20,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import check_pipeline
+from budgetlens import (
+    BudgetCache,
+    ClampPlan,
+    Diagnostic,
+    DiskFiles,
+    PipelineReport,
+    check_pipeline,
+    clamp_plan,
+    codes,
+)
 from budgetlens.contract.clamp import shared_floors, with_floors
-from budgetlens.contract.model import PipelineReport
-from budgetlens.contract.plan import ClampPlan, apply_edits, clamp_plan
-from budgetlens.files import DiskFiles, OverlayFiles, SourceError
+from budgetlens.contract.plan import ClampChange
+from budgetlens.files import OverlayFiles, SourceError
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Severity
+from budgetlens.source import Severity, apply_text_edits, unique_diagnostics
 from budgetlens.writes import PlannedWrite, SnapshotFiles, WriteError, write_plan
 from budgetlens_cli.check_cmd import (
     add_common_arguments,
     collect_pipelines,
+    full_places,
     options_from,
     parent_pointer,
-    unique_diagnostics,
+    place,
 )
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -87,7 +95,7 @@ def plan_all(args: argparse.Namespace, disk: DiskFiles | None = None,
             except SourceError as exc:  # pragma: no cover - the plan was just read from it
                 raise UsageError(str(exc)) from None
             originals.setdefault(file, disk.read_text(Path(file)))
-            edited[file] = apply_edits(text, plan.edits_for(file))
+            edited[file] = apply_text_edits(text, plan.edits_for(file))
     files = OverlayFiles(disk, {Path(k): v for k, v in edited.items()})
     after = [check_pipeline(p, files=files, options=options, cache=cache) for p in pipelines]
     return plans, after, originals, edited
@@ -136,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         write_all(edited, disk, workspace_roots(plans, after))
     out = sys.stdout
     changes = [c for p in plans for c in p.changes]
+    listing = not args.diff and args.format == "text"
     if args.diff:
         for file in sorted(edited):
             out.writelines(difflib.unified_diff(
@@ -146,33 +155,44 @@ def run(args: argparse.Namespace) -> int:
                   out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
-        for c in changes:
-            where = f"{c.file}:{c.range.start.line + 1}:{c.range.start.character + 1}"
-            before = "unset" if c.before is None else str(c.before)
-            step = f" (step {c.step!r})" if c.step else ""
-            out.write(f"{where}: {c.key}{step} {before} -> {c.after}: {c.reason}\n")
-    for p in plans:
-        for note in p.notes:
-            print(f"budgetlens: note: {note}", file=sys.stderr)
-    if not args.diff and args.format == "text":
-        files = len(edited)
-        verb = "applied" if args.write else "planned"
-        hint = "" if args.write or not changes else "; --write applies them, --diff shows them"
-        out.write(f"{len(changes)} change{'s' if len(changes) != 1 else ''} {verb} in {files}"
-                  f" file{'s' if files != 1 else ''}{hint}\n")
-    remaining = any(d.severity is Severity.ERROR and d.code != "BL050"
-                    for r in after for d in r.diagnostics)
+        out.writelines(change_line(c) + "\n" for c in changes)
+    for note in (n for p in plans for n in p.notes):
+        print(f"budgetlens: note: {note}", file=sys.stderr)
+    if listing:
+        out.write(count_line(len(changes), len(edited), written=args.write) + "\n")
+    remaining = any(unfixable(d) for r in after for d in r.diagnostics)
     violations = any(not s.fits for r in after for s in r.steps)
     if remaining or violations:
-        _why_not(after, out if args.format == "text" and not args.diff else sys.stderr)
+        _why_not(after, out if listing else sys.stderr)
     return EXIT_FINDINGS if remaining or violations else EXIT_OK
+
+
+def change_line(c: ClampChange) -> str:
+    """One changed value of the plan listing: where, which key, before -> after, and why."""
+    where = place(c.file, c.range)
+    before = "unset" if c.before is None else str(c.before)
+    step = f" (step {c.step!r})" if c.step else ""
+    return f"{where}: {c.key}{step} {before} -> {c.after}: {c.reason}"
+
+
+def count_line(changes: int, files: int, *, written: bool) -> str:
+    """The last line of the listing: how many changes, in how many files."""
+    verb = "applied" if written else "planned"
+    hint = "" if written or not changes else "; --write applies them, --diff shows them"
+    return (f"{changes} change{'s' if changes != 1 else ''} {verb} in {files}"
+            f" file{'s' if files != 1 else ''}{hint}")
+
+
+def unfixable(d: Diagnostic) -> bool:
+    """An error the clamp cannot fix: any error but a step that does not fit."""
+    return d.severity is Severity.ERROR and d.code != codes.CONTRACT_VIOLATION
 
 
 def _why_not(after: list[PipelineReport], out: Any) -> None:
     """Say what the plan cannot fix: the errors left, and the steps that still do not fit."""
-    errors = [d for d in unique_diagnostics(after)
-              if d.severity is Severity.ERROR and d.code != "BL050"]
-    shown = {(d.file, d.range) for d in errors if d.code != "BL023"}
+    errors = [d for d in unique_diagnostics(d for r in after for d in r.diagnostics)
+              if unfixable(d)]
+    shown = full_places(errors)
     children = [d for d in errors if parent_pointer(d, shown) is not None]
     errors = [d for d in errors if d not in children]
     unfit = [(r.pipeline, s.step) for r in after for s in r.steps if not s.fits
@@ -181,8 +201,7 @@ def _why_not(after: list[PipelineReport], out: Any) -> None:
         out.write(f"{len(errors)} error{'s' if len(errors) != 1 else ''} the clamp cannot fix"
                   " (it only lowers budget numbers):\n")
         for d in errors:
-            out.write(f"  {d.file}:{d.range.start.line + 1}:{d.range.start.character + 1}:"
-                      f" error[{d.code}] {d.message}\n")
+            out.write(f"  {place(d.file, d.range)}: error[{d.code}] {d.message}\n")
     if children:
         out.write(f"  (and {len(children)} pipeline{'s' if len(children) != 1 else ''}"
                   f" extending a parent with these errors: "

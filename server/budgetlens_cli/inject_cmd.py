@@ -15,14 +15,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from budgetlens.context.injection import InjectionPlan, InjectionRequest, plan_injection
+from budgetlens import (
+    InjectionPlan,
+    InjectionRequest,
+    TokenCounter,
+    TokenizerError,
+    get_tokenizer,
+    plan_injection,
+)
 from budgetlens.context.input_errors import describe_validation_error
-from budgetlens.tokens.core import TokenCounter, TokenizerError, get_tokenizer
-from budgetlens_cli.io import read_text_arg
+from budgetlens_cli.io import invalid, read_text_arg
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 MAX_PLAN_CHARS = 64 * 1024 * 1024
-MAX_LISTED_ERRORS = 20
 
 
 def register(sub: Any) -> None:
@@ -36,13 +41,6 @@ def register(sub: Any) -> None:
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer (overrides the plan's 'tokenizer'; default cl100k_base)")
     p.set_defaults(run=run)
-
-
-def invalid(name: str, what: str, lines: list[str]) -> UsageError:
-    shown = lines[:MAX_LISTED_ERRORS]
-    more = len(lines) - len(shown)
-    tail = f"\n  ... and {more} more" if more > 0 else ""
-    return UsageError(f"{name}: invalid {what}:\n  " + "\n  ".join(shown) + tail)
 
 
 def load_request(name: str) -> InjectionRequest:

@@ -10,6 +10,8 @@ import sys
 from budgetlens_cli.main import UsageError
 
 MAX_INPUT_BYTES = 256 * 1024 * 1024
+#: At most this many problems of an invalid input file are listed.
+MAX_LISTED_ERRORS = 20
 
 
 def read_bytes_arg(name: str) -> bytes:
@@ -69,3 +71,11 @@ def read_cut_text(name: str) -> tuple[str, int]:
         raise UsageError(f"{name}: not UTF-8 text (byte {exc.start})") from None
     pending, _ = decoder.getstate()
     return text, len(pending)
+
+
+def invalid(name: str, what: str, lines: list[str]) -> UsageError:
+    """The error of an input file that is read but invalid: its problems, one a line."""
+    shown = lines[:MAX_LISTED_ERRORS]
+    more = len(lines) - len(shown)
+    tail = f"\n  ... and {more} more" if more > 0 else ""
+    return UsageError(f"{name}: invalid {what}:\n  " + "\n  ".join(shown) + tail)

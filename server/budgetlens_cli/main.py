@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from budgetlens_lsp import __version__
+from budgetlens import __version__
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -40,6 +40,18 @@ SUBCOMMANDS: tuple[str, ...] = (
 
 class UsageError(Exception):
     """Bad arguments or unreadable input named on the command line (exit status 2)."""
+
+
+def non_negative_int(value: str) -> int:
+    """The ``type=`` of an option taking a count (characters, tokens): a whole number >= 0."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number >= 0, got {number} (a count must be >= 0)")
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:

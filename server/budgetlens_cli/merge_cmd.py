@@ -14,7 +14,8 @@ import json
 import sys
 from typing import Any
 
-from budgetlens import MIN_OVERLAP, merge_with_overlap
+from budgetlens import merge_with_overlap
+from budgetlens.continuation.merge import MIN_OVERLAP
 from budgetlens_cli.io import read_cut_text
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 

@@ -14,30 +14,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from budgetlens import PackResult, TokenCounter, TokenizerError, get_tokenizer, pack_context
 from budgetlens.context.input_errors import InputError
-from budgetlens.context.packer import (
-    IntentMap,
-    PackResult,
-    intent_map_from_text,
-    pack_context,
-    parse_docs,
-)
-from budgetlens.tokens.core import TokenCounter, TokenizerError, get_tokenizer
-from budgetlens_cli.inject_cmd import invalid
-from budgetlens_cli.io import read_text_arg
-from budgetlens_cli.main import EXIT_OK, UsageError
+from budgetlens.context.packer import IntentMap, PackDoc, intent_map_from_text, parse_docs
+from budgetlens_cli.io import invalid, read_text_arg
+from budgetlens_cli.main import EXIT_OK, UsageError, non_negative_int
 
 MAX_DOCS_CHARS = 64 * 1024 * 1024
-
-
-def _cap(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {n}")
-    return n
 
 
 def register(sub: Any) -> None:
@@ -50,8 +33,10 @@ def register(sub: Any) -> None:
     p.add_argument("--intent", required=True, metavar="NAME",
                    help="intent name, free text, or JSON {\"intent\": ..., \"params\": {...}}")
     cap = p.add_mutually_exclusive_group()
-    cap.add_argument("--max-chars", type=_cap, metavar="N", help="cap the context's length")
-    cap.add_argument("--max-tokens", type=_cap, metavar="N", help="cap the context's tokens")
+    cap.add_argument("--max-chars", type=non_negative_int, metavar="N",
+                     help="cap the context's length")
+    cap.add_argument("--max-tokens", type=non_negative_int, metavar="N",
+                     help="cap the context's tokens")
     p.add_argument("--map", metavar="FILE", help="intent map (YAML or JSON); default: built in")
     p.add_argument("--tokenizer", default=None, help="tokenizer for token counts (cl100k_base)")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -71,20 +56,30 @@ def _intent(value: str) -> str | Mapping[str, Any]:
     return data
 
 
-def run(args: argparse.Namespace) -> int:
-    text = read_text_arg(args.docs)
+def load_docs(name: str) -> list[PackDoc]:
+    """The documents of DOCS.json; UsageError listing what is wrong when they are invalid."""
+    text = read_text_arg(name)
     if len(text) > MAX_DOCS_CHARS:
-        raise UsageError(f"{args.docs}: larger than {MAX_DOCS_CHARS // (1024 * 1024)} MiB")
+        raise UsageError(f"{name}: larger than {MAX_DOCS_CHARS // (1024 * 1024)} MiB")
     try:
-        docs = parse_docs(text)
+        return parse_docs(text)
     except InputError as exc:
-        raise invalid(args.docs, "documents", list(exc.messages)) from None
-    intent_map: IntentMap | None = None
-    if args.map:
-        try:
-            intent_map = intent_map_from_text(read_text_arg(args.map), source=args.map)
-        except InputError as exc:
-            raise invalid(args.map, "intent map", list(exc.messages)) from None
+        raise invalid(name, "documents", list(exc.messages)) from None
+
+
+def load_intent_map(name: str | None) -> IntentMap | None:
+    """The intent map of ``--map`` (None: the built-in one)."""
+    if not name:
+        return None
+    try:
+        return intent_map_from_text(read_text_arg(name), source=name)
+    except InputError as exc:
+        raise invalid(name, "intent map", list(exc.messages)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    docs = load_docs(args.docs)
+    intent_map = load_intent_map(args.map)
     try:
         counter = TokenCounter(get_tokenizer(args.tokenizer))
     except TokenizerError as exc:

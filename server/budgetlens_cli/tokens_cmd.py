@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from budgetlens import DiskFiles, TokenCounter, TokenizerError, get_tokenizer
 from budgetlens.contract.config import find_config
-from budgetlens.files import DiskFiles
-from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenCounter, TokenizerError, get_tokenizer
+from budgetlens.tokens.core import DEFAULT_TOKENIZER
 from budgetlens_cli.io import read_text_arg
 from budgetlens_cli.main import EXIT_OK, UsageError
 

@@ -1,3 +1,5 @@
-"""budgetlens language server and command-line interface: thin adapters over the core."""
+"""budgetlens language server: a thin adapter over the core (``budgetlens``)."""
 
-__version__ = "0.1.0"
+from budgetlens import __version__
+
+__all__ = ["__version__"]

@@ -28,7 +28,8 @@ from typing import Any, Generic, TypeVar
 
 from lsprotocol import types
 
-from budgetlens.tokens.core import DEFAULT_TOKENIZER, get_tokenizer
+from budgetlens import get_tokenizer
+from budgetlens.tokens.core import DEFAULT_TOKENIZER
 from budgetlens_lsp.convert import UTF16, apply_changes, path_from_uri
 from budgetlens_lsp.settings import Settings
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot, norm
