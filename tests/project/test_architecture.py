@@ -242,6 +242,39 @@ def test_the_cli_imports_from_the_server_only_its_start_up() -> None:
                            f"{', '.join(CLI_MAY_IMPORT_FROM_SERVER)}:\n" + "\n".join(offenders))
 
 
+def _unexplained_lazy_imports(text: str) -> Iterator[str]:
+    """Imports of project modules inside a function with no comment on or above their line."""
+    lines = text.splitlines()
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.ImportFrom):
+                names = ["(relative)"]
+            else:
+                continue
+            if not any(n == "(relative)" or _top(n) in SOURCES for n in names):
+                continue
+            above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+            if "#" not in lines[node.lineno - 1] and not above.startswith("#"):
+                yield f"{fn.name}:{node.lineno} imports {', '.join(names)}"
+
+
+def test_a_lazy_import_of_a_project_module_says_why() -> None:
+    # ARCH: no import inside a function that dodges a cycle (the cycle test sees those); a lazy
+    # import for start-up speed is allowed with a comment saying so
+    offenders = [f"{path.relative_to(ROOT)} {found}"
+                 for base in (ROOT / "shared_core", ROOT / "server")
+                 for path in sorted(base.rglob("*.py"))
+                 for found in _unexplained_lazy_imports(path.read_text("utf-8"))]
+    assert not offenders, ("imports of project modules inside functions without a comment "
+                           "saying why (on the line or directly above):\n" + "\n".join(offenders))
+
+
 # ------------------------------------------------------------------------------ function length
 def _long_functions(text: str) -> Iterator[str]:
     """``name:line (n lines)`` of every function longer than the limit and not marked."""
