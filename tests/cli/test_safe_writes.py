@@ -1,4 +1,5 @@
-"""``clamp --write`` writes a whole plan or nothing (``budgetlens.writes``).
+"""``clamp --write`` writes a whole plan or nothing (``budgetlens.writes``; the module itself:
+tests/core/test_writes.py).
 
 Failure injection: after each failure every file is byte-identical either to its bytes before
 the run or to the fully planned result (taken from a successful run on an identical copy of
@@ -20,35 +21,17 @@ from typing import Any
 
 import pytest
 
-from budgetlens.writes import PlannedWrite, WriteFailed, WriteRefused, sha256, write_plan
 from budgetlens_cli import clamp_cmd
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
-
-PIPELINE = ("settings:\n  max_context_tokens: 1800\nsteps:\n"
-            "  - {id: a, type: call_model, prompt_key: s}\n")
-# b.yaml is made larger than the file size limit of the RLIMIT_FSIZE test; a.yaml is not
-PADDING = "# padding\n" * 400
-
-
-def _workspace(root: Path) -> Path:
-    make_workspace(root, config={"model_context_window": 2000, "model_max_tokens": 500},
-                   prompts={"s.txt": "x"},
-                   pipelines={"a.yaml": PIPELINE, "b.yaml": "\ufeff" + PADDING + PIPELINE})
-    return root
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` (temporary files included) and its bytes."""
-    return {str(p.relative_to(root)): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+from tests.core.writes_helpers import PADDING, PIPELINE, snapshot, write_workspace
 
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
     monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    return _workspace(tmp_path / "ws")
+    return write_workspace(tmp_path / "ws")
 
 
 @pytest.fixture
@@ -58,8 +41,8 @@ def planned(tmp_path: Path, ws: Path, capsys: pytest.CaptureFixture[str]) -> dic
     shutil.copytree(ws, copy)
     assert main(["clamp", str(copy), "--write"]) == 0
     capsys.readouterr()
-    result = _snapshot(copy)
-    before = _snapshot(ws)
+    result = snapshot(copy)
+    before = snapshot(ws)
     assert set(result) == set(before)
     # both pipelines change (their numbers only); the BOM and the padding of b.yaml stay
     for name in ("pipelines/a.yaml", "pipelines/b.yaml"):
@@ -73,7 +56,7 @@ def planned(tmp_path: Path, ws: Path, capsys: pytest.CaptureFixture[str]) -> dic
 def _each_file_before_or_planned(ws: Path, before: dict[str, bytes],
                                  planned: dict[str, bytes]) -> dict[str, str]:
     """Which state each file is in; fails on a file in neither (or a stray file)."""
-    after = _snapshot(ws)
+    after = snapshot(ws)
     assert set(after) == set(before), "temporary files left behind or files lost"
     states: dict[str, str] = {}
     for name, data in after.items():
@@ -96,7 +79,7 @@ def _one_line(err: str) -> str:
 # ---------------------------------------------------------------- a write that fails midway
 def test_file_size_limit_in_a_real_process_writes_nothing(
         ws: Path, planned: dict[str, bytes]) -> None:
-    before = _snapshot(ws)
+    before = snapshot(ws)
     limit = len(before["pipelines/a.yaml"]) + 512   # a.yaml's files fit, b.yaml's do not
     assert len(before["pipelines/b.yaml"]) > limit
 
@@ -120,7 +103,7 @@ def test_file_size_limit_in_a_real_process_writes_nothing(
 def test_a_replace_failing_on_the_second_file_puts_the_first_back(
         ws: Path, planned: dict[str, bytes], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(ws)
+    before = snapshot(ws)
     calls: list[tuple[str, str]] = []
     real_replace = os.replace
 
@@ -146,7 +129,7 @@ def test_a_replace_failing_on_the_second_file_puts_the_first_back(
 def test_when_putting_back_fails_too_the_error_says_where_the_old_bytes_are(
         ws: Path, planned: dict[str, bytes], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(ws)
+    before = snapshot(ws)
     count = [0]
     real_replace = os.replace
 
@@ -161,7 +144,7 @@ def test_when_putting_back_fails_too_the_error_says_where_the_old_bytes_are(
     err = _one_line(capsys.readouterr().err)
     assert f"could not put back {ws}/pipelines/a.yaml (its previous bytes are kept in " in err
     monkeypatch.setattr(os, "replace", real_replace)
-    after = _snapshot(ws)
+    after = snapshot(ws)
     kept = [n for n in after if n not in before]
     assert len(kept) == 1 and kept[0] in err and after[kept[0]] == before["pipelines/a.yaml"]
     assert after["pipelines/a.yaml"] == planned["pipelines/a.yaml"]
@@ -183,7 +166,7 @@ def _after_planning(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None])
 def test_a_file_saved_between_plan_and_write_is_not_overwritten(
         ws: Path, planned: dict[str, bytes], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(ws)
+    before = snapshot(ws)
     b = ws / "pipelines" / "b.yaml"
     saved = before["pipelines/b.yaml"] + b"# the user's edit\n"
     _after_planning(monkeypatch, lambda: b.write_bytes(saved))
@@ -201,7 +184,7 @@ def test_the_plan_is_computed_from_the_bytes_it_compares(
         ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # b.yaml changes after its check read it but before plan_all takes its text: the edits
     # were computed on the first version, so that version is what the write compares with
-    before = _snapshot(ws)
+    before = snapshot(ws)
     b = ws / "pipelines" / "b.yaml"
     real = clamp_cmd.clamp_plan
     saved = b"# moved down by the user\n" + before["pipelines/b.yaml"]
@@ -224,7 +207,7 @@ def test_a_read_only_target_among_two_writes_nothing(
         ws: Path, planned: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
     # The refusal comes from the mode itself (no write bit for the owner), so it holds when
     # the tests run as root, where permissions would not stop a write.
-    before = _snapshot(ws)
+    before = snapshot(ws)
     b = ws / "pipelines" / "b.yaml"
     b.chmod(0o444)
     assert main(["clamp", str(ws), "--write"]) == 2
@@ -265,7 +248,7 @@ def test_a_pipeline_symlinked_outside_the_workspace_is_neither_checked_nor_writt
 def test_a_target_swapped_for_a_symlink_leaving_the_workspace_writes_nothing(
         tmp_path: Path, ws: Path, planned: dict[str, bytes], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(ws)
+    before = snapshot(ws)
     b = ws / "pipelines" / "b.yaml"
     outside = tmp_path / "outside.yaml"
     outside.write_bytes(before["pipelines/b.yaml"])    # same bytes: only the place differs
@@ -295,7 +278,7 @@ def test_two_symlinked_names_of_one_file_with_edit_parent(
                        "a.yaml": "extends: base.yaml\nsteps:\n  - {id: a, type: call_model,"
                                  " prompt_key: s, max_output_tokens: 1500}\n"})
     (root / "pipelines" / "b.yaml").symlink_to("a.yaml")
-    before = _snapshot(root)
+    before = snapshot(root)
     replaced: list[str] = []
     real_replace = os.replace
 
@@ -313,117 +296,10 @@ def test_two_symlinked_names_of_one_file_with_edit_parent(
             f"budgetlens: error: {root}/pipelines/b.yaml: is the same file as"
             f" {root}/pipelines/a.yaml ({(root / 'pipelines' / 'a.yaml').resolve()}) and the"
             " plan gives the two names different texts\n")
-        assert _snapshot(root) == before and replaced == []
+        assert snapshot(root) == before and replaced == []
     else:
         # they agree: the real file is written once, and the result checks clean
         assert code == 0, (out, err)
         a = str((root / "pipelines" / "a.yaml").resolve())
         assert replaced.count(a) == 1
         assert main(["check", str(root)]) == 0
-
-
-# ---------------------------------------------------------------- the core module directly
-def _plan(ws: Path, names: list[str], change: Callable[[str], str] = lambda t: t + "# new\n",
-          ) -> dict[str, PlannedWrite]:
-    out = {}
-    for name in names:
-        data = (ws / name).read_bytes()
-        text = data.decode("utf-8-sig")
-        out[str(ws / name)] = PlannedWrite(data, change(text))
-    return out
-
-
-def test_write_plan_writes_every_file_keeping_the_bom(ws: Path) -> None:
-    before = _snapshot(ws)
-    plan = _plan(ws, ["pipelines/a.yaml", "pipelines/b.yaml"])
-    assert write_plan(plan, ws) == sorted(plan)
-    assert (ws / "pipelines" / "a.yaml").read_bytes() == before["pipelines/a.yaml"] + b"# new\n"
-    assert (ws / "pipelines" / "b.yaml").read_bytes() == before["pipelines/b.yaml"] + b"# new\n"
-    assert set(_snapshot(ws)) == set(before)   # no temporary file left
-    assert write_plan(_plan(ws, ["pipelines/a.yaml"], lambda t: t), ws) == []  # no change
-
-
-def test_write_plan_refuses_a_change_made_at_the_last_moment(ws: Path) -> None:
-    before = _snapshot(ws)
-    plan = _plan(ws, ["pipelines/a.yaml", "pipelines/b.yaml"])
-    a = ws / "pipelines" / "a.yaml"
-    with pytest.raises(WriteRefused) as info:
-        write_plan(plan, ws, before_replace=lambda: a.write_bytes(b"saved meanwhile\n"))
-    assert str(info.value) == (f"{a}: changed on disk since the plan read it; nothing was"
-                               " written (run the command again)")
-    assert a.read_bytes() == b"saved meanwhile\n"
-    before["pipelines/a.yaml"] = b"saved meanwhile\n"
-    assert _snapshot(ws) == before
-
-
-def test_write_plan_refuses_a_path_outside_the_root(tmp_path: Path, ws: Path) -> None:
-    plan = _plan(tmp_path, ["ws/pipelines/a.yaml"])
-    with pytest.raises(WriteRefused) as info:
-        write_plan(plan, ws / "pipelines" / "sub")
-    assert str(info.value).endswith(f"is outside the workspace root {ws}/pipelines/sub")
-
-
-def test_write_plan_refuses_hard_links_and_other_file_kinds(ws: Path) -> None:
-    a = ws / "pipelines" / "a.yaml"
-    os.link(a, ws / "pipelines" / "hard.yaml")
-    with pytest.raises(WriteRefused, match="has 2 hard links"):
-        write_plan(_plan(ws, ["pipelines/a.yaml"]), ws)
-    fifo = ws / "pipelines" / "f.yaml"
-    os.mkfifo(fifo)
-    with pytest.raises(WriteRefused, match="not a regular file"):
-        write_plan({str(fifo): PlannedWrite(b"", "x")}, ws)
-    with pytest.raises(WriteRefused, match="no longer exists"):
-        write_plan({str(ws / "gone.yaml"): PlannedWrite(b"", "x")}, ws)
-
-
-def test_write_plan_writes_two_names_of_one_file_once_when_they_agree(ws: Path) -> None:
-    a = ws / "pipelines" / "a.yaml"
-    (ws / "pipelines" / "same.yaml").symlink_to("a.yaml")
-    plan = _plan(ws, ["pipelines/a.yaml", "pipelines/same.yaml"])
-    assert write_plan(plan, ws) == sorted(plan)
-    assert a.read_bytes() == PIPELINE.encode() + b"# new\n"
-    assert (ws / "pipelines" / "same.yaml").is_symlink()
-    other = _plan(ws, ["pipelines/a.yaml", "pipelines/same.yaml"])
-    other[str(ws / "pipelines" / "same.yaml")] = PlannedWrite(a.read_bytes(), "different\n")
-    with pytest.raises(WriteRefused, match="the plan gives the two names different texts"):
-        write_plan(other, ws)
-
-
-def test_write_failed_says_whether_everything_was_restored(
-        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    plan = _plan(ws, ["pipelines/a.yaml", "pipelines/b.yaml"])
-    digests = {n: sha256(p.original) for n, p in plan.items()}
-    real_replace = os.replace
-    count = [0]
-
-    def second_fails(src: Any, dst: Any) -> None:
-        count[0] += 1
-        if count[0] == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "replace", second_fails)
-    with pytest.raises(WriteFailed) as info:
-        write_plan(plan, ws)
-    assert info.value.restored is True
-    assert {n: sha256(Path(n).read_bytes()) for n in plan} == digests
-
-
-def test_an_interrupt_between_two_replaces_is_rolled_back_and_re_raised(
-        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before = _snapshot(ws)
-    plan = _plan(ws, ["pipelines/a.yaml", "pipelines/b.yaml"])
-    real_replace = os.replace
-    count = [0]
-
-    def interrupted(src: Any, dst: Any) -> None:
-        count[0] += 1
-        if count[0] == 2:
-            raise KeyboardInterrupt
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "replace", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        write_plan(plan, ws)
-    assert count[0] == 3            # the second replace, then a.yaml put back
-    assert _snapshot(ws) == before  # and no temporary file left
