@@ -2,20 +2,29 @@
 
 Every test speaks LSP over stdio to its own server process. Helpers here wait for
 diagnostics, apply ``WorkspaceEdit``s to texts, and copy the ``examples/`` workspace.
+
+The behavioural suites run once per client recorded in ``clients/`` (what VS Code and Neovim
+really declare in ``initialize``, made with scripts/record_client_capabilities.py): the
+``recorded`` fixture of conftest.py passes each :class:`RecordedClient` to
+:func:`running_server`. Tests of one capability switch on purpose build their capabilities
+with :func:`caps` instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
 from lsprotocol import types
-from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+from lsprotocol.converters import get_converter
+from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from budgetlens.source import LineIndex, Position, Range, TextEdit, apply_text_edits
 
@@ -23,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 SERVER_COMMAND = (sys.executable, "-m", "budgetlens_lsp", "serve")
 TIMEOUT = 20.0
+CLIENTS = Path(__file__).resolve().parent / "clients"
 
 
 def copy_examples(dest: Path) -> Path:
@@ -77,16 +87,63 @@ def caps(*, encodings: Sequence[str] | None = None, pull: bool = False,
                                     workspace=workspace, window=window)
 
 
-def recorded_caps(name: str) -> types.ClientCapabilities:
-    """Capabilities recorded from a real client (shipped with pytest-lsp)."""
-    return client_capabilities(name)
+@dataclass(frozen=True)
+class RecordedClient:
+    """What a real editor sent in ``initialize``: its name, capabilities and options."""
+
+    name: str  # the file's stem: "vscode-1.100.3", "neovim-0.7.2", ...
+    info: types.ClientInfo | None
+    capabilities: types.ClientCapabilities
+    initialization_options: Any
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def pulls_diagnostics(self) -> bool:
+        """The client declares ``textDocument/diagnostic``: the server pulls open documents."""
+        td = self.capabilities.text_document
+        return bool(td and td.diagnostic is not None)
+
+
+def load_recorded_client(path: Path) -> RecordedClient:
+    params = get_converter().structure(json.loads(path.read_text("utf-8")),
+                                       types.InitializeParams)
+    return RecordedClient(path.stem, params.client_info, params.capabilities,
+                          params.initialization_options)
+
+
+RECORDED_CLIENTS = tuple(load_recorded_client(p) for p in sorted(CLIENTS.glob("*.json")))
+
+
+async def wait_published(client: LanguageClient, uri: str,
+                         predicate: Callable[[list[types.Diagnostic]], bool] = bool,
+                         timeout: float = TIMEOUT) -> list[types.Diagnostic]:
+    """Wait until the diagnostics PUSHED for ``uri`` satisfy ``predicate``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        current = list(client.diagnostics.get(uri, []))
+        if uri in client.diagnostics and predicate(current):
+            return current
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise AssertionError(f"diagnostics for {uri} never matched; last: {current}")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(
+                client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS),
+                min(remaining, 1.0))
 
 
 class Editor:
     """A thin editor model over the pytest-lsp client: buffers, versions, edits."""
 
-    def __init__(self, client: LanguageClient, root: Path, encoding: str) -> None:
+    def __init__(self, client: LanguageClient, root: Path, encoding: str,
+                 pulls: bool = False) -> None:
         self.client = client
+        # a recorded client that pulls diagnostics: wait_diagnostics pulls open documents
+        # as that editor does (tests of pull itself use caps(pull=True) and see raw pushes)
+        self.pulls = pulls
         self.root = root
         self.encoding = encoding
         self.texts: dict[str, str] = {}
@@ -137,20 +194,24 @@ class Editor:
     async def wait_diagnostics(self, uri: str, predicate: Callable[[list[types.Diagnostic]],
                                                                     bool] = bool,
                                timeout: float = TIMEOUT) -> list[types.Diagnostic]:
-        """Wait until the diagnostics published for ``uri`` satisfy ``predicate``."""
+        """Wait until the diagnostics of ``uri`` satisfy ``predicate``: pushed, or for an open
+        document of a pulling client, pulled (again after every answer that does not match)."""
+        if not (self.pulls and uri in self.texts):
+            return await wait_published(self.client, uri, predicate, timeout)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            current = list(self.client.diagnostics.get(uri, []))
-            if uri in self.client.diagnostics and predicate(current):
+            report = await asyncio.wait_for(self.client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=td(uri))), timeout)
+            assert isinstance(report, types.RelatedFullDocumentDiagnosticReport), report
+            current = list(report.items)
+            if predicate(current):
                 return current
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise AssertionError(f"diagnostics for {uri} never matched; last: {current}")
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(
-                    self.client.wait_for_notification(
-                        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), min(remaining, 1.0))
+                raise AssertionError(f"pulled diagnostics for {uri} never matched; "
+                                     f"last: {current}")
+            await asyncio.sleep(min(remaining, 0.1))
 
     # edits
     def apply(self, edit: types.WorkspaceEdit) -> dict[str, str]:
@@ -216,11 +277,20 @@ def units(s: str, encoding: str) -> int:
 
 
 @contextlib.asynccontextmanager
-async def running_server(root: Path, *, capabilities: types.ClientCapabilities | None = None,
+async def running_server(root: Path, *, recorded: RecordedClient | None = None,
+                         capabilities: types.ClientCapabilities | None = None,
                          init_options: Any = None,
                          configuration: dict[str, Any] | None = None,
                          ) -> AsyncIterator[Editor]:
-    """Start the server on ``root`` and yield an :class:`Editor` speaking to it."""
+    """Start the server on ``root`` and yield an :class:`Editor` speaking to it.
+
+    With ``recorded`` the ``initialize`` request is the one that editor sent (its capabilities,
+    ``clientInfo`` and ``initializationOptions``, unless ``init_options`` is given too)."""
+    if recorded is not None:
+        assert capabilities is None, "a recorded client brings its own capabilities"
+        capabilities = recorded.capabilities
+        if init_options is None:
+            init_options = recorded.initialization_options
     client = make_test_lsp_client()
     converter = client.protocol._converter
 
@@ -258,12 +328,14 @@ async def running_server(root: Path, *, capabilities: types.ClientCapabilities |
     try:
         result = await asyncio.wait_for(client.initialize_session(types.InitializeParams(
             capabilities=capabilities or caps(),
+            client_info=recorded.info if recorded else None,
             root_uri=root.resolve().as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=root.resolve().as_uri(),
                                                      name=root.name)],
             initialization_options=init_options)), TIMEOUT)
         encoding = str(result.capabilities.position_encoding or "utf-16")
-        editor = Editor(client, root, encoding)
+        editor = Editor(client, root, encoding,
+                        pulls=recorded is not None and recorded.pulls_diagnostics)
         editor.server_info = result.server_info
         editor.server_capabilities = result.capabilities
         editor_box.append(editor)

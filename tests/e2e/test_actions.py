@@ -14,7 +14,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from . import expected
-from .harness import Editor, caps, codes_of, running_server, td
+from .harness import Editor, RecordedClient, caps, codes_of, running_server, td
 
 
 async def _actions(ed: Editor, uri: str, diag: types.Diagnostic,
@@ -34,10 +34,11 @@ def _gone(diags: list[types.Diagnostic]) -> bool:
     return "BL050" not in codes_of(diags)
 
 
-async def test_clamp_context_in_this_file_removes_the_diagnostic(workspace: Path) -> None:
+async def test_clamp_context_in_this_file_removes_the_diagnostic(
+        recorded: RecordedClient, workspace: Path) -> None:
     b = expected.write_report(workspace)
     new_context = expected.WINDOW - (b.fixed + b.history + b.output + b.margin)
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         before = ed.texts[uri]
         diag = await _bl050(ed, uri)
@@ -52,10 +53,11 @@ async def test_clamp_context_in_this_file_removes_the_diagnostic(workspace: Path
         await ed.wait_diagnostics(uri, _gone)
 
 
-async def test_clamp_this_steps_output_removes_the_diagnostic(workspace: Path) -> None:
+async def test_clamp_this_steps_output_removes_the_diagnostic(
+        recorded: RecordedClient, workspace: Path) -> None:
     b = expected.write_report(workspace)
     new_output = b.output + b.headroom
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         before = ed.texts[uri]
         diag = await _bl050(ed, uri)
@@ -75,12 +77,13 @@ def _overflow_multilingual(workspace: Path) -> None:
                                                     "max_output_tokens: 4000"), "utf-8")
 
 
-async def test_inherited_context_is_overridden_in_the_child(workspace: Path) -> None:
+async def test_inherited_context_is_overridden_in_the_child(
+        recorded: RecordedClient, workspace: Path) -> None:
     _overflow_multilingual(workspace)
     b = expected.answer_ja(workspace, output=4000)
     assert b.headroom < 0
     new_context = expected.WINDOW - (b.fixed + b.output + b.margin)
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/multilingual.yaml")
         before = ed.texts[uri]
         diag = await _bl050(ed, uri)
@@ -96,21 +99,29 @@ async def test_inherited_context_is_overridden_in_the_child(workspace: Path) -> 
 
 
 async def test_inherited_context_fixed_in_the_parent_is_a_versioned_cross_file_edit(
-        workspace: Path) -> None:
+        recorded: RecordedClient, workspace: Path) -> None:
     _overflow_multilingual(workspace)
     b = expected.answer_ja(workspace, output=4000)
     new_context = expected.WINDOW - (b.fixed + b.output + b.margin)
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         base = ed.open("pipelines/base.yaml")
         uri = ed.open("pipelines/multilingual.yaml")
         base_before, child_before = ed.texts[base], ed.texts[uri]
         ed.replace_all(base, base_before)  # version 2: the edit must carry it
         diag = await _bl050(ed, uri)
         [fix] = [a for a in await _actions(ed, uri, diag) if "in base.yaml" in a.title]
-        assert fix.edit is not None and fix.edit.document_changes
-        [change] = fix.edit.document_changes
-        assert isinstance(change, types.TextDocumentEdit)
-        assert change.text_document.uri == base and change.text_document.version == 2
+        workspace_caps = recorded.capabilities.workspace
+        if workspace_caps and workspace_caps.workspace_edit \
+                and workspace_caps.workspace_edit.document_changes:
+            assert fix.edit is not None and fix.edit.document_changes
+            [change] = fix.edit.document_changes
+            assert isinstance(change, types.TextDocumentEdit)
+            assert change.text_document.uri == base and change.text_document.version == 2
+        else:
+            # per client: Neovim (0.7.2 and 0.11.4) declares no documentChanges, so the
+            # cross-file edit is a plain changes map of the parent alone, unversioned
+            assert fix.edit is not None and not fix.edit.document_changes
+            assert list(fix.edit.changes or {}) == [base]
         ed.apply(fix.edit)
         assert ed.texts[base] == base_before.replace("max_context_tokens: 4096",
                                                      f"max_context_tokens: {new_context}")
@@ -136,13 +147,13 @@ async def test_inherited_context_in_a_closed_parent_uses_a_plain_changes_map(
 
 
 async def test_inherited_step_output_is_clamped_by_copying_the_steps_or_in_the_parent(
-        workspace: Path) -> None:
+        recorded: RecordedClient, workspace: Path) -> None:
     support = workspace / "pipelines/support.yaml"
     support.write_text(support.read_text("utf-8").replace("max_context_tokens: 3072",
                                                           "max_context_tokens: 7000"), "utf-8")
     b = expected.answer(workspace, context=7000)
     new_output = b.output + b.headroom
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/support.yaml")
         base = ed.open("pipelines/base.yaml")
         before, base_before = ed.texts[uri], ed.texts[base]
@@ -160,10 +171,11 @@ async def test_inherited_step_output_is_clamped_by_copying_the_steps_or_in_the_p
         await ed.wait_diagnostics(uri, _gone)
 
 
-async def test_fix_all_applies_the_whole_plan(workspace: Path) -> None:
+async def test_fix_all_applies_the_whole_plan(
+        recorded: RecordedClient, workspace: Path) -> None:
     b = expected.write_report(workspace)
     new_context = expected.WINDOW - (b.fixed + b.history + b.output + b.margin)
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         before = ed.texts[uri]
         diag = await _bl050(ed, uri)
@@ -178,15 +190,17 @@ async def test_fix_all_applies_the_whole_plan(workspace: Path) -> None:
         assert await _actions(ed, uri, diag, only=["source.fixAll"]) == []
 
 
-async def test_quickfix_kinds_are_filtered_by_only(workspace: Path) -> None:
-    async with running_server(workspace) as ed:
+async def test_quickfix_kinds_are_filtered_by_only(
+        recorded: RecordedClient, workspace: Path) -> None:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         diag = await _bl050(ed, uri)
         quick = await _actions(ed, uri, diag, only=[types.CodeActionKind.QuickFix])
         assert quick and all(a.kind == types.CodeActionKind.QuickFix for a in quick)
 
 
-async def test_inherited_step_output_fixed_in_the_parent(workspace: Path) -> None:
+async def test_inherited_step_output_fixed_in_the_parent(
+        recorded: RecordedClient, workspace: Path) -> None:
     (workspace.parent / "original-base.yaml").write_text(
         (workspace / "pipelines/base.yaml").read_text("utf-8"), "utf-8")
     support = workspace / "pipelines/support.yaml"
@@ -194,7 +208,7 @@ async def test_inherited_step_output_fixed_in_the_parent(workspace: Path) -> Non
                                                           "max_context_tokens: 7000"), "utf-8")
     b = expected.answer(workspace, context=7000)
     new_output = b.output + b.headroom
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/support.yaml")
         before = ed.texts[uri]
         diag = await _bl050(ed, uri)
@@ -212,7 +226,8 @@ async def test_inherited_step_output_fixed_in_the_parent(workspace: Path) -> Non
         "max_output_tokens: 1024", f"max_output_tokens: {new_output}")
 
 
-async def test_output_above_the_model_ceiling_has_its_own_fix(workspace: Path) -> None:
+async def test_output_above_the_model_ceiling_has_its_own_fix(
+        recorded: RecordedClient, workspace: Path) -> None:
     path = workspace / "pipelines/long_report.yaml"
     path.write_text(path.read_text("utf-8").replace("max_output_tokens: 2048",
                                                     "max_output_tokens: 5000"), "utf-8")
@@ -222,7 +237,7 @@ async def test_output_above_the_model_ceiling_has_its_own_fix(workspace: Path) -
     b = expected.write_report(workspace, output=4096)
     assert b.output + b.headroom < 4096 // 2
     new_output = 4096
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         before = ed.texts[uri]
         diags = await ed.wait_diagnostics(uri, lambda ds: "BL051" in codes_of(ds))

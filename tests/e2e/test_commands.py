@@ -11,7 +11,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from . import expected
-from .harness import Editor, caps, codes_of, running_server
+from .harness import Editor, RecordedClient, caps, codes_of, running_server
 
 
 async def _run(ed: Editor, command: str, *arguments: object) -> Any:
@@ -19,8 +19,9 @@ async def _run(ed: Editor, command: str, *arguments: object) -> Any:
         command=command, arguments=list(arguments)))
 
 
-async def test_server_advertises_its_commands(workspace: Path) -> None:
-    async with running_server(workspace) as ed:
+async def test_server_advertises_its_commands(
+        recorded: RecordedClient, workspace: Path) -> None:
+    async with running_server(workspace, recorded=recorded) as ed:
         assert ed.server_capabilities is not None
         provider = ed.server_capabilities.execute_command_provider
         assert provider is not None
@@ -28,10 +29,11 @@ async def test_server_advertises_its_commands(workspace: Path) -> None:
                 "budgetlens.showBudgetReport", "budgetlens.showLocation"} <= set(provider.commands)
 
 
-async def test_clamp_all_applies_the_plan_through_workspace_apply_edit(workspace: Path) -> None:
+async def test_clamp_all_applies_the_plan_through_workspace_apply_edit(
+        recorded: RecordedClient, workspace: Path) -> None:
     b = expected.write_report(workspace)
     new_context = expected.WINDOW - (b.fixed + b.history + b.output + b.margin)
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         before = ed.texts[uri]
         await ed.wait_diagnostics(uri, lambda ds: "BL050" in codes_of(ds))
@@ -61,17 +63,19 @@ async def test_clamp_all_refuses_politely_without_apply_edit(workspace: Path) ->
     assert "6144" in (workspace / "pipelines/long_report.yaml").read_text("utf-8")
 
 
-async def test_clamp_all_reports_an_edit_the_client_rejected(workspace: Path) -> None:
-    async with running_server(workspace) as ed:
+async def test_clamp_all_reports_an_edit_the_client_rejected(
+        recorded: RecordedClient, workspace: Path) -> None:
+    async with running_server(workspace, recorded=recorded) as ed:
         ed.apply_edit_result = False
         uri = ed.open("pipelines/long_report.yaml")
         result = await _run(ed, "budgetlens.clampAll", {"uri": uri})
     assert result["applied"] is False and "refused" in result["message"]
 
 
-async def test_show_budget_report_prints_the_step_table(workspace: Path) -> None:
+async def test_show_budget_report_prints_the_step_table(
+        recorded: RecordedClient, workspace: Path) -> None:
     b = expected.write_report(workspace)
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         result = await _run(ed, "budgetlens.showBudgetReport", {"uri": uri})
         with pytest.raises(JsonRpcException):

@@ -12,7 +12,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from . import expected
-from .harness import caps, codes_of, find, running_server, td
+from .harness import RecordedClient, caps, codes_of, find, running_server, td
 
 
 def _has(code: str) -> Callable[[list[types.Diagnostic]], bool]:
@@ -20,10 +20,10 @@ def _has(code: str) -> Callable[[list[types.Diagnostic]], bool]:
 
 
 async def test_push_diagnostic_has_exact_range_code_severity_message_and_related(
-        workspace: Path) -> None:
+        recorded: RecordedClient, workspace: Path) -> None:
     text = (workspace / "pipelines/long_report.yaml").read_text("utf-8")
     b = expected.write_report(workspace)
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         diags = await ed.wait_diagnostics(uri, _has("BL050"))
     [d] = [d for d in diags if d.code == "BL050"]
@@ -43,8 +43,9 @@ async def test_push_diagnostic_has_exact_range_code_severity_message_and_related
     assert ("config.json", window_line) in related  # the window
 
 
-async def test_closed_files_get_diagnostics_after_initialize(workspace: Path) -> None:
-    async with running_server(workspace) as ed:
+async def test_closed_files_get_diagnostics_after_initialize(
+        recorded: RecordedClient, workspace: Path) -> None:
+    async with running_server(workspace, recorded=recorded) as ed:
         pipeline = await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"), _has("BL050"))
         prompt = await ed.wait_diagnostics(ed.uri("prompts/report.txt"), _has("BL050"))
     assert [d.code for d in pipeline] == ["BL050"]
@@ -52,11 +53,11 @@ async def test_closed_files_get_diagnostics_after_initialize(workspace: Path) ->
 
 
 async def test_prompt_file_diagnostic_names_the_broken_pipeline_and_step(
-        workspace: Path) -> None:
+        recorded: RecordedClient, workspace: Path) -> None:
     b = expected.write_report(workspace)
     first_line = (workspace / "prompts/report.txt").read_text("utf-8").split("\n")[0]
     pipeline_text = (workspace / "pipelines/long_report.yaml").read_text("utf-8")
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         [d] = await ed.wait_diagnostics(ed.uri("prompts/report.txt"), _has("BL050"))
     assert d.range.start == types.Position(line=0, character=0)
     assert d.range.end == types.Position(line=0, character=len(first_line))
@@ -101,8 +102,9 @@ async def test_pull_clients_pull_open_documents_and_get_closed_ones_pushed(
         await ed.wait_diagnostics(uri, _has("BL050"))
 
 
-async def test_unsaved_buffer_text_beats_the_disk(workspace: Path) -> None:
-    async with running_server(workspace) as ed:
+async def test_unsaved_buffer_text_beats_the_disk(
+        recorded: RecordedClient, workspace: Path) -> None:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         await ed.wait_diagnostics(uri, _has("BL050"))
         text = ed.texts[uri].replace("max_context_tokens: 6144", "max_context_tokens: 5000")
@@ -114,7 +116,7 @@ async def test_unsaved_buffer_text_beats_the_disk(workspace: Path) -> None:
 
 
 async def test_editing_a_prompt_rediagnoses_the_closed_pipeline_that_uses_it(
-        workspace: Path) -> None:
+        recorded: RecordedClient, workspace: Path) -> None:
     prompt = (workspace / "prompts/chat.txt").read_text("utf-8")
     bigger = prompt + "Remember: " + "be concise and kind. " * 400
     # chat.yaml: history 1536 (its settings), context 4096 (base), output 768 (max_tokens),
@@ -122,7 +124,7 @@ async def test_editing_a_prompt_rediagnoses_the_closed_pipeline_that_uses_it(
     fixed = expected.tokens(bigger) + expected.tokens("") + expected.OVERHEAD
     total = fixed + 1536 + 4096 + 768 + expected.MARGIN
     assert total > expected.WINDOW
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         chat_pipeline = ed.uri("pipelines/chat.yaml")
         await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"), _has("BL050"))
         assert not ed.client.diagnostics.get(chat_pipeline)
@@ -136,11 +138,12 @@ async def test_editing_a_prompt_rediagnoses_the_closed_pipeline_that_uses_it(
         await ed.wait_diagnostics(chat_pipeline, lambda d: not d)
 
 
-async def test_editing_a_base_pipeline_rediagnoses_every_child(workspace: Path) -> None:
+async def test_editing_a_base_pipeline_rediagnoses_every_child(
+        recorded: RecordedClient, workspace: Path) -> None:
     chat_fixed = (expected.tokens((workspace / "prompts/chat.txt").read_text("utf-8"))
                   + expected.OVERHEAD)
     chat_total = chat_fixed + 1536 + 7000 + 768 + expected.MARGIN
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         base = ed.open("pipelines/base.yaml")
         ed.replace_all(base, ed.texts[base].replace("max_context_tokens: 4096",
                                                     "max_context_tokens: 7000"))
@@ -152,8 +155,8 @@ async def test_editing_a_base_pipeline_rediagnoses_every_child(workspace: Path) 
 
 
 async def test_a_burst_of_edits_ends_in_the_diagnostics_of_the_last_text(
-        workspace: Path) -> None:
-    async with running_server(workspace) as ed:
+        recorded: RecordedClient, workspace: Path) -> None:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/long_report.yaml")
         await ed.wait_diagnostics(uri, _has("BL050"))
         original = ed.texts[uri]
@@ -168,12 +171,12 @@ async def test_a_burst_of_edits_ends_in_the_diagnostics_of_the_last_text(
 
 
 async def test_related_information_points_into_the_parent_for_inherited_values(
-        workspace: Path) -> None:
+        recorded: RecordedClient, workspace: Path) -> None:
     path = workspace / "pipelines/multilingual.yaml"
     path.write_text(path.read_text("utf-8").replace("max_output_tokens: 800",
                                                     "max_output_tokens: 4000"), "utf-8")
     base = (workspace / "pipelines/base.yaml").read_text("utf-8")
-    async with running_server(workspace) as ed:
+    async with running_server(workspace, recorded=recorded) as ed:
         uri = ed.open("pipelines/multilingual.yaml")
         diags = await ed.wait_diagnostics(uri, _has("BL050"))
     [d] = [d for d in diags if d.code == "BL050"]

@@ -10,16 +10,18 @@ import pytest_asyncio
 from lsprotocol import types
 
 from . import expected
-from .harness import Editor, copy_examples, find, running_server, td, units
+from .harness import Editor, RecordedClient, copy_examples, find, running_server, td, units
 
 # Hover only reads: one server for the whole module keeps the suite fast.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def ed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
+async def ed(
+        recorded: RecordedClient,
+        tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
     root = copy_examples(tmp_path_factory.mktemp("hover"))
-    async with running_server(root) as editor:
+    async with running_server(root, recorded=recorded) as editor:
         yield editor
 
 

@@ -11,19 +11,21 @@ import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from .harness import Editor, copy_examples, running_server, td, units
+from .harness import Editor, RecordedClient, copy_examples, running_server, td, units
 
 # One server for the module: each test works on its own document.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def ed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
+async def ed(
+        recorded: RecordedClient,
+        tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
     root = copy_examples(tmp_path_factory.mktemp("json"))
     (root / "responses/complete.json").write_text('{"a": [1, 2]}\n', "utf-8")
     (root / "responses/edited.json").write_text(
         (root / "responses/truncated.json").read_text("utf-8"), "utf-8")
-    async with running_server(root) as editor:
+    async with running_server(root, recorded=recorded) as editor:
         yield editor
 
 CUT_PATH = "document.sections[1].content"

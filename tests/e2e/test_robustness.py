@@ -13,7 +13,6 @@ tokenizer as the independent reference: fixed = prompt + emptied template + form
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -25,6 +24,8 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from budgetlens.tokens.core import get_tokenizer
+
+from .harness import wait_published
 
 WINDOW = 1000
 OUTPUT = 200
@@ -116,17 +117,7 @@ class Session:
 
     async def diagnostics(self, uri: str, predicate: Any, timeout: float = ANSWER_TIMEOUT,
                           ) -> list[types.Diagnostic]:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            current = list(self.client.diagnostics.get(uri, []))
-            if uri in self.client.diagnostics and predicate(current):
-                return current
-            remaining = deadline - loop.time()
-            assert remaining > 0, f"diagnostics for {uri} never matched; last: {current}"
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.client.wait_for_notification(
-                    types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), min(remaining, 1.0))
+        return await wait_published(self.client, uri, predicate, timeout)
 
 
 @pytest.fixture

@@ -1,0 +1,314 @@
+"""The architecture of docs/architecture.md holds: the import graph and the size of functions.
+
+Every ``.py`` under ``shared_core/`` and ``server/`` is parsed with :mod:`ast` (nothing is
+imported). ALL imports count: module level, inside functions, and under ``if TYPE_CHECKING:``;
+an import that exists only to dodge a cycle is still an edge of the graph.
+
+The layers are written out here by hand, from the plan (docs/architecture.md): a module may import
+modules of its own layer or of lower layers, never a higher one, and no import cycle may exist.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = {"budgetlens": ROOT / "shared_core", "budgetlens_lsp": ROOT / "server",
+           "budgetlens_cli": ROOT / "server"}
+MAX_FUNCTION_LINES = 60
+LONG_FUNCTION_MARK = "# long-function:"
+
+# The core's layers, lowest first. A key is a module or a package (every module below it).
+CORE_LAYERS: dict[str, int] = {
+    # 1. shared infrastructure: source, codes, serialize -> files -> writes
+    "budgetlens.source": 10, "budgetlens.codes": 10, "budgetlens.serialize": 10,
+    "budgetlens.files": 11,
+    "budgetlens.writes": 12,
+    # 2.
+    "budgetlens.tokens": 20, "budgetlens.yamldoc": 20,
+    # 3.
+    "budgetlens.continuation": 30, "budgetlens.context": 30,
+    # 4. (may import context for the unified budget)
+    "budgetlens.contract": 40,
+    # 5. the public API: budgetlens/__init__.py itself
+    "budgetlens": 50,
+}
+# The server's layers, lowest first.
+SERVER_LAYERS: dict[str, int] = {
+    # the package itself holds nothing but __version__
+    "budgetlens_lsp": 0,
+    # 1. conversion and settings (the core only)
+    "budgetlens_lsp.convert": 10, "budgetlens_lsp.settings": 10,
+    # 2. analysis over the core, returns plain data, imports no feature
+    "budgetlens_lsp.workspace_index": 20,
+    # 3. documents, versions, settings, scheduling; analysis and publishing injected
+    "budgetlens_lsp.session": 30,
+    # 4. the features, each owning its publishing / refresh
+    "budgetlens_lsp.features": 40,
+    # 5. registration and start-up
+    "budgetlens_lsp.server": 50, "budgetlens_lsp.serve": 50, "budgetlens_lsp.__main__": 50,
+}
+CORE_FORBIDDEN = ("budgetlens_lsp", "budgetlens_cli", "pygls", "lsprotocol", "socket", "http",
+                  "asyncio")
+CLI_MAY_IMPORT_FROM_SERVER = ("budgetlens_lsp.serve",)
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module
+    target: str  # the imported module (a project module when one matches, else as written)
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.source} -> {self.target} (line {self.line})"
+
+
+def _module_files() -> dict[str, Path]:
+    modules: dict[str, Path] = {}
+    for top, base in SOURCES.items():
+        for path in sorted((base / top).rglob("*.py")):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _module_files()
+
+
+def _is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def _resolve(name: str) -> str:
+    """The project module ``name`` denotes, or ``name`` itself for a foreign module."""
+    while name and name not in MODULES:
+        if "." not in name:
+            return name
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def _imports_of(module: str) -> Iterator[Import]:
+    path = MODULES[module]
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    for node in ast.walk(tree):  # every node: function bodies and TYPE_CHECKING blocks too
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(module, _resolve(alias.name), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                origin = ".".join([*base, node.module] if node.module else base)
+            else:
+                origin = node.module or ""
+            for alias in node.names:
+                # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one
+                candidate = f"{origin}.{alias.name}"
+                target = candidate if candidate in MODULES else _resolve(origin)
+                yield Import(module, target, node.lineno)
+
+
+IMPORTS = list(dict.fromkeys(imp for module in MODULES for imp in _imports_of(module)))
+INTERNAL = [imp for imp in IMPORTS if imp.target in MODULES]
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _layer(module: str, layers: dict[str, int]) -> int | None:
+    name = module
+    while True:
+        if name in layers:
+            return layers[name]
+        if "." not in name:
+            return None
+        name = name.rsplit(".", 1)[0]
+
+
+def _layer_violations(top: str, layers: dict[str, int]) -> list[str]:
+    problems = [f"{m} is in no layer" for m in MODULES
+                if _top(m) == top and _layer(m, layers) is None]
+    for imp in INTERNAL:
+        if _top(imp.source) != top or _top(imp.target) != top:
+            continue
+        low, high = _layer(imp.target, layers), _layer(imp.source, layers)
+        if low is not None and high is not None and low > high:
+            problems.append(f"{imp}: layer {high // 10} imports the higher layer {low // 10}")
+    return problems
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (or a self-import): Tarjan."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for imp in INTERNAL:
+        graph[imp.source].add(imp.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def _edges_within(component: list[str]) -> list[str]:
+    members = set(component)
+    return [str(imp) for imp in INTERNAL if imp.source in members and imp.target in members]
+
+
+# ------------------------------------------------------------------------------ the graph itself
+def test_the_graph_sees_every_package_and_imports_inside_functions() -> None:
+    # guards the rest: an empty or partial graph would make every rule below pass vacuously
+    assert {"budgetlens", "budgetlens.contract", "budgetlens_lsp.server",
+            "budgetlens_cli.main"} <= set(MODULES)
+    assert len(MODULES) > 40
+    probe = ast.parse("def f():\n    from budgetlens import codes\n"
+                      "if TYPE_CHECKING:\n    import budgetlens.files\n")
+    found = [n for n in ast.walk(probe) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert len(found) == 2
+    assert _resolve("budgetlens.contract.check.CheckOptions") == "budgetlens.contract.check"
+    assert _resolve("yaml") == "yaml"
+
+
+def test_no_import_cycles_anywhere() -> None:
+    cycles = _cycles()
+    assert not cycles, "import cycles (modules, then the imports that close them):\n" + "\n".join(
+        f"- {' <-> '.join(c)}\n    " + "\n    ".join(_edges_within(c)) for c in cycles)
+
+
+# ------------------------------------------------------------------------------ the core
+def test_the_core_imports_no_adapter_no_lsp_and_no_network() -> None:
+    offenders = [str(imp) for imp in IMPORTS
+                 if _top(imp.source) == "budgetlens" and _top(imp.target) in CORE_FORBIDDEN]
+    assert not offenders, "the core imports what it must not:\n" + "\n".join(offenders)
+
+
+def test_the_core_layers_import_only_downwards() -> None:
+    problems = _layer_violations("budgetlens", CORE_LAYERS)
+    assert not problems, "core layering broken:\n" + "\n".join(problems)
+
+
+# ------------------------------------------------------------------------------ the server
+def test_the_server_layers_import_only_downwards() -> None:
+    problems = _layer_violations("budgetlens_lsp", SERVER_LAYERS)
+    assert not problems, "server layering broken:\n" + "\n".join(problems)
+
+
+def test_the_server_never_imports_the_cli() -> None:
+    offenders = [str(imp) for imp in IMPORTS
+                 if _top(imp.source) == "budgetlens_lsp" and _top(imp.target) == "budgetlens_cli"]
+    assert not offenders, "the server imports the CLI:\n" + "\n".join(offenders)
+
+
+def test_the_cli_imports_from_the_server_only_its_start_up() -> None:
+    offenders = [str(imp) for imp in IMPORTS
+                 if _top(imp.source) == "budgetlens_cli" and _top(imp.target) == "budgetlens_lsp"
+                 and imp.target not in CLI_MAY_IMPORT_FROM_SERVER]
+    assert not offenders, ("budgetlens_cli may import from budgetlens_lsp only "
+                           f"{', '.join(CLI_MAY_IMPORT_FROM_SERVER)}:\n" + "\n".join(offenders))
+
+
+def _unexplained_lazy_imports(text: str) -> Iterator[str]:
+    """Imports of project modules inside a function with no comment on or above their line."""
+    lines = text.splitlines()
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.ImportFrom):
+                names = ["(relative)"]
+            else:
+                continue
+            if not any(n == "(relative)" or _top(n) in SOURCES for n in names):
+                continue
+            above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+            if "#" not in lines[node.lineno - 1] and not above.startswith("#"):
+                yield f"{fn.name}:{node.lineno} imports {', '.join(names)}"
+
+
+def test_a_lazy_import_of_a_project_module_says_why() -> None:
+    # ARCH: no import inside a function that dodges a cycle (the cycle test sees those); a lazy
+    # import for start-up speed is allowed with a comment saying so
+    offenders = [f"{path.relative_to(ROOT)} {found}"
+                 for base in (ROOT / "shared_core", ROOT / "server")
+                 for path in sorted(base.rglob("*.py"))
+                 for found in _unexplained_lazy_imports(path.read_text("utf-8"))]
+    assert not offenders, ("imports of project modules inside functions without a comment "
+                           "saying why (on the line or directly above):\n" + "\n".join(offenders))
+
+
+# ------------------------------------------------------------------------------ function length
+def _long_functions(text: str) -> Iterator[str]:
+    """``name:line (n lines)`` of every function longer than the limit and not marked."""
+    lines = text.splitlines()
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assert node.end_lineno is not None
+        length = node.end_lineno - node.lineno + 1
+        if length <= MAX_FUNCTION_LINES:
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        above = lines[first - 2].strip() if first >= 2 else ""
+        if not above.startswith(LONG_FUNCTION_MARK):
+            yield f"{node.name}:{node.lineno} ({length} lines)"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("def f():\n" + "    x = 1\n" * 59, []),
+    ("def f():\n" + "    x = 1\n" * 60, ["f:1 (61 lines)"]),
+    ("# long-function: a state machine\ndef f():\n" + "    x = 1\n" * 60, []),
+    ("# long-function: decorated\n@dec\ndef f():\n" + "    x = 1\n" * 60, []),
+    ("# a comment\ndef f():\n" + "    x = 1\n" * 60, ["f:2 (61 lines)"]),
+    ("class C:\n    async def m(self):\n" + "        x = 1\n" * 60, ["m:2 (61 lines)"]),
+])
+def test_the_length_rule_itself(text: str, expected: list[str]) -> None:
+    assert list(_long_functions(text)) == expected
+
+
+def test_no_function_longer_than_60_lines_unless_marked() -> None:
+    offenders = [f"{path.relative_to(ROOT)} {found}"
+                 for base in (ROOT / "shared_core", ROOT / "server")
+                 for path in sorted(base.rglob("*.py"))
+                 for found in _long_functions(path.read_text("utf-8"))]
+    assert not offenders, (f"functions longer than {MAX_FUNCTION_LINES} lines without a "
+                           f"'{LONG_FUNCTION_MARK} <reason>' comment directly above the def:\n"
+                           + "\n".join(offenders))
