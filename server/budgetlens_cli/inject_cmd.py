@@ -15,7 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from budgetlens.context.injection import InjectionPlan, InjectionRequest, plan_injection
+from budgetlens.context.injection import (
+    InjectionPlan,
+    InjectionRequest,
+    injection_plan_json,
+    plan_injection,
+)
 from budgetlens.context.input_errors import describe_validation_error
 from budgetlens.tokens.core import TokenCounter, TokenizerError, get_tokenizer
 from budgetlens_cli.io import read_text_arg
@@ -63,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     plan = plan_injection(request, counter=counter)
     if args.format == "json":
-        print(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps(injection_plan_json(plan), indent=2, ensure_ascii=False))
     else:
         print(render_text(plan))
     return EXIT_FINDINGS if plan.budget.context_overrun else EXIT_OK

@@ -55,6 +55,7 @@ from pydantic import (
 )
 
 from budgetlens.context.input_errors import InputError, describe_validation_error
+from budgetlens.context.text import one_line
 from budgetlens.tokens.core import TokenizerLike, as_counter
 
 MAX_DOC_CHARS = 8 * 1024 * 1024
@@ -320,13 +321,9 @@ def trim_data(data: JsonValue, tier: Tier, trimming: PackTrimming) -> JsonValue:
     return data
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def render_doc(doc: PackDoc, data: JsonValue, tier: Tier) -> str:
     note = f" (trimmed: {_TIER_NOTE[tier]})" if tier != "full" else ""
-    return f"## {_one_line(doc.schema_type)} · {_one_line(doc.id)}{note}\n{_dumps(data)}\n\n"
+    return f"## {one_line(doc.schema_type)} · {one_line(doc.id)}{note}\n{_dumps(data)}\n\n"
 
 
 def tier_for_rank(rank: int, candidates: int, trimming: PackTrimming) -> Tier:
