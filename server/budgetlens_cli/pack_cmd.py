@@ -20,6 +20,7 @@ from budgetlens.context.packer import (
     PackResult,
     intent_map_from_text,
     pack_context,
+    pack_result_json,
     parse_docs,
 )
 from budgetlens.tokens.core import TokenCounter, TokenizerError, get_tokenizer
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise UsageError("; ".join(exc.messages)) from None
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps(pack_result_json(result), indent=2, ensure_ascii=False))
     else:
         print(render_text(result))
     return EXIT_OK
