@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from enum import Enum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -46,7 +45,7 @@ from budgetlens.context.overlap import (
     background_covered_by_cards,
     detect_bucket_overlap,
 )
-from budgetlens.context.text import one_line
+from budgetlens.context.text import TextEnum, one_line
 from budgetlens.context.unified_budget import (
     UnifiedBudget,
     UnifiedContextBudgetPolicy,
@@ -63,7 +62,7 @@ INTERACTION_POLICY_KIND = "interaction_policy"
 _BUCKET_EXHAUSTED = "bucket budget exhausted"
 
 
-class Tier(str, Enum):
+class Tier(TextEnum):
     """The rendering of a knowledge card, cheapest first."""
 
     COMPACT = "compact"
@@ -74,14 +73,14 @@ class Tier(str, Enum):
 _TIER_ORDER: tuple[Tier, ...] = (Tier.FULL, Tier.STANDARD, Tier.COMPACT)
 
 
-class BucketMode(str, Enum):
+class BucketMode(TextEnum):
     """How a bucket's content is injected (``ManifestBucketCard.mode``)."""
 
     INLINE = "inline"
     MANIFEST = "manifest"
 
 
-class FileMode(str, Enum):
+class FileMode(TextEnum):
     """What became of a bucket file (``FileDecision.mode``)."""
 
     INLINE = "inline"
@@ -89,7 +88,7 @@ class FileMode(str, Enum):
     OMITTED = "omitted"
 
 
-class PartKind(str, Enum):
+class PartKind(TextEnum):
     """What a ``RenderedPart`` renders."""
 
     CARD = "card"
@@ -98,7 +97,7 @@ class PartKind(str, Enum):
     LISTED_FILE = "listed_file"
 
 
-class DegradedState(str, Enum):
+class DegradedState(TextEnum):
     """``UnifiedInjectionManifest.degraded_state`` (see its docstring)."""
 
     NONE = "none"

@@ -36,7 +36,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from enum import Enum
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -56,7 +55,7 @@ from pydantic import (
 )
 
 from budgetlens.context.input_errors import InputError, describe_validation_error
-from budgetlens.context.text import one_line
+from budgetlens.context.text import TextEnum, one_line
 from budgetlens.serialize import to_jsonable
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 
@@ -65,7 +64,7 @@ MAX_DOC_CHARS = 8 * 1024 * 1024
 
 
 
-class Tier(str, Enum):
+class Tier(TextEnum):
     """How much of a document is kept, most first (step 3 of the module doc)."""
 
     FULL = "full"
@@ -73,7 +72,7 @@ class Tier(str, Enum):
     METADATA = "metadata"
 
 
-class Status(str, Enum):
+class Status(TextEnum):
     """What became of a document (``PackedDoc.status``)."""
 
     KEPT = "kept"
