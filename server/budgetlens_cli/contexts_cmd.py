@@ -14,6 +14,7 @@ from typing import Any
 
 from budgetlens import DEFAULT_BUDGET, DEFAULT_MARKER, get_contexts
 from budgetlens.continuation.contexts import DEFAULT_OVERLAP_CHARS
+from budgetlens.serialize import to_jsonable
 from budgetlens_cli.io import read_cut_text
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                        overlap_chars=args.overlap_chars)
     status = EXIT_OK if ctx.json_parsing_success else EXIT_FINDINGS
     if args.format == "json":
-        data = ctx.to_dict()
+        data = to_jsonable(ctx)
         data["dropped_incomplete_bytes"] = dropped
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return status
