@@ -35,6 +35,7 @@ from budgetlens.continuation.cut import (
     Child,
     CutKind,
     Frame,
+    ValueKind,
     expand_run,
     string_keep_end,
 )
@@ -63,7 +64,7 @@ def _indent(depth: int) -> str:
     return INDENT * min(depth, MAX_INDENT_LEVELS)
 
 
-def value_cost(text: str, start: int, end: int, kind: str, limit: int) -> int:
+def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> int:
     """Budget cost of the complete value ``text[start:end]``.
 
     Exact when it is at most ``limit``; otherwise some number above ``limit``: large values
@@ -95,7 +96,7 @@ def string_chars(literal: str) -> int:
     return len(value) if isinstance(value, str) else 0
 
 
-def type_hint(kind: str, count: int = 0, chars: int = 0, first: str = "") -> str:
+def type_hint(kind: ValueKind, count: int = 0, chars: int = 0, first: str = "") -> str:
     if kind == OBJECT:
         return "{}" if count == 0 else f"<object: {_plural(count, 'key')}>"
     if kind == ARRAY:
