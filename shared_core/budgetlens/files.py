@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
+from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
@@ -24,10 +25,22 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MISSING_FINGERPRINT = "missing"
 
 
+class SourceReason(str, Enum):
+    """Why a file cannot be used as text (``SourceError.reason``): a stable word."""
+
+    MISSING = "missing"
+    NOT_A_FILE = "not_a_file"
+    NOT_TEXT = "not_text"
+    TOO_LARGE = "too_large"
+    OUTSIDE_ROOT = "outside_root"
+    UNREADABLE = "unreadable"
+    BAD_PATH = "bad_path"
+
+
 class SourceError(Exception):
     """A file cannot be used as text. ``reason`` is a stable word; ``str()`` says why."""
 
-    reason = "unreadable"
+    reason = SourceReason.UNREADABLE
 
     def __init__(self, path: Path | str, message: str) -> None:
         super().__init__(message)
@@ -36,31 +49,31 @@ class SourceError(Exception):
 
 
 class FileMissing(SourceError):
-    reason = "missing"
+    reason = SourceReason.MISSING
 
 
 class NotAFile(SourceError):
-    reason = "not_a_file"
+    reason = SourceReason.NOT_A_FILE
 
 
 class NotText(SourceError):
-    reason = "not_text"
+    reason = SourceReason.NOT_TEXT
 
 
 class FileTooLarge(SourceError):
-    reason = "too_large"
+    reason = SourceReason.TOO_LARGE
 
 
 class OutsideRoot(SourceError):
-    reason = "outside_root"
+    reason = SourceReason.OUTSIDE_ROOT
 
 
 class Unreadable(SourceError):
-    reason = "unreadable"
+    reason = SourceReason.UNREADABLE
 
 
 class BadPath(SourceError):
-    reason = "bad_path"
+    reason = SourceReason.BAD_PATH
 
 
 def path_problem(path: Path | str) -> str | None:
