@@ -184,14 +184,15 @@ _GREEDY_LEVELS = 32
 _GREEDY = 1 << 62
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``parse_constant`` for strict JSON: ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON."""
     raise ValueError(f"{name} is not JSON")
 
 
 _scanstring: Callable[[str, int, bool], tuple[str, int]] = (  # the C string scanner
     json.decoder.scanstring)  # type: ignore[attr-defined]
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
-    json.JSONDecoder(parse_constant=_reject_constant))  # type: ignore[arg-type]
+    json.JSONDecoder(parse_constant=reject_constant))  # type: ignore[arg-type]
 
 _KIND_OF_TYPE: dict[type, ValueKind] = {
     dict: OBJECT, list: ARRAY, str: STRING, int: NUMBER, float: NUMBER,
@@ -317,7 +318,7 @@ def _describe_bad_string(text: str, pos: int) -> tuple[int, str]:
 # long-function: the JSON scanner is one state machine over the text (states _OPEN.._AFTER,
 # a frame stack, C-speed sibling skipping inlined for speed); split up, its hot loop would pay a
 # call per token and its states would be spread over functions that share every local.
-def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # noqa: C901
+def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
     """Scan the JSON value beginning at ``start``; never raises, never recurses."""
     n = len(text)
     frames: list[Frame] = []

@@ -38,6 +38,7 @@ from budgetlens.continuation.contexts import (
     JsonContexts,
     get_contexts,
 )
+from budgetlens.continuation.cut import reject_constant
 from budgetlens.continuation.merge import MergeResult, merge_with_overlap
 from budgetlens.serialize import to_jsonable
 
@@ -143,14 +144,10 @@ def build_continuation_prompt(prompt: str, contexts: JsonContexts, *,
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parses(text: str) -> bool:
     """Strict JSON, as ``get_contexts`` reads it: ``NaN`` and ``Infinity`` are not JSON."""
     try:
-        json.loads(text, parse_constant=_reject_constant)
+        json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError):
         return False
     return True
