@@ -14,6 +14,7 @@ from typing import Any
 
 from budgetlens import JsonContexts, get_contexts
 from budgetlens.continuation.contexts import DEFAULT_BUDGET, DEFAULT_MARKER, DEFAULT_OVERLAP_CHARS
+from budgetlens.serialize import to_jsonable
 from budgetlens_cli.io import read_cut_text
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError, non_negative_int
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     ctx = get_contexts(text, budget=args.budget, marker=args.marker,
                        overlap_chars=args.overlap_chars)
     if args.format == "json":
-        data = ctx.to_dict()
+        data = to_jsonable(ctx)
         data["dropped_incomplete_bytes"] = dropped
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:

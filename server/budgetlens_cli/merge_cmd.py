@@ -16,6 +16,7 @@ from typing import Any
 
 from budgetlens import merge_with_overlap
 from budgetlens.continuation.merge import MIN_OVERLAP
+from budgetlens.serialize import to_jsonable
 from budgetlens_cli.io import read_cut_text
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     result = merge_with_overlap(base, fragment, min_overlap=args.min_overlap)
     ok = result.has_overlap or result.restarted
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps(to_jsonable(result), indent=2, ensure_ascii=False))
         return EXIT_OK if ok else EXIT_FINDINGS
     sys.stdout.write(result.merged)
     if not result.merged.endswith("\n"):

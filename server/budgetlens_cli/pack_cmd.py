@@ -16,7 +16,13 @@ from typing import Any
 
 from budgetlens import PackResult, TokenCounter, TokenizerError, get_tokenizer, pack_context
 from budgetlens.context.input_errors import InputError
-from budgetlens.context.packer import IntentMap, PackDoc, intent_map_from_text, parse_docs
+from budgetlens.context.packer import (
+    IntentMap,
+    PackDoc,
+    intent_map_from_text,
+    pack_result_json,
+    parse_docs,
+)
 from budgetlens_cli.io import invalid, read_text_arg
 from budgetlens_cli.main import EXIT_OK, UsageError, non_negative_int
 
@@ -91,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise UsageError("; ".join(exc.messages)) from None
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps(pack_result_json(result), indent=2, ensure_ascii=False))
     else:
         print(render_text(result))
     return EXIT_OK

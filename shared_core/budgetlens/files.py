@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
+from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
@@ -24,10 +25,22 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MISSING_FINGERPRINT = "missing"
 
 
+class SourceReason(str, Enum):
+    """Why a file cannot be used as text (``SourceError.reason``): a stable word."""
+
+    MISSING = "missing"
+    NOT_A_FILE = "not_a_file"
+    NOT_TEXT = "not_text"
+    TOO_LARGE = "too_large"
+    OUTSIDE_ROOT = "outside_root"
+    UNREADABLE = "unreadable"
+    BAD_PATH = "bad_path"
+
+
 class SourceError(Exception):
     """A file cannot be used as text. ``reason`` is a stable word; ``str()`` says why."""
 
-    reason = "unreadable"
+    reason = SourceReason.UNREADABLE
 
     def __init__(self, path: Path | str, message: str) -> None:
         super().__init__(message)
@@ -36,31 +49,31 @@ class SourceError(Exception):
 
 
 class FileMissing(SourceError):
-    reason = "missing"
+    reason = SourceReason.MISSING
 
 
 class NotAFile(SourceError):
-    reason = "not_a_file"
+    reason = SourceReason.NOT_A_FILE
 
 
 class NotText(SourceError):
-    reason = "not_text"
+    reason = SourceReason.NOT_TEXT
 
 
 class FileTooLarge(SourceError):
-    reason = "too_large"
+    reason = SourceReason.TOO_LARGE
 
 
 class OutsideRoot(SourceError):
-    reason = "outside_root"
+    reason = SourceReason.OUTSIDE_ROOT
 
 
 class Unreadable(SourceError):
-    reason = "unreadable"
+    reason = SourceReason.UNREADABLE
 
 
 class BadPath(SourceError):
-    reason = "bad_path"
+    reason = SourceReason.BAD_PATH
 
 
 def path_problem(path: Path | str) -> str | None:
@@ -93,7 +106,8 @@ def decode_text(data: bytes, path: Path | str) -> str:
                             f" at offset {exc.start})") from None
 
 
-def _within(path: str, root: str) -> bool:
+def within(path: str, root: str) -> bool:
+    """Whether the absolute path ``path`` is ``root`` or below it (as written, no resolving)."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
@@ -101,16 +115,29 @@ def is_inside(path: Path | str, root: Path | str) -> bool:
     """Whether ``path`` is inside ``root`` both as written and after resolving symlinks."""
     p = os.path.abspath(path)
     r = os.path.abspath(root)
-    if not _within(p, r):
+    if not within(p, r):
         return False
     try:
-        return _within(os.path.realpath(p), os.path.realpath(r))
+        return within(os.path.realpath(p), os.path.realpath(r))
     except (OSError, ValueError):  # pragma: no cover - realpath does not raise on loops
         return False
 
 
-def _key(path: Path | str) -> str:
+def path_key(path: Path | str) -> str:
+    """The key of a path in a per-file table: absolute, case-normalised as the platform does."""
     return os.path.normcase(os.path.abspath(path))
+
+
+def _stat(path: Path) -> os.stat_result:
+    """``os.stat(path)``, its failures as ``SourceError`` subclasses."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        raise FileMissing(path, f"{path}: no such file") from None
+    except NotADirectoryError:
+        raise FileMissing(path, f"{path}: no such file (a parent is not a folder)") from None
+    except OSError as exc:
+        raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 class DiskFiles:
@@ -130,14 +157,7 @@ class DiskFiles:
             raise BadPath(path, f"{str(path)!r}: {problem}")
         if self.root is not None and not is_inside(path, self.root):
             raise OutsideRoot(path, f"{path}: resolves outside the workspace root {self.root}")
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise FileMissing(path, f"{path}: no such file") from None
-        except NotADirectoryError:
-            raise FileMissing(path, f"{path}: no such file (a parent is not a folder)") from None
-        except OSError as exc:
-            raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
+        st = _stat(path)
         if stat.S_ISDIR(st.st_mode):
             raise NotAFile(path, f"{path}: is a directory, expected a file")
         if not stat.S_ISREG(st.st_mode):
@@ -175,13 +195,13 @@ class OverlayFiles:
                  max_chars: int = MAX_FILE_BYTES) -> None:
         self.base = base
         self.max_chars = max_chars
-        self._texts: dict[str, str] = {_key(p): t for p, t in overlay.items()}
+        self._texts: dict[str, str] = {path_key(p): t for p, t in overlay.items()}
 
     def __contains__(self, path: object) -> bool:
-        return isinstance(path, (str, Path)) and _key(path) in self._texts
+        return isinstance(path, (str, Path)) and path_key(path) in self._texts
 
     def read_text(self, path: Path) -> str:
-        text = self._texts.get(_key(path))
+        text = self._texts.get(path_key(path))
         if text is None:
             return self.base.read_text(path)
         if len(text) > self.max_chars:
@@ -192,7 +212,7 @@ class OverlayFiles:
         return text[1:] if text.startswith("\ufeff") else text
 
     def fingerprint(self, path: Path) -> str:
-        text = self._texts.get(_key(path))
+        text = self._texts.get(path_key(path))
         if text is None:
             return self.base.fingerprint(path)
         return "mem:" + content_hash(text)

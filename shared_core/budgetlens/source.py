@@ -14,14 +14,25 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from budgetlens.serialize import JSON_KEY, to_jsonable
+
+
+def _compat_to_dict(value: Any) -> dict[str, Any]:
+    """``to_jsonable(value)``. The ``to_dict`` methods of this module only delegate here: they
+    stay while code outside the core's shared layer (contract reports, the server's diagnostic
+    data, the CLI) still calls them; new code calls ``to_jsonable``."""
+    out: dict[str, Any] = to_jsonable(value)
+    return out
+
 
 @dataclass(frozen=True, order=True)
 class Position:
     line: int
     character: int
 
-    def to_dict(self) -> dict[str, int]:
-        return {"line": self.line, "character": self.character}
+    def to_dict(self) -> dict[str, Any]:
+        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
+        return _compat_to_dict(self)
 
 
 @dataclass(frozen=True)
@@ -36,8 +47,9 @@ class Range:
                    Position(line if end_line is None else end_line,
                             character if end_character is None else end_character))
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        return {"start": self.start.to_dict(), "end": self.end.to_dict()}
+    def to_dict(self) -> dict[str, Any]:
+        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
+        return _compat_to_dict(self)
 
 
 FILE_START = Range.at(0, 0)
@@ -51,7 +63,8 @@ class Location:
     range: Range = FILE_START
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "range": self.range.to_dict()}
+        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
+        return _compat_to_dict(self)
 
 
 class Severity(str, Enum):
@@ -78,19 +91,14 @@ class Diagnostic:
     message: str
     pipeline: str | None = None
     step: str | None = None
-    related: tuple[Related, ...] = ()
-    data: dict[str, Any] | None = field(default=None, compare=False)
+    related: tuple[Related, ...] = field(default=(), metadata={JSON_KEY: False})
+    """Not in the JSON form (the CLI and the server each show it their own way)."""
+    data: dict[str, Any] | None = field(default=None, compare=False, metadata={JSON_KEY: False})
+    """The payload of a quick fix; not in the JSON form."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "range": self.range.to_dict(),
-            "severity": self.severity.value,
-            "code": self.code,
-            "message": self.message,
-            "pipeline": self.pipeline,
-            "step": self.step,
-        }
+        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
+        return _compat_to_dict(self)
 
 
 def unique_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

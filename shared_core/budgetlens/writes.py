@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from budgetlens.files import DiskFiles
+from budgetlens.files import DiskFiles, path_key, within
 
 _TMP_SUFFIX = ".budgetlens-tmp"
 
@@ -74,12 +74,8 @@ class SnapshotFiles(DiskFiles):
         super().__init__(root, **kwargs)
         self._bytes: dict[str, bytes] = {}
 
-    @staticmethod
-    def _key(path: Path | str) -> str:
-        return os.path.normcase(os.path.abspath(path))
-
     def read_bytes(self, path: Path) -> bytes:
-        key = self._key(path)
+        key = path_key(path)
         data = self._bytes.get(key)
         if data is None:
             data = self._bytes[key] = super().read_bytes(path)
@@ -87,7 +83,7 @@ class SnapshotFiles(DiskFiles):
 
     def snapshot(self, path: Path | str) -> bytes | None:
         """The bytes read from ``path``, or None when it was not read."""
-        return self._bytes.get(self._key(path))
+        return self._bytes.get(path_key(path))
 
 
 class WriteError(Exception):
@@ -127,14 +123,26 @@ class _Target:
     backup_tmp: str | None = None
 
 
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+_Entry = tuple[str, PlannedWrite, bytes, os.stat_result]
+"""One name of the plan: the name, its planned write, the new bytes and the file's stat."""
 
 
 def _check_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
-               root: str | Path | None = None) -> list[_Target]:
+                root: str | Path | None = None) -> list[_Target]:
     """Phase 1 of ``write_plan``: the real files to write, or ``WriteRefused``."""
-    groups: dict[tuple[int, int], list[tuple[str, PlannedWrite, bytes, os.stat_result]]] = {}
+    targets: list[_Target] = []
+    for entries in _names_by_file(plan, root).values():
+        target = _target(entries, root)
+        if target is not None:
+            targets.append(target)
+    return sorted(targets, key=lambda t: t.names[0])
+
+
+def _names_by_file(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
+                   root: str | Path | None) -> dict[tuple[int, int], list[_Entry]]:
+    """The plan's names grouped by the file (device, inode) they name; a missing file whose
+    planned bytes are its original ones is left out (nothing to write)."""
+    groups: dict[tuple[int, int], list[_Entry]] = {}
     for name, write in sorted((str(p), w) for p, w in plan.items()):
         if write.root is None and root is None:
             raise ValueError(f"{name}: no workspace root given")
@@ -151,41 +159,49 @@ def _check_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
         except OSError as exc:
             raise WriteRefused(name, f"cannot be checked ({exc.strerror or exc})") from None
         groups.setdefault((st.st_dev, st.st_ino), []).append((name, write, new, st))
-    targets: list[_Target] = []
-    for entries in groups.values():
-        first, write, new, st = entries[0]
-        for name, _, other, _ in entries[1:]:
-            if other != new:
-                raise WriteRefused(name, f"is the same file as {first}"
-                                         f" ({os.path.realpath(name)}) and the plan gives the"
-                                         " two names different texts")
-        if all(new == w.original for _, w, _, _ in entries):
-            continue
-        real = os.path.realpath(first)
-        for name, w, _, _ in entries:
-            where = w.root if w.root is not None else root
-            assert where is not None
-            if not _within(real, os.path.realpath(where)):
-                via = f"resolves to {real}, " if real != os.path.abspath(name) else "is "
-                raise WriteRefused(name, f"{via}outside the workspace root {where}")
-        if not stat.S_ISREG(st.st_mode):
-            raise WriteRefused(first, "not a regular file")
-        if st.st_nlink > 1:   # (symlinks do not count: they are one name each)
-            raise WriteRefused(first, f"has {st.st_nlink} hard links; replacing it would"
-                                      " leave the old text under its other names")
-        if not st.st_mode & stat.S_IWUSR:
-            raise WriteRefused(first, f"is read-only (mode {stat.S_IMODE(st.st_mode):o})")
-        if not os.access(real, os.W_OK):
-            raise WriteRefused(first, "is not writable by this user")
-        folder = os.path.dirname(real)
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise WriteRefused(first, f"its folder {folder} does not allow a new file"
-                                      " (it is written through a temporary file)")
-        for name, w, _, _ in entries:
-            _compare(name, real, w.original)
-        targets.append(_Target(sorted(n for n, _, _, _ in entries), real, write,
-                               stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid))
-    return sorted(targets, key=lambda t: t.names[0])
+    return groups
+
+
+def _target(entries: list[_Entry], root: str | Path | None) -> _Target | None:
+    """The file the names of ``entries`` share, checked; None when nothing changes."""
+    first, write, new, st = entries[0]
+    for name, _, other, _ in entries[1:]:
+        if other != new:
+            raise WriteRefused(name, f"is the same file as {first}"
+                                     f" ({os.path.realpath(name)}) and the plan gives the"
+                                     " two names different texts")
+    if all(new == w.original for _, w, _, _ in entries):
+        return None
+    real = os.path.realpath(first)
+    for name, w, _, _ in entries:
+        where = w.root if w.root is not None else root
+        assert where is not None
+        if not within(real, os.path.realpath(where)):
+            via = f"resolves to {real}, " if real != os.path.abspath(name) else "is "
+            raise WriteRefused(name, f"{via}outside the workspace root {where}")
+    _check_writable(first, real, st)
+    for name, w, _, _ in entries:
+        _compare(name, real, w.original)
+    return _Target(sorted(n for n, _, _, _ in entries), real, write,
+                   stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+
+
+def _check_writable(first: str, real: str, st: os.stat_result) -> None:
+    """``WriteRefused`` unless ``real`` is a regular file with one name that this user may
+    replace through a temporary file in its folder."""
+    if not stat.S_ISREG(st.st_mode):
+        raise WriteRefused(first, "not a regular file")
+    if st.st_nlink > 1:   # (symlinks do not count: they are one name each)
+        raise WriteRefused(first, f"has {st.st_nlink} hard links; replacing it would"
+                                  " leave the old text under its other names")
+    if not st.st_mode & stat.S_IWUSR:
+        raise WriteRefused(first, f"is read-only (mode {stat.S_IMODE(st.st_mode):o})")
+    if not os.access(real, os.W_OK):
+        raise WriteRefused(first, "is not writable by this user")
+    folder = os.path.dirname(real)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise WriteRefused(first, f"its folder {folder} does not allow a new file"
+                                  " (it is written through a temporary file)")
 
 
 def _compare(name: str, real: str, original: bytes) -> None:
@@ -267,6 +283,25 @@ def write_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
     before the files are compared with the plan's bytes the second time.
     """
     targets = _check_plan(plan, root)
+    _prepare(targets)
+    try:
+        if before_replace is not None:
+            before_replace()
+        for t in targets:
+            for name in t.names:
+                _compare(name, t.real, t.write.original)
+    except BaseException:
+        _discard(targets)
+        raise
+    _replace(targets)
+    for folder in sorted({os.path.dirname(t.real) for t in targets}):
+        _fsync_folder(folder)
+    _discard(targets)
+    return [name for t in targets for name in t.names]
+
+
+def _prepare(targets: list[_Target]) -> None:
+    """Phase 2: the new bytes and the rollback copy of every target in temporary files."""
     current = targets[0] if targets else None
     try:
         for current in targets:
@@ -280,15 +315,10 @@ def write_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
         raise WriteFailed(current.names[0], f"cannot write a temporary file next to it"
                                             f" ({exc.strerror or exc}); nothing was written",
                           restored=True) from None
-    try:
-        if before_replace is not None:
-            before_replace()
-        for t in targets:
-            for name in t.names:
-                _compare(name, t.real, t.write.original)
-    except BaseException:
-        _discard(targets)
-        raise
+
+
+def _replace(targets: list[_Target]) -> None:
+    """Phase 3: each new file in place; on a failure, those already replaced are put back."""
     done: list[_Target] = []
     for t in targets:
         assert t.new_tmp is not None
@@ -301,10 +331,6 @@ def write_plan(plan: Mapping[str, PlannedWrite] | Mapping[Path, PlannedWrite],
             raise failure from None
         t.new_tmp = None
         done.append(t)
-    for folder in sorted({os.path.dirname(t.real) for t in targets}):
-        _fsync_folder(folder)
-    _discard(targets)
-    return [name for t in targets for name in t.names]
 
 
 def _roll_back(failed: _Target, done: list[_Target], targets: list[_Target],

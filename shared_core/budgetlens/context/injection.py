@@ -45,11 +45,13 @@ from budgetlens.context.overlap import (
     background_covered_by_cards,
     detect_bucket_overlap,
 )
+from budgetlens.context.text import TextEnum, one_line
 from budgetlens.context.unified_budget import (
     UnifiedBudget,
     UnifiedContextBudgetPolicy,
     compute_unified_budget,
 )
+from budgetlens.serialize import to_jsonable
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -57,8 +59,50 @@ SUB_BUDGET_EXHAUSTED = "sub_budget_exhausted"
 PROCEDURE_KIND = "procedure"
 INTERACTION_POLICY_KIND = "interaction_policy"
 
-Tier = Literal["compact", "standard", "full"]
-_TIER_ORDER: tuple[Tier, ...] = ("full", "standard", "compact")
+_BUCKET_EXHAUSTED = "bucket budget exhausted"
+
+
+class Tier(TextEnum):
+    """The rendering of a knowledge card, cheapest first."""
+
+    COMPACT = "compact"
+    STANDARD = "standard"
+    FULL = "full"
+
+
+_TIER_ORDER: tuple[Tier, ...] = (Tier.FULL, Tier.STANDARD, Tier.COMPACT)
+
+
+class BucketMode(TextEnum):
+    """How a bucket's content is injected (``ManifestBucketCard.mode``)."""
+
+    INLINE = "inline"
+    MANIFEST = "manifest"
+
+
+class FileMode(TextEnum):
+    """What became of a bucket file (``FileDecision.mode``)."""
+
+    INLINE = "inline"
+    MANIFEST = "manifest"
+    OMITTED = "omitted"
+
+
+class PartKind(TextEnum):
+    """What a ``RenderedPart`` renders."""
+
+    CARD = "card"
+    BACKGROUND = "background"
+    FILE = "file"
+    LISTED_FILE = "listed_file"
+
+
+class DegradedState(TextEnum):
+    """``UnifiedInjectionManifest.degraded_state`` (see its docstring)."""
+
+    NONE = "none"
+    PARTIAL = "partial"
+    UNAVAILABLE = "unavailable"
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=120)]
 Str40 = Annotated[str, StringConstraints(max_length=40)]
@@ -131,7 +175,7 @@ class KnowledgeCardCandidate(BaseModel):
     source_bundle_ids: list[Str120] = Field(default_factory=list)
 
     def text_for(self, tier: Tier) -> str | None:
-        return self.full if tier == "full" else self.standard if tier == "standard" \
+        return self.full if tier == Tier.FULL else self.standard if tier == Tier.STANDARD \
             else self.compact
 
 
@@ -177,8 +221,8 @@ class TierThresholds:
 
     def tier_for(self, relevance: float) -> Tier:
         if relevance >= self.full:
-            return "full"
-        return "standard" if relevance >= self.standard else "compact"
+            return Tier.FULL
+        return Tier.STANDARD if relevance >= self.standard else Tier.COMPACT
 
 
 # ----------------------------------------------------------------------------------------------
@@ -210,7 +254,7 @@ class ManifestBucketCard(BaseModel):
 
     bucket_id: Str120
     bucket_title: Str80
-    mode: Literal["inline", "manifest"]
+    mode: BucketMode
     background_included: bool
     background_suppressed_by_overlap: bool = False
     files_inlined: int = 0
@@ -240,11 +284,8 @@ class UnifiedInjectionManifest(BaseModel):
     bucket_cards: list[ManifestBucketCard] = Field(default_factory=list)
     overlap_detections: int = 0
     cards_suppressed_by_bucket_overlap: int = 0
-    degraded_state: Literal["none", "partial", "unavailable"] = "none"
+    degraded_state: DegradedState = DegradedState.NONE
     schema_version: Literal[1] = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -255,7 +296,7 @@ class UnifiedInjectionManifest(BaseModel):
 class RenderedPart:
     """One rendered block: a card, a bucket background, an inlined or a listed file."""
 
-    kind: Literal["card", "background", "file", "listed_file"]
+    kind: PartKind
     ref: str
     """``node_id`` for a card, ``bucket_id`` for a background, ``bucket_id:file_id`` for files."""
     text: str
@@ -266,7 +307,7 @@ class RenderedPart:
 class FileDecision:
     bucket_id: str
     file_id: str
-    mode: Literal["inline", "manifest", "omitted"]
+    mode: FileMode
     tokens: int
     reason: str = ""
 
@@ -295,25 +336,29 @@ class InjectionPlan:
         """The text to inject: knowledge cards, then bucket content."""
         return self.cards_text + self.buckets_text
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "manifest": self.manifest.to_dict(),
-            "budget": self.budget.to_dict(),
-            "tokenizer": self.tokenizer,
-            "files": [{"bucket_id": f.bucket_id, "file_id": f.file_id, "mode": f.mode,
-                       "tokens": f.tokens, **({"reason": f.reason} if f.reason else {})}
-                      for f in self.files],
-            "rendered": self.rendered,
-        }
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def manifest_json(manifest: UnifiedInjectionManifest) -> dict[str, Any]:
+    """The manifest as JSON data; absent optional fields (None) are left out."""
+    return manifest.model_dump(mode="json", exclude_none=True)
+
+
+def injection_plan_json(plan: InjectionPlan) -> dict[str, Any]:
+    """The plan as JSON data (``budgetlens inject --format json``): the manifest, the budget,
+    the tokenizer, the file decisions (``reason`` only when there is one) and the text."""
+    return {
+        "manifest": manifest_json(plan.manifest),
+        "budget": to_jsonable(plan.budget),
+        "tokenizer": plan.tokenizer,
+        "files": [{k: v for k, v in to_jsonable(f).items() if k != "reason" or v}
+                  for f in plan.files],
+        "rendered": plan.rendered,
+    }
 
 
 def _block(header: str, body: str) -> str:
     body = body.strip()
-    return f"[{_one_line(header)}]\n{body}\n" if body else f"[{_one_line(header)}]\n"
+    return f"[{one_line(header)}]\n{body}\n" if body else f"[{one_line(header)}]\n"
 
 
 def _card_block(card: KnowledgeCardCandidate, text: str) -> str:
@@ -363,203 +408,314 @@ def plan_injection(
     you keep between requests to reuse its cache. Raises ``TokenizerError`` for an unknown
     tokenizer; the request is validated by its model.
     """
-    counter = as_counter(request.tokenizer if counter is None else counter)
-    policy = request.policy
-    has_buckets = any(b.background.strip() or b.files for b in request.buckets)
-    has_cards = bool(request.knowledge_cards)
+    count = as_counter(request.tokenizer if counter is None else counter)
+    budget = _step_a_budget(request)
+    states = [_BucketState(b) for b in request.buckets]
+    files = _step_b_bucket_files(states, budget.bucket_budget, count)
+    ranked = _step_c_rank_cards(request.knowledge_cards)
+    redundant = _step_d_overlap(ranked, files.inlined)
+    cards = _step_e_render_cards(ranked, redundant, budget, tiers, count)
+    buckets = _step_f_render_buckets(states, cards.rendered, budget.bucket_budget, count)
+    degraded = files.degraded or cards.degraded or buckets.degraded
+    manifest = _step_g_manifest(request, budget, ranked, cards, states, _Tally(
+        degraded=degraded, overlap=len(redundant) + buckets.suppressed_backgrounds,
+        cards_by_overlap=len(redundant)), _timestamp(request, now))
+    decisions = tuple(_final_decision(d, states) for d in files.decisions)
+    return InjectionPlan(manifest, budget, tuple(cards.parts), tuple(buckets.parts),
+                         decisions, count.name)
 
-    # a. budget
-    budget = compute_unified_budget(
+
+def _has_bucket_content(request: InjectionRequest) -> bool:
+    return any(b.background.strip() or b.files for b in request.buckets)
+
+
+# a. the unified budget
+
+def _step_a_budget(request: InjectionRequest) -> UnifiedBudget:
+    return compute_unified_budget(
         model_context_window=request.model_context_window,
         tokens_used_before=request.tokens_used_before,
-        policy=policy,
-        has_bucket_content=has_buckets,
-        has_knowledge_cards=has_cards,
+        policy=request.policy,
+        has_bucket_content=_has_bucket_content(request),
+        has_knowledge_cards=bool(request.knowledge_cards),
         bucket_is_direct_target=request.bucket_is_direct_target,
     )
-    degraded = False
 
-    # b. bucket backgrounds reserved first, then files inline vs manifest
-    bucket_left = budget.bucket_budget
-    states = [_BucketState(b) for b in request.buckets]
+
+# b. bucket backgrounds reserved first, then each file inline, listed (manifest) or omitted
+
+@dataclass
+class _FilePlacement:
+    left: int
+    """Bucket budget not yet taken."""
+    decisions: list[FileDecision] = field(default_factory=list)
+    inlined: list[BucketFileRef] = field(default_factory=list)
+    degraded: bool = False
+
+
+def _step_b_bucket_files(states: list[_BucketState], bucket_budget: int,
+                         counter: TokenCounter) -> _FilePlacement:
+    out = _FilePlacement(bucket_budget)
+    _reserve_backgrounds(states, out, counter)
     for st in states:
-        if st.bucket.background.strip():
-            part = RenderedPart("background", st.bucket.bucket_id,
-                                _block(f"bucket {_bucket_label(st.bucket)}: background",
-                                       st.bucket.background), 0)
-            cost = counter.count(part.text) if bucket_left > 0 else bucket_left + 1
-            if cost <= bucket_left:
-                st.background = RenderedPart(part.kind, part.ref, part.text, cost)
-                bucket_left -= cost
-            else:
-                degraded = True
-    decisions: list[FileDecision] = []
-    inlined_refs: list[BucketFileRef] = []
-    for st in states:
-        label = _bucket_label(st.bucket)
         for f in st.bucket.files:
             ref = BucketFileRef(st.bucket.bucket_id, f.file_id)
-            reason = "mode manifest" if f.mode == "manifest" else ""
-            if f.mode == "inline" and bucket_left > 0:
-                text = _block(f"bucket {label}: file {_file_label(f)}", f.text)
-                cost = counter.count(text)
-                if cost <= bucket_left:
-                    st.files.append(RenderedPart("file", ref.ref, text, cost))
-                    st.inlined += 1
-                    bucket_left -= cost
-                    inlined_refs.append(ref)
-                    decisions.append(FileDecision(ref.bucket_id, ref.file_id, "inline", cost))
-                    continue
-                reason = f"inline text ({cost} tokens) exceeds the bucket budget left"
-            elif f.mode == "inline":
-                reason = "bucket budget exhausted"
-            text = _block(f"bucket {label}: file {_file_label(f)} (not inlined)",
-                          _one_line(f.summary))
-            cost = counter.count(text) if bucket_left > 0 else bucket_left + 1
-            if cost <= bucket_left:
-                st.files.append(RenderedPart("listed_file", ref.ref, text, cost))
-                st.listed += 1
-                bucket_left -= cost
-                decisions.append(FileDecision(ref.bucket_id, ref.file_id, "manifest", cost,
-                                              reason))
-            else:
-                degraded = True
-                decisions.append(FileDecision(ref.bucket_id, ref.file_id, "omitted", 0,
-                                              "bucket budget exhausted"))
+            reason = _inline_file(st, f, ref, out, counter)
+            if reason is not None:
+                _list_file(st, f, ref, reason, out, counter)
+    return out
 
-    # c. card candidates by relevance; d. overlap
-    ranked = sorted(request.knowledge_cards, key=lambda c: (-c.relevance_score, c.node_id))
-    overlap = detect_bucket_overlap(bucket_files_to_inline=inlined_refs,
+
+def _reserve_backgrounds(states: list[_BucketState], out: _FilePlacement,
+                         counter: TokenCounter) -> None:
+    for st in states:
+        if not st.bucket.background.strip():
+            continue
+        text = _block(f"bucket {_bucket_label(st.bucket)}: background", st.bucket.background)
+        cost = counter.count(text) if out.left > 0 else out.left + 1
+        if cost <= out.left:
+            st.background = RenderedPart(PartKind.BACKGROUND, st.bucket.bucket_id, text, cost)
+            out.left -= cost
+        else:
+            out.degraded = True
+
+
+def _inline_file(st: _BucketState, f: BucketFile, ref: BucketFileRef, out: _FilePlacement,
+                 counter: TokenCounter) -> str | None:
+    """Inline ``f`` when its mode allows and its text fits: None, else why it was not."""
+    if f.mode == "manifest":
+        return "mode manifest"
+    if out.left <= 0:
+        return "bucket budget exhausted"
+    text = _block(f"bucket {_bucket_label(st.bucket)}: file {_file_label(f)}", f.text)
+    cost = counter.count(text)
+    if cost > out.left:
+        return f"inline text ({cost} tokens) exceeds the bucket budget left"
+    st.files.append(RenderedPart(PartKind.FILE, ref.ref, text, cost))
+    st.inlined += 1
+    out.left -= cost
+    out.inlined.append(ref)
+    out.decisions.append(FileDecision(ref.bucket_id, ref.file_id, FileMode.INLINE, cost))
+    return None
+
+
+def _list_file(st: _BucketState, f: BucketFile, ref: BucketFileRef, reason: str,
+               out: _FilePlacement, counter: TokenCounter) -> None:
+    """List ``f`` by name and summary when that fits, else omit it."""
+    text = _block(f"bucket {_bucket_label(st.bucket)}: file {_file_label(f)} (not inlined)",
+                  one_line(f.summary))
+    cost = counter.count(text) if out.left > 0 else out.left + 1
+    if cost <= out.left:
+        st.files.append(RenderedPart(PartKind.LISTED_FILE, ref.ref, text, cost))
+        st.listed += 1
+        out.left -= cost
+        out.decisions.append(FileDecision(ref.bucket_id, ref.file_id, FileMode.MANIFEST, cost,
+                                          reason))
+    else:
+        out.degraded = True
+        out.decisions.append(FileDecision(ref.bucket_id, ref.file_id, FileMode.OMITTED, 0,
+                                          _BUCKET_EXHAUSTED))
+
+
+# c. card candidates ranked by relevance
+
+def _step_c_rank_cards(cards: Sequence[KnowledgeCardCandidate]) -> list[KnowledgeCardCandidate]:
+    return sorted(cards, key=lambda c: (-c.relevance_score, c.node_id))
+
+
+# d. overlap with the inlined bucket files
+
+def _step_d_overlap(ranked: list[KnowledgeCardCandidate],
+                    inlined: list[BucketFileRef]) -> set[str]:
+    overlap = detect_bucket_overlap(bucket_files_to_inline=inlined,
                                     knowledge_card_candidates=ranked)
-    redundant = set(overlap.redundant_card_ids)
+    return set(overlap.redundant_card_ids)
 
-    # e. cards within the knowledge card budget (and the per-kind sub-budgets)
+
+# e. cards within the knowledge card budget (and the per-kind sub-budgets)
+
+@dataclass
+class _CardRendering:
+    entries: dict[str, tuple[Tier, int, str | None]] = field(default_factory=dict)
+    """Per card: the tier, its tokens and why it was suppressed (None: rendered)."""
+    parts: list[RenderedPart] = field(default_factory=list)
+    rendered: list[KnowledgeCardCandidate] = field(default_factory=list)
+    degraded: bool = False
+
+
+def _step_e_render_cards(ranked: list[KnowledgeCardCandidate], redundant: set[str],
+                         budget: UnifiedBudget, tiers: TierThresholds,
+                         counter: TokenCounter) -> _CardRendering:
+    out = _CardRendering()
     card_left = budget.knowledge_card_budget
     sub_left = {PROCEDURE_KIND: budget.procedure_sub_budget,
                 INTERACTION_POLICY_KIND: budget.interaction_policy_sub_budget}
-    card_parts: list[RenderedPart] = []
-    entries: dict[str, tuple[Tier, int, str | None]] = {}
-    rendered_cards: list[KnowledgeCardCandidate] = []
     for card in ranked:
         wanted = tiers.tier_for(card.relevance_score)
         if card.node_id in redundant:
-            entries[card.node_id] = (wanted, 0, BUCKET_FILE_OVERLAP)
+            out.entries[card.node_id] = (wanted, 0, BUCKET_FILE_OVERLAP)
             continue
         limit = min(card_left, sub_left.get(card.node_kind, card_left))
-        chosen: tuple[Tier, str, int] | None = None
-        if limit > 0:
-            for tier in _TIER_ORDER[_TIER_ORDER.index(wanted):]:
-                body = card.text_for(tier)
-                if body is None:
-                    continue
-                block = _card_block(card, body)
-                cost = counter.count(block)
-                if cost <= limit:
-                    chosen = (tier, block, cost)
-                    break
+        chosen = _cheapest_fitting_tier(card, wanted, limit, counter)
         if chosen is None:
-            degraded = True
+            out.degraded = True
             why = BUDGET_EXHAUSTED if limit == card_left else \
                 f"{SUB_BUDGET_EXHAUSTED}:{card.node_kind}"
-            entries[card.node_id] = (wanted, 0, why)
+            out.entries[card.node_id] = (wanted, 0, why)
             continue
         tier, block, cost = chosen
         card_left -= cost
         if card.node_kind in sub_left:
             sub_left[card.node_kind] -= cost
-        card_parts.append(RenderedPart("card", card.node_id, block, cost))
-        rendered_cards.append(card)
-        entries[card.node_id] = (tier, cost, None)
-    # Tokenizers whose counts are not additive over blocks: drop the lowest-ranked card until
-    # the concatenation fits (never happens with the shipped tiktoken encodings).
-    while card_parts and not _fits_joined(card_parts, budget.knowledge_card_budget, counter):
-        dropped = card_parts.pop()
-        rendered_cards.pop()
-        tier, _, _ = entries[dropped.ref]
-        entries[dropped.ref] = (tier, 0, BUDGET_EXHAUSTED)
-        degraded = True
+        out.parts.append(RenderedPart(PartKind.CARD, card.node_id, block, cost))
+        out.rendered.append(card)
+        out.entries[card.node_id] = (tier, cost, None)
+    _drop_cards_until_joined_fits(out, budget.knowledge_card_budget, counter)
+    return out
 
-    # f. buckets within the bucket budget, backgrounds deduplicated against rendered cards
-    suppressed_backgrounds = 0
+
+def _cheapest_fitting_tier(card: KnowledgeCardCandidate, wanted: Tier, limit: int,
+                           counter: TokenCounter) -> tuple[Tier, str, int] | None:
+    """The first tier from ``wanted`` down whose block fits ``limit``: tier, block, cost."""
+    if limit <= 0:
+        return None
+    for tier in _TIER_ORDER[_TIER_ORDER.index(wanted):]:
+        body = card.text_for(tier)
+        if body is None:
+            continue
+        block = _card_block(card, body)
+        cost = counter.count(block)
+        if cost <= limit:
+            return tier, block, cost
+    return None
+
+
+def _drop_cards_until_joined_fits(out: _CardRendering, budget: int,
+                                  counter: TokenCounter) -> None:
+    """Tokenizers whose counts are not additive over blocks: drop the lowest-ranked card
+    until the concatenation fits (never happens with the shipped tiktoken encodings)."""
+    while out.parts and not _fits_joined(out.parts, budget, counter):
+        dropped = out.parts.pop()
+        out.rendered.pop()
+        tier, _, _ = out.entries[dropped.ref]
+        out.entries[dropped.ref] = (tier, 0, BUDGET_EXHAUSTED)
+        out.degraded = True
+
+
+# f. buckets within the bucket budget, backgrounds deduplicated against rendered cards
+
+@dataclass
+class _BucketRendering:
+    parts: list[RenderedPart]
+    suppressed_backgrounds: int
+    degraded: bool = False
+
+
+def _step_f_render_buckets(states: list[_BucketState],
+                           rendered_cards: list[KnowledgeCardCandidate], bucket_budget: int,
+                           counter: TokenCounter) -> _BucketRendering:
+    suppressed = 0
     for st in states:
         if st.background is not None and background_covered_by_cards(st.bucket.matter_id,
                                                                     rendered_cards):
             st.background = None
             st.background_suppressed = True
-            suppressed_backgrounds += 1
-    bucket_parts: list[RenderedPart] = []
+            suppressed += 1
+    parts: list[RenderedPart] = []
     for st in states:
         if st.background is not None:
-            bucket_parts.append(st.background)
-        bucket_parts.extend(st.files)
-    while bucket_parts and not _fits_joined(bucket_parts, budget.bucket_budget, counter):
-        dropped = bucket_parts.pop()
-        degraded = True
-        for st in states:
-            if dropped is st.background:
-                st.background = None
-            elif dropped in st.files:
-                st.files.remove(dropped)
-                if dropped.kind == "file":
-                    st.inlined -= 1
-                else:
-                    st.listed -= 1
+            parts.append(st.background)
+        parts.extend(st.files)
+    out = _BucketRendering(parts, suppressed)
+    while out.parts and not _fits_joined(out.parts, bucket_budget, counter):
+        _forget_part(states, out.parts.pop())
+        out.degraded = True
+    return out
 
-    # g. manifest
-    manifest_cards = []
-    for card in ranked:
-        tier, cost, suppressed_why = entries[card.node_id]
-        manifest_cards.append(ManifestKnowledgeCard(
-            node_id=card.node_id, node_kind=card.node_kind, canonical_name=card.canonical_name,
-            rendering_tier=tier, token_count=cost, relevance_score=card.relevance_score,
-            resolution_source=card.resolution_source, primary_tag=card.primary_tag,
-            hedge_mode=card.hedge_mode, force_level=card.force_level,
-            source_bundle_ids=list(card.source_bundle_ids),
-            suppressed=suppressed_why is not None, suppression_reason=suppressed_why))
-    bucket_cards = []
+
+def _forget_part(states: list[_BucketState], dropped: RenderedPart) -> None:
+    """Take a part dropped by the joined-count check out of its bucket's state."""
     for st in states:
-        tokens = (st.background.tokens if st.background else 0) + sum(p.tokens for p in st.files)
-        bucket_cards.append(ManifestBucketCard(
-            bucket_id=st.bucket.bucket_id, bucket_title=st.bucket.title,
-            mode="inline" if st.inlined or st.background else "manifest",
-            background_included=st.background is not None,
-            background_suppressed_by_overlap=st.background_suppressed,
-            files_inlined=st.inlined, files_manifested=st.listed, token_count=tokens))
+        if dropped is st.background:
+            st.background = None
+        elif dropped in st.files:
+            st.files.remove(dropped)
+            if dropped.kind == PartKind.FILE:
+                st.inlined -= 1
+            else:
+                st.listed -= 1
+
+
+# g. the manifest
+
+@dataclass(frozen=True)
+class _Tally:
+    """What steps b-f tell the manifest beyond the parts: left-outs and overlap counts."""
+
+    degraded: bool
+    overlap: int
+    cards_by_overlap: int
+
+
+def _step_g_manifest(request: InjectionRequest, budget: UnifiedBudget,
+                     ranked: list[KnowledgeCardCandidate], cards: _CardRendering,
+                     states: list[_BucketState], flags: _Tally,
+                     timestamp: str) -> UnifiedInjectionManifest:
+    manifest_cards = [_manifest_card(card, *cards.entries[card.node_id]) for card in ranked]
+    bucket_cards = [_manifest_bucket(st) for st in states]
     used = sum(c.token_count for c in manifest_cards) + sum(b.token_count for b in bucket_cards)
-    has_content = has_cards or has_buckets
-    state: Literal["none", "partial", "unavailable"] = "none"
+    has_content = bool(request.knowledge_cards) or _has_bucket_content(request)
+    state = DegradedState.NONE
     if has_content and budget.total_budget == 0:
-        state = "unavailable"
-    elif degraded:
-        state = "partial"
-    manifest = UnifiedInjectionManifest(
+        state = DegradedState.UNAVAILABLE
+    elif flags.degraded:
+        state = DegradedState.PARTIAL
+    return UnifiedInjectionManifest(
         trace_id=request.trace_id,
-        timestamp=_timestamp(request, now),
+        timestamp=timestamp,
         total_budget_tokens=budget.total_budget,
         knowledge_card_budget_tokens=budget.knowledge_card_budget,
         bucket_content_budget_tokens=budget.bucket_budget,
         total_tokens_used=used,
         knowledge_cards=manifest_cards,
         bucket_cards=bucket_cards,
-        overlap_detections=len(redundant) + suppressed_backgrounds,
-        cards_suppressed_by_bucket_overlap=len(redundant),
+        overlap_detections=flags.overlap,
+        cards_suppressed_by_bucket_overlap=flags.cards_by_overlap,
         degraded_state=state,
     )
-    final_decisions = tuple(_final_decision(d, states) for d in decisions)
-    return InjectionPlan(manifest, budget, tuple(card_parts), tuple(bucket_parts),
-                         final_decisions, counter.name)
+
+
+def _manifest_card(card: KnowledgeCardCandidate, tier: Tier, cost: int,
+                   suppressed_why: str | None) -> ManifestKnowledgeCard:
+    return ManifestKnowledgeCard(
+        node_id=card.node_id, node_kind=card.node_kind, canonical_name=card.canonical_name,
+        rendering_tier=tier, token_count=cost, relevance_score=card.relevance_score,
+        resolution_source=card.resolution_source, primary_tag=card.primary_tag,
+        hedge_mode=card.hedge_mode, force_level=card.force_level,
+        source_bundle_ids=list(card.source_bundle_ids),
+        suppressed=suppressed_why is not None, suppression_reason=suppressed_why)
+
+
+def _manifest_bucket(st: _BucketState) -> ManifestBucketCard:
+    tokens = (st.background.tokens if st.background else 0) + sum(p.tokens for p in st.files)
+    return ManifestBucketCard(
+        bucket_id=st.bucket.bucket_id, bucket_title=st.bucket.title,
+        mode=BucketMode.INLINE if st.inlined or st.background else BucketMode.MANIFEST,
+        background_included=st.background is not None,
+        background_suppressed_by_overlap=st.background_suppressed,
+        files_inlined=st.inlined, files_manifested=st.listed, token_count=tokens)
 
 
 def _final_decision(d: FileDecision, states: list[_BucketState]) -> FileDecision:
     """A file decision, corrected if the joined-count check dropped the file afterwards."""
-    if d.mode == "omitted":
+    if d.mode == FileMode.OMITTED:
         return d
     ref = f"{d.bucket_id}:{d.file_id}"
     for st in states:
         if st.bucket.bucket_id == d.bucket_id:
             if any(p.ref == ref for p in st.files):
                 return d
-            return FileDecision(d.bucket_id, d.file_id, "omitted", 0, "bucket budget exhausted")
+            return FileDecision(d.bucket_id, d.file_id, FileMode.OMITTED, 0, _BUCKET_EXHAUSTED)
     return d  # pragma: no cover - every decision belongs to a bucket
 
 
@@ -567,14 +723,21 @@ __all__ = [
     "BUDGET_EXHAUSTED",
     "Bucket",
     "BucketFile",
+    "BucketMode",
+    "DegradedState",
     "FileDecision",
+    "FileMode",
     "InjectionPlan",
     "InjectionRequest",
     "KnowledgeCardCandidate",
     "ManifestBucketCard",
     "ManifestKnowledgeCard",
+    "PartKind",
     "RenderedPart",
+    "Tier",
     "TierThresholds",
     "UnifiedInjectionManifest",
+    "injection_plan_json",
+    "manifest_json",
     "plan_injection",
 ]

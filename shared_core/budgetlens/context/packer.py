@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
@@ -55,15 +55,34 @@ from pydantic import (
 )
 
 from budgetlens.context.input_errors import InputError, describe_validation_error
-from budgetlens.tokens.core import TokenizerLike, as_counter
+from budgetlens.context.text import TextEnum, one_line
+from budgetlens.serialize import to_jsonable
+from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 
 MAX_DOC_CHARS = 8 * 1024 * 1024
 """A document whose full rendering is longer than this is rejected by ``parse_docs``."""
 
-Tier = Literal["full", "truncated", "metadata"]
-Status = Literal["kept", "trimmed", "dropped"]
-_TIERS: tuple[Tier, ...] = ("full", "truncated", "metadata")
-_TIER_NOTE = {"truncated": "long strings truncated", "metadata": "metadata and structure only"}
+
+
+class Tier(TextEnum):
+    """How much of a document is kept, most first (step 3 of the module doc)."""
+
+    FULL = "full"
+    TRUNCATED = "truncated"
+    METADATA = "metadata"
+
+
+class Status(TextEnum):
+    """What became of a document (``PackedDoc.status``)."""
+
+    KEPT = "kept"
+    TRIMMED = "trimmed"
+    DROPPED = "dropped"
+
+
+_TIERS: tuple[Tier, ...] = (Tier.FULL, Tier.TRUNCATED, Tier.METADATA)
+_TIER_NOTE = {Tier.TRUNCATED: "long strings truncated",
+              Tier.METADATA: "metadata and structure only"}
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
@@ -250,26 +269,7 @@ class ResolvedIntent:
 def resolve_intent(intent: str | Mapping[str, Any], intent_map: IntentMap) -> ResolvedIntent:
     """The intent a request means: by name, structured data, or keyword rules on free text."""
     if isinstance(intent, Mapping):
-        unknown = sorted(set(intent) - {"intent", "params", "user_request"})
-        if unknown:
-            raise InputError([f"intent.{unknown[0]}: unknown field"])
-        params = intent.get("params", {})
-        if not isinstance(params, Mapping):
-            raise InputError(["intent.params: expected an object"])
-        name = intent.get("intent")
-        if name is None:
-            text = intent.get("user_request")
-            if not isinstance(text, str):
-                raise InputError(["intent.intent: field required"])
-            found = resolve_intent(text, intent_map)
-            return ResolvedIntent(found.name, found.required_types, found.matched_by, params)
-        if not isinstance(name, str):
-            raise InputError(["intent.intent: expected a string"])
-        if name not in intent_map.intents:
-            raise InputError([f"intent.intent: unknown intent {name!r}; known: "
-                              f"{', '.join(intent_map.intents)}"])
-        return ResolvedIntent(name, intent_map.intents[name].required_types, "structured",
-                              params)
+        return _resolve_structured(intent, intent_map)
     if intent in intent_map.intents:
         return ResolvedIntent(intent, intent_map.intents[intent].required_types, "name", {})
     for name, rule in intent_map.intents.items():
@@ -278,6 +278,29 @@ def resolve_intent(intent: str | Mapping[str, Any], intent_map: IntentMap) -> Re
                 return ResolvedIntent(name, rule.required_types, f"keyword {pattern}", {})
     name = intent_map.default_intent
     return ResolvedIntent(name, intent_map.intents[name].required_types, "default", {})
+
+
+def _resolve_structured(intent: Mapping[str, Any], intent_map: IntentMap) -> ResolvedIntent:
+    """``{"intent": NAME, "params": {...}}``, or ``{"user_request": TEXT, ...}`` (keywords)."""
+    unknown = sorted(set(intent) - {"intent", "params", "user_request"})
+    if unknown:
+        raise InputError([f"intent.{unknown[0]}: unknown field"])
+    params = intent.get("params", {})
+    if not isinstance(params, Mapping):
+        raise InputError(["intent.params: expected an object"])
+    name = intent.get("intent")
+    if name is None:
+        text = intent.get("user_request")
+        if not isinstance(text, str):
+            raise InputError(["intent.intent: field required"])
+        found = resolve_intent(text, intent_map)
+        return ResolvedIntent(found.name, found.required_types, found.matched_by, params)
+    if not isinstance(name, str):
+        raise InputError(["intent.intent: expected a string"])
+    if name not in intent_map.intents:
+        raise InputError([f"intent.intent: unknown intent {name!r}; known: "
+                          f"{', '.join(intent_map.intents)}"])
+    return ResolvedIntent(name, intent_map.intents[name].required_types, "structured", params)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -313,26 +336,22 @@ def _metadata_only(value: JsonValue, t: PackTrimming) -> JsonValue:
 
 def trim_data(data: JsonValue, tier: Tier, trimming: PackTrimming) -> JsonValue:
     """``data`` at a trimming tier (``full`` returns it unchanged)."""
-    if tier == "truncated":
+    if tier == Tier.TRUNCATED:
         return _truncate_strings(data, trimming.truncate_chars, trimming.truncated_marker)
-    if tier == "metadata":
+    if tier == Tier.METADATA:
         return _metadata_only(data, trimming)
     return data
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def render_doc(doc: PackDoc, data: JsonValue, tier: Tier) -> str:
-    note = f" (trimmed: {_TIER_NOTE[tier]})" if tier != "full" else ""
-    return f"## {_one_line(doc.schema_type)} · {_one_line(doc.id)}{note}\n{_dumps(data)}\n\n"
+    note = f" (trimmed: {_TIER_NOTE[tier]})" if tier != Tier.FULL else ""
+    return f"## {one_line(doc.schema_type)} · {one_line(doc.id)}{note}\n{_dumps(data)}\n\n"
 
 
 def tier_for_rank(rank: int, candidates: int, trimming: PackTrimming) -> Tier:
     if rank < trimming.full_count:
-        return "full"
-    return "truncated" if rank < candidates / 2 else "metadata"
+        return Tier.FULL
+    return Tier.TRUNCATED if rank < candidates / 2 else Tier.METADATA
 
 
 # ----------------------------------------------------------------------------------------------
@@ -353,15 +372,9 @@ class PackedDoc:
     chars_before: int
     """Length of the document rendered in full."""
     chars_after: int
-    tokens_after: int | None
+    tokens_after: int | None = field(metadata={"json": False})
     """Tokens of the rendered block (None unless a token cap was given, or dropped)."""
     reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "schema_type": self.schema_type, "status": self.status,
-                "rank": self.rank, "score": round(self.score, 6), "tier": self.tier,
-                "chars_before": self.chars_before, "chars_after": self.chars_after,
-                "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -376,17 +389,21 @@ class PackResult:
     report: tuple[PackedDoc, ...]
     """One row per document, in rank order."""
 
-    def count(self, status: Status) -> int:
+    def count(self, status: Status | str) -> int:
         return sum(1 for r in self.report if r.status == status)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"context": self.context, "chars": self.chars, "tokens": self.tokens,
-                "tokenizer": self.tokenizer,
-                "intent": {"name": self.intent.name, "matched_by": self.intent.matched_by,
-                           "required_types": list(self.intent.required_types),
-                           "params": dict(self.intent.params)},
-                "max_chars": self.max_chars, "max_tokens": self.max_tokens,
-                "report": [r.to_dict() for r in self.report]}
+
+
+def pack_result_json(result: PackResult) -> dict[str, Any]:
+    """The result as JSON data (``budgetlens pack --format json``); scores rounded to 6
+    decimals, the intent as name, matched_by, required_types and params."""
+    out: dict[str, Any] = to_jsonable(result)
+    intent = out["intent"]
+    out["intent"] = {"name": intent["name"], "matched_by": intent["matched_by"],
+                     "required_types": intent["required_types"], "params": intent["params"]}
+    for row in out["report"]:
+        row["score"] = round(row["score"], 6)
+    return out
 
 
 def _timestamp(d: PackDoc) -> float | None:
@@ -421,6 +438,117 @@ def score_docs(docs: Sequence[PackDoc], required: Sequence[str],
     return scores
 
 
+def _check_caps(max_chars: int | None, max_tokens: int | None) -> None:
+    for name, cap in (("max_chars", max_chars), ("max_tokens", max_tokens)):
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise InputError([f"{name}: expected an integer >= 0, got {cap!r}"])
+
+
+def _rank(items: list[PackDoc], resolved: ResolvedIntent,
+          scoring: PackScoring) -> tuple[list[int], list[float], int]:
+    """Document indices in rank order, each document's score, and how many are candidates
+    (the rest are of types the intent does not require, ranked last)."""
+    scores = score_docs(items, resolved.required_types, scoring)
+    required = set(resolved.required_types)
+    filtering = bool(required) and scoring.drop_unrequired
+
+    def key(i: int) -> tuple[bool, float, int]:
+        return (filtering and items[i].schema_type not in required, -scores[i], i)
+
+    order = sorted(range(len(items)), key=key)
+    candidates = sum(1 for i in order if not (filtering and items[i].schema_type not in required))
+    return order, scores, candidates
+
+
+class _Packer:
+    """Adds documents in rank order while the context stays within its caps (step 4)."""
+
+    def __init__(self, counter: TokenCounter, trimming: PackTrimming, max_chars: int | None,
+                 max_tokens: int | None) -> None:
+        self.counter, self.trimming = counter, trimming
+        self.max_chars, self.max_tokens = max_chars, max_tokens
+        self.blocks: list[str] = []
+        self.chars = 0
+        self.tokens = 0
+        self.rows: list[PackedDoc] = []
+        self.cut_reason = ""
+
+    def add(self, doc: PackDoc, rank: int, score: float, candidates: int,
+            intent: ResolvedIntent) -> None:
+        full = render_doc(doc, doc.data, Tier.FULL)
+
+        def row(status: Status, tier: Tier | None, chars_after: int, tokens_after: int | None,
+                reason: str) -> None:
+            self.rows.append(PackedDoc(doc.id, doc.schema_type, status, rank, score, tier,
+                                       len(full), chars_after, tokens_after, reason))
+
+        if rank >= candidates:
+            row(Status.DROPPED, None, 0, None, f"type {doc.schema_type!r} is not "
+                                               f"required for intent {intent.name!r}")
+            return
+        if self.cut_reason:
+            row(Status.DROPPED, None, 0, None, self.cut_reason)
+            return
+        tier = tier_for_rank(rank, candidates, self.trimming)
+        placed = self._place(doc, full, tier)
+        if placed is None:
+            row(Status.DROPPED, None, 0, None, f"over the cap ({self._left()} left)")
+            self.cut_reason = f"cap reached at rank {rank} ({doc.id})"
+            return
+        t, text, n = placed
+        self.blocks.append(text)
+        self.chars += len(text)
+        self.tokens += n or 0
+        if text == full:
+            reason = f"rank {rank}: full" if t == Tier.FULL else f"rank {rank}: nothing to trim"
+            row(Status.KEPT, Tier.FULL, len(text), n, reason)
+            return
+        reason = f"rank {rank}: {_TIER_NOTE[t]}" + ("" if t == tier else " to fit the cap")
+        row(Status.TRIMMED, t, len(text), n, reason)
+
+    def _place(self, doc: PackDoc, full: str, tier: Tier) -> tuple[Tier, str, int | None] | None:
+        """The first tier from ``tier`` on (only ``tier`` without ``escalate``) that fits the
+        caps: the tier, the rendered block and its tokens (None without a token cap)."""
+        tried = _TIERS[_TIERS.index(tier):] if self.trimming.escalate else (tier,)
+        for t in tried:
+            text = full
+            if t != Tier.FULL:
+                trimmed = trim_data(doc.data, t, self.trimming)
+                if trimmed != doc.data:
+                    text = render_doc(doc, trimmed, t)
+            if self.max_chars is not None and self.chars + len(text) > self.max_chars:
+                continue
+            n = self.counter.count(text) if self.max_tokens is not None else None
+            if self.max_tokens is not None and n is not None and self.tokens + n > self.max_tokens:
+                continue
+            return t, text, n
+        return None
+
+    def _left(self) -> str:
+        left = []
+        if self.max_chars is not None:
+            left.append(f"{self.max_chars - self.chars:,} chars")
+        if self.max_tokens is not None:
+            left.append(f"{self.max_tokens - self.tokens:,} tokens")
+        return " / ".join(left)
+
+    def joined(self) -> tuple[str, int]:
+        """The context and its tokens. A tokenizer whose counts are not additive over blocks:
+        drop from the end until it fits."""
+        context = "".join(self.blocks)
+        total_tokens = self.counter.count(context)
+        while self.max_tokens is not None and total_tokens > self.max_tokens and self.blocks:
+            self.blocks.pop()
+            last = max(k for k, r in enumerate(self.rows) if r.status != Status.DROPPED)
+            r = self.rows[last]
+            self.rows[last] = PackedDoc(r.id, r.schema_type, Status.DROPPED, r.rank, r.score,
+                                        None, r.chars_before, 0, None,
+                                        "over the token cap once joined")
+            context = "".join(self.blocks)
+            total_tokens = self.counter.count(context)
+        return context, total_tokens
+
+
 def pack_context(
     docs: Sequence[PackDoc | Mapping[str, Any]],
     intent: str | Mapping[str, Any],
@@ -436,93 +564,16 @@ def pack_context(
     (``counter``'s tokenizer, default ``cl100k_base``); None means no cap. Invalid documents,
     an unknown structured intent or a negative cap raise ``InputError``.
     """
-    for name, cap in (("max_chars", max_chars), ("max_tokens", max_tokens)):
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
-            raise InputError([f"{name}: expected an integer >= 0, got {cap!r}"])
+    _check_caps(max_chars, max_tokens)
     imap = intent_map if intent_map is not None else default_intent_map()
-    counter = as_counter(counter)
+    count = as_counter(counter)
     items = _coerce_docs(docs)
     resolved = resolve_intent(intent, imap)
-    scoring, trimming = imap.scoring, imap.trimming
-    scores = score_docs(items, resolved.required_types, scoring)
-    required = set(resolved.required_types)
-    filtering = bool(required) and scoring.drop_unrequired
-
-    def key(i: int) -> tuple[bool, float, int]:
-        return (filtering and items[i].schema_type not in required, -scores[i], i)
-
-    order = sorted(range(len(items)), key=key)
-    candidates = sum(1 for i in order if not (filtering and items[i].schema_type not in required))
-
-    blocks: list[str] = []
-    chars = 0
-    tokens = 0
-    rows: list[PackedDoc] = []
-    cut_reason = ""
+    order, scores, candidates = _rank(items, resolved, imap.scoring)
+    packer = _Packer(count, imap.trimming, max_chars, max_tokens)
     for rank, i in enumerate(order):
-        doc = items[i]
-        full = render_doc(doc, doc.data, "full")
-
-        def row(status: Status, tier: Tier | None, chars_after: int, tokens_after: int | None,
-                reason: str, doc: PackDoc = doc, rank: int = rank, i: int = i,
-                full: str = full) -> PackedDoc:
-            return PackedDoc(doc.id, doc.schema_type, status, rank, scores[i], tier, len(full),
-                             chars_after, tokens_after, reason)
-
-        if rank >= candidates:
-            rows.append(row("dropped", None, 0, None, f"type {doc.schema_type!r} is not "
-                                                      f"required for intent {resolved.name!r}"))
-            continue
-        if cut_reason:
-            rows.append(row("dropped", None, 0, None, cut_reason))
-            continue
-        tier = tier_for_rank(rank, candidates, trimming)
-        tried = _TIERS[_TIERS.index(tier):] if trimming.escalate else (tier,)
-        placed = None
-        for t in tried:
-            text = full
-            if t != "full":
-                trimmed = trim_data(doc.data, t, trimming)
-                if trimmed != doc.data:
-                    text = render_doc(doc, trimmed, t)
-            if max_chars is not None and chars + len(text) > max_chars:
-                continue
-            n = counter.count(text) if max_tokens is not None else None
-            if max_tokens is not None and n is not None and tokens + n > max_tokens:
-                continue
-            placed = (t, text, n)
-            break
-        if placed is None:
-            left = []
-            if max_chars is not None:
-                left.append(f"{max_chars - chars:,} chars")
-            if max_tokens is not None:
-                left.append(f"{max_tokens - tokens:,} tokens")
-            rows.append(row("dropped", None, 0, None, f"over the cap ({' / '.join(left)} left)"))
-            cut_reason = f"cap reached at rank {rank} ({doc.id})"
-            continue
-        t, text, n = placed
-        blocks.append(text)
-        chars += len(text)
-        tokens += n or 0
-        if text == full:
-            reason = f"rank {rank}: full" if t == "full" else f"rank {rank}: nothing to trim"
-            rows.append(row("kept", "full", len(text), n, reason))
-            continue
-        reason = f"rank {rank}: {_TIER_NOTE[t]}" + ("" if t == tier else " to fit the cap")
-        rows.append(row("trimmed", t, len(text), n, reason))
-
-    context = "".join(blocks)
-    total_tokens = counter.count(context)
-    # A tokenizer whose counts are not additive over blocks: drop from the end until it fits.
-    while max_tokens is not None and total_tokens > max_tokens and blocks:
-        blocks.pop()
-        last = max(k for k, r in enumerate(rows) if r.status != "dropped")
-        r = rows[last]
-        rows[last] = PackedDoc(r.id, r.schema_type, "dropped", r.rank, r.score, None,
-                               r.chars_before, 0, None, "over the token cap once joined")
-        context = "".join(blocks)
-        total_tokens = counter.count(context)
+        packer.add(items[i], rank, scores[i], candidates, resolved)
+    context, total_tokens = packer.joined()
     return PackResult(context=context, chars=len(context), tokens=total_tokens,
-                      tokenizer=counter.name, intent=resolved, max_chars=max_chars,
-                      max_tokens=max_tokens, report=tuple(rows))
+                      tokenizer=count.name, intent=resolved, max_chars=max_chars,
+                      max_tokens=max_tokens, report=tuple(packer.rows))

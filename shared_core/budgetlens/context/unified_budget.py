@@ -34,10 +34,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from budgetlens.context.text import TextEnum
+from budgetlens.serialize import to_jsonable
+
 DIRECT_TARGET_KNOWLEDGE_SHARE = 0.20
 DIRECT_TARGET_BUCKET_SHARE = 0.80
 
-Split = Literal["knowledge_only", "bucket_only", "both", "direct_target"]
+
+
+class Split(TextEnum):
+    """Which branch divided the total (``UnifiedBudget.split``)."""
+
+    KNOWLEDGE_ONLY = "knowledge_only"
+    BUCKET_ONLY = "bucket_only"
+    BOTH = "both"
+    DIRECT_TARGET = "direct_target"
 
 
 class UnifiedContextBudgetPolicy(BaseModel):
@@ -95,19 +106,8 @@ class UnifiedBudget:
     interaction_policy_sub_budget: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "remaining": self.remaining,
-            "total_budget": self.total_budget,
-            "knowledge_card_budget": self.knowledge_card_budget,
-            "bucket_budget": self.bucket_budget,
-            "split": self.split,
-            "knowledge_share": self.knowledge_share,
-            "bucket_share": self.bucket_share,
-            "scaled": self.scaled,
-            "context_overrun": self.context_overrun,
-            "procedure_sub_budget": self.procedure_sub_budget,
-            "interaction_policy_sub_budget": self.interaction_policy_sub_budget,
-        }
+        """``to_jsonable(self)``; kept only for contract/injection.py, which still calls it."""
+        return dict(to_jsonable(self))
 
 
 def compute_unified_budget(
@@ -132,15 +132,15 @@ def compute_unified_budget(
     scaled = False
     split: Split
     if not has_bucket_content:
-        split, knowledge, bucket = "knowledge_only", total, 0
+        split, knowledge, bucket = Split.KNOWLEDGE_ONLY, total, 0
         knowledge_share, bucket_share = 1.0, 0.0
     elif not has_knowledge_cards:
-        split, knowledge, bucket = "bucket_only", 0, total
+        split, knowledge, bucket = Split.BUCKET_ONLY, 0, total
         knowledge_share, bucket_share = 0.0, 1.0
     else:
-        split = "both"
+        split = Split.BOTH
         if bucket_is_direct_target:
-            split = "direct_target"
+            split = Split.DIRECT_TARGET
             knowledge_share = DIRECT_TARGET_KNOWLEDGE_SHARE
             bucket_share = DIRECT_TARGET_BUCKET_SHARE
         knowledge = max(p.min_knowledge_card_tokens, math.floor(total * knowledge_share))

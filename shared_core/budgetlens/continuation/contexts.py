@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from budgetlens.continuation.cut import (
     KIND_PHRASES,
@@ -56,11 +55,6 @@ class JsonCut:
     path_text: str
     description: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"offset": self.offset, "line": self.line, "character": self.character,
-                "path": list(self.path), "kind": self.kind.value, "path_text": self.path_text,
-                "description": self.description}
-
 
 @dataclass(frozen=True)
 class JsonProblem:
@@ -72,10 +66,6 @@ class JsonProblem:
     message: str
     path: tuple[str | int, ...] = ()
     path_text: str = "$"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"offset": self.offset, "line": self.line, "character": self.character,
-                "message": self.message, "path": list(self.path), "path_text": self.path_text}
 
 
 @dataclass(frozen=True)
@@ -105,23 +95,6 @@ class JsonContexts:
     def is_complete(self) -> bool:
         """The text holds a whole JSON value (nothing to continue)."""
         return self.json_parsing_success and self.cut is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "overlap_context": self.overlap_context,
-            "hierarchy_context": self.hierarchy_context,
-            "hierarchy_context_for_prompt": self.hierarchy_context_for_prompt,
-            "complete_part": self.complete_part,
-            "json_parsing_success": self.json_parsing_success,
-            "cut": self.cut.to_dict() if self.cut else None,
-            "error": self.error.to_dict() if self.error else None,
-            "description": self.description,
-            "budget": self.budget,
-            "marker": self.marker,
-            "json_start": self.json_start,
-            "skipped_prefix": self.skipped_prefix,
-            "skipped_suffix": self.skipped_suffix,
-        }
 
 
 def _where(where: str) -> str:

@@ -62,8 +62,21 @@ KIND_PHRASES: dict[CutKind, str] = {
 #: A partial literal at a cut is completed from its first letter (its value is determined).
 LITERALS = {"t": "true", "f": "false", "n": "null"}
 
-# Kinds of values (children of containers).
-OBJECT, ARRAY, STRING, NUMBER, LITERAL = "object", "array", "string", "number", "literal"
+
+
+class ValueKind(str, Enum):
+    """What a complete child of a container is (``Child.kind``)."""
+
+    OBJECT = "object"
+    ARRAY = "array"
+    STRING = "string"
+    NUMBER = "number"
+    LITERAL = "literal"     # true, false or null
+    RUN = "run"             # a run of scalar array items skipped in bulk (see RUN_MIN)
+
+
+OBJECT, ARRAY, STRING, NUMBER, LITERAL = (ValueKind.OBJECT, ValueKind.ARRAY, ValueKind.STRING,
+                                          ValueKind.NUMBER, ValueKind.LITERAL)
 
 # Parser states of an open container.
 _OPEN = 0    # right after '{' or '['
@@ -91,7 +104,7 @@ _VALUE_END = frozenset(" \t\n\r,]}")
 # found by counting commas (C speed), and those items are checked by one call of the C scanner
 # on them alone; the last RUN_KEEP items stay single children. The renderer splits a run only
 # if its budget reaches it.
-RUN = "run"
+RUN = ValueKind.RUN
 RUN_MIN = 512
 RUN_KEEP = 256
 
@@ -171,16 +184,17 @@ _GREEDY_LEVELS = 32
 _GREEDY = 1 << 62
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``parse_constant`` for strict JSON: ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON."""
     raise ValueError(f"{name} is not JSON")
 
 
 _scanstring: Callable[[str, int, bool], tuple[str, int]] = (  # the C string scanner
     json.decoder.scanstring)  # type: ignore[attr-defined]
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
-    json.JSONDecoder(parse_constant=_reject_constant))  # type: ignore[arg-type]
+    json.JSONDecoder(parse_constant=reject_constant))  # type: ignore[arg-type]
 
-_KIND_OF_TYPE: dict[type, str] = {
+_KIND_OF_TYPE: dict[type, ValueKind] = {
     dict: OBJECT, list: ARRAY, str: STRING, int: NUMBER, float: NUMBER,
     bool: LITERAL, type(None): LITERAL,
 }
@@ -191,13 +205,13 @@ class Child(NamedTuple):
 
     start: int
     end: int
-    kind: str
+    kind: ValueKind
     size: int = 0               # keys of an object, items of an array
     key_start: int = -1         # the key's span (with quotes) for object members
     key_end: int = -1
 
 
-def _child(fields: tuple[int, int, str, int, int, int]) -> Child:
+def _child(fields: tuple[int, int, ValueKind, int, int, int]) -> Child:
     """A Child without the Python-level ``__new__`` (the hot loop makes one per sibling)."""
     return tuple.__new__(Child, fields)
 
@@ -301,7 +315,10 @@ def _describe_bad_string(text: str, pos: int) -> tuple[int, str]:
     return at, "invalid string"
 
 
-def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
+# long-function: the JSON scanner is one state machine over the text (states _OPEN.._AFTER,
+# a frame stack, C-speed sibling skipping inlined for speed); split up, its hot loop would pay a
+# call per token and its states would be spread over functions that share every local.
+def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # noqa: C901, RUF100
     """Scan the JSON value beginning at ``start``; never raises, never recurses."""
     n = len(text)
     frames: list[Frame] = []
@@ -416,13 +433,7 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                     add_child(Child(pos, end, STRING))
                     pos = end
                     continue
-                if valid_partial_string(text, pos):
-                    result.token_start = pos
-                    result.kind = CutKind.STRING
-                    return _finish_cut(result)
-                at, message = _describe_bad_string(text, pos)
-                fail(at, message, pos)
-                return result
+                return _cut_string(result, pos, CutKind.STRING)
             if c == "-" or "0" <= c <= "9":
                 m = _NUMBER.match(text, pos)
                 end = m.end() if m is not None else pos
@@ -435,13 +446,9 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                         add_child(Child(pos, end, NUMBER))
                         pos = end
                         continue
-                    result.token_start = pos
-                    result.kind = CutKind.NUMBER
-                    return _finish_cut(result)
+                    return _cut_at(result, pos, CutKind.NUMBER)
                 if _NUMBER_PREFIX.match(text, pos):
-                    result.token_start = pos
-                    result.kind = CutKind.NUMBER
-                    return _finish_cut(result)
+                    return _cut_at(result, pos, CutKind.NUMBER)
                 fail(pos, "invalid number")
                 return result
             if c in LITERALS:
@@ -453,9 +460,7 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                         pos = end
                         continue
                 elif word.startswith(text[pos:pos + len(word)]) and n - pos < len(word):
-                    result.token_start = pos
-                    result.kind = CutKind.LITERAL
-                    return _finish_cut(result)
+                    return _cut_at(result, pos, CutKind.LITERAL)
                 fail(pos, f"invalid literal (expected {word})")
                 return result
             fail(pos, f"expected a value, found {c!r}")
@@ -469,13 +474,7 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:
                     frame.state = _COLON
                     pos = end
                     continue
-                if valid_partial_string(text, pos):
-                    result.token_start = pos
-                    result.kind = CutKind.KEY
-                    return _finish_cut(result)
-                at, message = _describe_bad_string(text, pos)
-                fail(at, message, pos)
-                return result
+                return _cut_string(result, pos, CutKind.KEY)
             fail(pos, f"expected a key (a string in double quotes), found {c!r}")
             return result
         if state == _COLON:
@@ -525,11 +524,24 @@ def state_kind(frames: list[Frame]) -> CutKind | None:
     }[frame.state]
 
 
-def _finish_cut(result: Scan) -> Scan:
-    """Refine a cut inside a string: an escape or a surrogate pair in progress."""
-    if result.kind is CutKind.STRING and partial_string_end(result.text, result.token_start)[1]:
+def _cut_at(result: Scan, token_start: int, kind: CutKind) -> Scan:
+    """The text was cut inside the token at ``token_start``; a cut inside a string is refined:
+    an escape or a surrogate pair in progress."""
+    result.token_start = token_start
+    result.kind = kind
+    if kind is CutKind.STRING and partial_string_end(result.text, token_start)[1]:
         result.kind = CutKind.STRING_ESCAPE
     result.stop = len(result.text)
+    return result
+
+
+def _cut_string(result: Scan, pos: int, kind: CutKind) -> Scan:
+    """A string (value or key) at ``pos`` that does not end: cut inside it, or an error."""
+    if valid_partial_string(result.text, pos):
+        return _cut_at(result, pos, kind)
+    at, message = _describe_bad_string(result.text, pos)
+    result.error = ScanError(at, message)
+    result.stop = pos
     return result
 
 
@@ -610,15 +622,7 @@ def close(result: Scan) -> str:
         return text[result.root.start:result.root.end]
     kind = result.kind if result.error is None else None
     if not frames:
-        if result.error is not None:
-            return ""
-        if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
-            return text[result.token_start:string_keep_end(text, result.token_start)] + '"'
-        if kind is CutKind.NUMBER and _NUMBER.fullmatch(text, result.token_start):
-            return text[result.token_start:]
-        if kind is CutKind.LITERAL:
-            return LITERALS[text[result.token_start]]
-        return "null"
+        return _close_top_level(result, kind)
     inner = frames[-1]
     suffix = ""
     if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
@@ -638,6 +642,20 @@ def close(result: Scan) -> str:
     if result.start == 0 and keep == len(text):
         return text + suffix + closers(frames) if suffix else text + closers(frames)
     return "".join((text[result.start:keep], suffix, closers(frames)))
+
+
+def _close_top_level(result: Scan, kind: CutKind | None) -> str:
+    """``close`` for a top-level scalar cut (no container open), or "" after an error."""
+    text = result.text
+    if result.error is not None:
+        return ""
+    if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
+        return text[result.token_start:string_keep_end(text, result.token_start)] + '"'
+    if kind is CutKind.NUMBER and _NUMBER.fullmatch(text, result.token_start):
+        return text[result.token_start:]
+    if kind is CutKind.LITERAL:
+        return LITERALS[text[result.token_start]]
+    return "null"
 
 
 def cut_path(result: Scan) -> tuple[str | int, ...]:

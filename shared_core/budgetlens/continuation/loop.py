@@ -38,7 +38,9 @@ from budgetlens.continuation.contexts import (
     JsonContexts,
     get_contexts,
 )
+from budgetlens.continuation.cut import reject_constant
 from budgetlens.continuation.merge import MergeResult, merge_with_overlap
+from budgetlens.serialize import to_jsonable
 
 CONTINUATION_TEMPLATE = """{prompt}
 
@@ -98,15 +100,6 @@ class Iteration:
     failures: int                  # consecutive failures after this iteration
     note: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index, "prompt": self.prompt, "reply": self.reply,
-            "case": self.case.value, "parsed": self.parsed, "failures": self.failures,
-            "merge": self.merge.to_dict() if self.merge else None,
-            "cut": self.contexts.cut.to_dict() if self.contexts and self.contexts.cut else None,
-            "note": self.note,
-        }
-
 
 @dataclass(frozen=True)
 class ContinuationResult:
@@ -120,9 +113,21 @@ class ContinuationResult:
     def complete(self) -> bool:
         return self.outcome is Outcome.COMPLETE
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "outcome": self.outcome.value, "complete": self.complete,
-                "iterations": [it.to_dict() for it in self.iterations]}
+
+def continuation_json(result: ContinuationResult) -> dict[str, Any]:
+    """The result and its trace as JSON data: ``complete`` added, and per iteration the cut
+    of its contexts (if any) instead of the whole contexts."""
+    return {"text": result.text, "outcome": result.outcome.value, "complete": result.complete,
+            "iterations": [_iteration_json(it) for it in result.iterations]}
+
+
+def _iteration_json(it: Iteration) -> dict[str, Any]:
+    return {
+        "index": it.index, "prompt": it.prompt, "reply": it.reply, "case": it.case.value,
+        "parsed": it.parsed, "failures": it.failures, "merge": to_jsonable(it.merge),
+        "cut": to_jsonable(it.contexts.cut) if it.contexts else None,
+        "note": it.note,
+    }
 
 
 def build_continuation_prompt(prompt: str, contexts: JsonContexts, *,
@@ -139,14 +144,10 @@ def build_continuation_prompt(prompt: str, contexts: JsonContexts, *,
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parses(text: str) -> bool:
     """Strict JSON, as ``get_contexts`` reads it: ``NaN`` and ``Infinity`` are not JSON."""
     try:
-        json.loads(text, parse_constant=_reject_constant)
+        json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError):
         return False
     return True

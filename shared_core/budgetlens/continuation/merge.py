@@ -19,12 +19,13 @@ The overlap search is linear in the length of the inputs (see ``longest_overlap`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from itertools import chain, islice
 
 MIN_OVERLAP = 1
 RESTART_PREFIX = 16
 _FENCE_OPEN = re.compile(r"[ \t\r\n]*```[^\n]*\n")
+_SEPARATOR = None  # between the pattern and the base's tail: equal to no character
 
 
 @dataclass(frozen=True)
@@ -35,11 +36,8 @@ class MergeResult:
     has_overlap: bool
     overlap_length: int
     restarted: bool = False
-    fragment_trimmed: int = 0     # characters dropped from the fragment's start (blanks, fence)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"merged": self.merged, "has_overlap": self.has_overlap,
-                "overlap_length": self.overlap_length, "restarted": self.restarted}
+    fragment_trimmed: int = field(default=0, metadata={"json": False})
+    """Characters dropped from the fragment's start (blanks, fence); not in the JSON form."""
 
 
 def longest_overlap(base: str, fragment: str, min_overlap: int = MIN_OVERLAP) -> int:
@@ -54,7 +52,12 @@ def longest_overlap(base: str, fragment: str, min_overlap: int = MIN_OVERLAP) ->
 
 def overlap_with_work(base: str, fragment: str,
                       min_overlap: int = MIN_OVERLAP) -> tuple[int, int]:
-    """``longest_overlap`` and the number of character comparisons it made (for tests)."""
+    """``longest_overlap`` and the number of character comparisons it made (for tests).
+
+    One Knuth-Morris-Pratt prefix-function pass over the pattern (the fragment's first
+    ``limit`` characters), a separator that matches nothing, then the base's last ``limit``
+    characters: the prefix length matched at the very end is the overlap.
+    """
     limit = min(len(base), len(fragment))
     if limit < max(min_overlap, 1):
         return 0, 0
@@ -62,26 +65,9 @@ def overlap_with_work(base: str, fragment: str,
     # border[i]: length of the longest proper prefix of pattern[:i + 1] that is also its suffix
     border = [0] * limit
     work = 0
-    k = 0
-    for i in range(1, limit):
-        c = pattern[i]
-        while k:
-            work += 1
-            if pattern[k] == c:
-                break
-            k = border[k - 1]
-        else:
-            work += 1
-            if pattern[0] != c:
-                border[i] = 0
-                continue
-        k += 1
-        border[i] = k
-    # Scan the base's tail: k = the longest prefix of the pattern ending at this character.
-    k = 0
-    for c in base[len(base) - limit:]:
-        if k == limit:  # a whole match before the end: continue from its longest border
-            k = border[k - 1]
+    k = 0  # the longest prefix of the pattern ending at the current character
+    tail = base[len(base) - limit:]
+    for i, c in enumerate(chain(islice(pattern, 1, None), (_SEPARATOR,), tail), 1):
         while k:
             work += 1
             if pattern[k] == c:
@@ -92,6 +78,8 @@ def overlap_with_work(base: str, fragment: str,
             if pattern[0] != c:
                 continue
         k += 1
+        if i < limit:
+            border[i] = k
     return (k if k >= max(min_overlap, 1) else 0), work
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from budgetlens.continuation.cut import (
     ARRAY,
@@ -35,6 +36,7 @@ from budgetlens.continuation.cut import (
     Child,
     CutKind,
     Frame,
+    ValueKind,
     expand_run,
     string_keep_end,
 )
@@ -47,6 +49,7 @@ MAX_MISSES_PER_LEVEL = 64  # after this many side branches in a row did not fit,
 INDENT = "  "
 
 _FULL, _HINT, _STRUCT = 0, 1, 2
+_PARTIAL_KINDS = (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL)
 
 _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 # findall gives the scalar literals of values; a key (string then colon) gives "", and so
@@ -63,7 +66,7 @@ def _indent(depth: int) -> str:
     return INDENT * min(depth, MAX_INDENT_LEVELS)
 
 
-def value_cost(text: str, start: int, end: int, kind: str, limit: int) -> int:
+def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> int:
     """Budget cost of the complete value ``text[start:end]``.
 
     Exact when it is at most ``limit``; otherwise some number above ``limit``: large values
@@ -95,7 +98,7 @@ def string_chars(literal: str) -> int:
     return len(value) if isinstance(value, str) else 0
 
 
-def type_hint(kind: str, count: int = 0, chars: int = 0, first: str = "") -> str:
+def type_hint(kind: ValueKind, count: int = 0, chars: int = 0, first: str = "") -> str:
     if kind == OBJECT:
         return "{}" if count == 0 else f"<object: {_plural(count, 'key')}>"
     if kind == ARRAY:
@@ -179,6 +182,26 @@ class _Allocator:
         return decision
 
 
+@dataclass
+class _Layout:
+    """What the allocation decided, per open container (level) from the root down."""
+
+    frames: list[Frame]
+    cut_child: Child | None
+    levels: list[list[Child]]        # the children of each level (RUN children get expanded)
+    decisions: list[dict[int, int]]  # per level: child index -> _FULL / _HINT
+    defaults: list[int]              # per level: the decision of a child not measured
+
+    @property
+    def innermost(self) -> int:
+        return len(self.frames) - 1
+
+    def shown(self, fi: int) -> int:
+        """How many children of level ``fi`` are printed as side branches (not the cut's)."""
+        cut_own = fi == self.innermost and self.cut_child is not None
+        return len(self.levels[fi]) - (1 if cut_own else 0)
+
+
 def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
                      token_start: int, stop: int, budget: int, marker: str,
                      header: str) -> str:
@@ -187,48 +210,20 @@ def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
     ``kind`` is the cut kind (or the state at an error); ``token_start`` is where the partial
     token at the cut starts (-1 when none).
     """
-    partial = kind in (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL)
-    innermost = len(frames) - 1
     cut_child: Child | None = None
     if kind is CutKind.AFTER_VALUE and frames and frames[-1].children:
         cut_child = frames[-1].children[-1]
-
     alloc = _Allocator(budget)
     # 1. the cut element
-    cut_decision = _HINT
-    if partial and token_start >= 0:
-        cut_decision = _HINT if alloc.summary else alloc.take(stop - token_start)
-    elif cut_child is not None:
-        cut_decision = _HINT if alloc.summary else alloc.take(
-            value_cost(text, cut_child.start, cut_child.end, cut_child.kind, alloc.remaining))
+    cut_decision = _cut_decision(text, alloc, kind, token_start, stop, cut_child)
     # 2. path containers are structure; 3. side branches, nearest to the cut first
-    levels = [list(frame.children) for frame in frames]  # RUN children get expanded here
-    decisions: list[dict[int, int]] = [{} for _ in frames]
-    defaults = [_HINT if fi == innermost else _STRUCT for fi in range(len(frames))]
-    for fi in range(innermost, -1, -1):
+    layout = _Layout(frames, cut_child, [list(frame.children) for frame in frames],
+                     [{} for _ in frames],
+                     [_HINT if fi == len(frames) - 1 else _STRUCT for fi in range(len(frames))])
+    for fi in range(layout.innermost, -1, -1):
         if alloc.summary:
             break
-        children = levels[fi]
-        ci = len(children) - (1 if fi == innermost and cut_child is not None else 0)
-        misses = 0
-        while ci > 0 and not alloc.summary:
-            ci -= 1
-            if misses >= MAX_MISSES_PER_LEVEL:
-                defaults[fi] = _HINT  # the rest of this level is taken as not fitting
-                break
-            child = children[ci]
-            if child.kind == RUN:
-                single = expand_run(text, child)
-                children[ci:ci + 1] = single
-                shift = len(single) - 1  # decisions made after the run move along
-                decisions[fi] = {k + shift if k > ci else k: v for k, v in decisions[fi].items()}
-                ci += len(single)
-                continue
-            decision = alloc.take(
-                value_cost(text, child.start, child.end, child.kind, alloc.remaining))
-            decisions[fi][ci] = decision
-            misses = misses + 1 if decision == _HINT else 0
-
+        _allocate_level(text, layout, fi, alloc)
     # printing, top-down
     lines: list[str] = [header] if header else []
     for fi, frame in enumerate(frames):
@@ -236,41 +231,86 @@ def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
             lines.append("{" if frame.is_object else "[")
         depth = fi + 1
         pad = _indent(depth)
-        children = levels[fi]
-        count = len(children) - (1 if fi == innermost and cut_child is not None else 0)
-        default = defaults[fi]
-        chosen = decisions[fi]
-        ci = 0
-        while ci < count:
-            decision = chosen.get(ci, default)
-            if not frame.is_object and decision != _FULL:
-                run, items = ci, 0
-                while run < count and chosen.get(run, default) != _FULL:
-                    items += children[run].size if children[run].kind == RUN else 1
-                    run += 1
-                if items >= COLLAPSE_RUN:
-                    lines.append(f"{pad}<{items:,} items not shown>,")
-                    ci = run
-                    continue
-            child = children[ci]
-            prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
-            body = _render_child(text, child, decision, depth)
-            body[0] = prefix + body[0]
-            body[-1] += ","
-            lines.extend(body)
-            ci += 1
-        if fi < innermost:
+        lines.extend(_side_branch_lines(text, layout, fi, pad, depth))
+        if fi < layout.innermost:
             nxt = frames[fi + 1]
             key = text[frame.key_start:frame.key_end] + ": " if frame.is_object else ""
             lines.append(pad + key + ("{" if nxt.is_object else "["))
             continue
-        # the cut line
         lines.extend(_cut_lines(text, frame, kind, token_start, stop, cut_child, cut_decision,
                                 pad, depth, marker))
     if not frames:
         lines.extend(_cut_lines(text, None, kind, token_start, stop, None, cut_decision,
                                 "", 0, marker))
     return "\n".join(lines)
+
+
+def _cut_decision(text: str, alloc: _Allocator, kind: CutKind | None, token_start: int,
+                  stop: int, cut_child: Child | None) -> int:
+    """Step 1: the partial token or the value completed at the cut, in full if it fits."""
+    if alloc.summary:
+        return _HINT
+    if kind in _PARTIAL_KINDS and token_start >= 0:
+        return alloc.take(stop - token_start)
+    if cut_child is not None:
+        return alloc.take(
+            value_cost(text, cut_child.start, cut_child.end, cut_child.kind, alloc.remaining))
+    return _HINT
+
+
+def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> None:
+    """Step 3 on one level: its side branches from the cut backwards, while budget lasts."""
+    children = layout.levels[fi]
+    ci = layout.shown(fi)
+    misses = 0
+    while ci > 0 and not alloc.summary:
+        ci -= 1
+        if misses >= MAX_MISSES_PER_LEVEL:
+            layout.defaults[fi] = _HINT  # the rest of this level is taken as not fitting
+            break
+        child = children[ci]
+        if child.kind == RUN:
+            single = expand_run(text, child)
+            children[ci:ci + 1] = single
+            shift = len(single) - 1  # decisions made after the run move along
+            layout.decisions[fi] = {k + shift if k > ci else k: v
+                                    for k, v in layout.decisions[fi].items()}
+            ci += len(single)
+            continue
+        decision = alloc.take(
+            value_cost(text, child.start, child.end, child.kind, alloc.remaining))
+        layout.decisions[fi][ci] = decision
+        misses = misses + 1 if decision == _HINT else 0
+
+
+def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
+                       depth: int) -> list[str]:
+    """The printed side branches of level ``fi``; in an array, a run of ``COLLAPSE_RUN`` or
+    more items not shown in full is one line."""
+    frame, children = layout.frames[fi], layout.levels[fi]
+    count = layout.shown(fi)
+    default, chosen = layout.defaults[fi], layout.decisions[fi]
+    lines: list[str] = []
+    ci = 0
+    while ci < count:
+        decision = chosen.get(ci, default)
+        if not frame.is_object and decision != _FULL:
+            run, items = ci, 0
+            while run < count and chosen.get(run, default) != _FULL:
+                items += children[run].size if children[run].kind == RUN else 1
+                run += 1
+            if items >= COLLAPSE_RUN:
+                lines.append(f"{pad}<{items:,} items not shown>,")
+                ci = run
+                continue
+        child = children[ci]
+        prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
+        body = _render_child(text, child, decision, depth)
+        body[0] = prefix + body[0]
+        body[-1] += ","
+        lines.extend(body)
+        ci += 1
+    return lines
 
 
 def _render_child(text: str, child: Child, decision: int, depth: int) -> list[str]:
@@ -295,8 +335,7 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
         return [pad + text[frame.key_start:frame.key_end] + marker]
     if kind is CutKind.KEY and token_start >= 0:
         return [pad + text[token_start:stop] + marker]
-    if kind in (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL) \
-            and token_start >= 0:
+    if kind in _PARTIAL_KINDS and token_start >= 0:
         partial = text[token_start:stop]
         if decision == _FULL:
             return [pad + key + partial + marker]

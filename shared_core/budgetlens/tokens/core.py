@@ -96,6 +96,8 @@ _LOAD_LOCK = threading.Lock()
 @cache
 def _load_encoding(name: str) -> TiktokenTokenizer:
     # Loaded encodings are immutable; this per-process memo is what tiktoken does too.
+    # Lazy import for start-up speed: tiktoken (and its regex engine) loads with the first
+    # encoding, not with budgetlens (an editor's first diagnostics, `budgetlens --help`).
     import tiktoken
 
     meta = json.loads((_DATA / "encodings.json").read_text("utf-8"))["encodings"][name]
@@ -107,7 +109,7 @@ def _load_encoding(name: str) -> TiktokenTokenizer:
 
 
 def _encoding_for_model(model: str) -> str | None:
-    try:
+    try:  # lazy import for start-up speed, as in _load_encoding
         from tiktoken.model import encoding_name_for_model
     except ImportError:  # pragma: no cover - tiktoken always has it
         return None
@@ -119,7 +121,7 @@ def _encoding_for_model(model: str) -> str | None:
 
 @lru_cache(maxsize=16)
 def _load_hf(path: str) -> HuggingFaceTokenizer:
-    try:
+    try:  # lazy: an optional extra, imported only when a tokenizer.json is asked for
         from tokenizers import Tokenizer as HFTokenizer
     except ImportError as exc:
         raise TokenizerError(

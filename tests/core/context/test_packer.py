@@ -20,6 +20,7 @@ from budgetlens.context.packer import (
     default_intent_map,
     intent_map_from_text,
     pack_context,
+    pack_result_json,
     parse_docs,
     resolve_intent,
 )
@@ -401,7 +402,7 @@ def test_packing_is_deterministic(docs: list[dict[str, Any]], intent: str,
     first = pack_context(docs, intent, max_chars=cap, intent_map=MAP, counter=COUNTER)
     again = pack_context(json.loads(json.dumps(docs)), intent, max_chars=cap, intent_map=MAP,
                          counter=TokenCounter(ENC))
-    assert first.to_dict() == again.to_dict()
+    assert pack_result_json(first) == pack_result_json(again)
 
 
 def test_deep_or_non_json_python_data_is_an_input_error() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from budgetlens import get_contexts
 from budgetlens.continuation.cut import CutKind, position_at
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex
 
 # (text, kind, path, complete_part) -- see the closing-rules table in docs/json-continuation.md
@@ -245,7 +246,7 @@ def test_negative_budget_is_refused() -> None:
 
 
 def test_to_dict_has_the_documented_keys() -> None:
-    data = get_contexts('{"a": "b').to_dict()
+    data = to_jsonable(get_contexts('{"a": "b'))
     assert {"overlap_context", "hierarchy_context", "hierarchy_context_for_prompt",
             "complete_part", "json_parsing_success", "cut", "budget"} <= set(data)
     assert {"offset", "line", "character", "path", "kind", "path_text",

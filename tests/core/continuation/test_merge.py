@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from budgetlens import merge_with_overlap
 from budgetlens.continuation import merge as json_merge
 from budgetlens.continuation.merge import MIN_OVERLAP, longest_overlap, overlap_with_work
+from budgetlens.serialize import to_jsonable
 from budgetlens_cli.main import main
 
 
@@ -79,7 +80,7 @@ def test_empty_fragment() -> None:
 
 
 def test_to_dict_keys() -> None:
-    assert set(merge_with_overlap("[1", "1]").to_dict()) == {
+    assert set(to_jsonable(merge_with_overlap("[1", "1]"))) == {
         "merged", "has_overlap", "overlap_length", "restarted"}
 
 
