@@ -25,9 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
+
+from bench_json import _size, best_of  # one timing helper for the JSON benchmarks
 
 from budgetlens import merge_with_overlap
 
@@ -51,21 +51,6 @@ def make_cases(size: int) -> list[tuple[str, str, str, str]]:
         out.append((shape, "4K", base, base[-_SHORT_FRAGMENT:] + close))
         out.append((shape, "late", base, base[-1000:] + late[shape]))
     return out
-
-
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _size(label: str) -> int:
-    label = label.strip().upper()
-    factor = {"K": 1000, "M": 1000 * 1000}.get(label[-1:], 1)
-    return int(float(label.rstrip("KM")) * factor)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ size cap, a path with a NUL byte and a path that leaves the workspace each raise
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Mapping
@@ -16,7 +17,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
-from budgetlens.tokens.core import content_hash
+
+def content_hash(text: str) -> str:
+    """A stable hash of a text, the key of every token-count cache and in-memory fingerprint."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 #: Files above this size are refused, not read: a prompt of 8 MiB is ~2 million tokens,
 #: more than any model's context window, so counting it exactly would tell nothing new.

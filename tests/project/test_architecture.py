@@ -287,8 +287,13 @@ def _long_functions(text: str) -> Iterator[str]:
         if length <= MAX_FUNCTION_LINES:
             continue
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        above = lines[first - 2].strip() if first >= 2 else ""
-        if not above.startswith(LONG_FUNCTION_MARK):
+        # the comment block directly above the def (or its decorators) starts with the mark
+        block: list[str] = []
+        i = first - 2
+        while i >= 0 and lines[i].strip().startswith("#"):
+            block.insert(0, lines[i].strip())
+            i -= 1
+        if not (block and block[0].startswith(LONG_FUNCTION_MARK)):
             yield f"{node.name}:{node.lineno} ({length} lines)"
 
 
@@ -298,6 +303,9 @@ def _long_functions(text: str) -> Iterator[str]:
     ("# long-function: a state machine\ndef f():\n" + "    x = 1\n" * 60, []),
     ("# long-function: decorated\n@dec\ndef f():\n" + "    x = 1\n" * 60, []),
     ("# a comment\ndef f():\n" + "    x = 1\n" * 60, ["f:2 (61 lines)"]),
+    ("# long-function: a reason\n# on two lines\ndef f():\n" + "    x = 1\n" * 60, []),
+    ("# a comment\n# long-function: not first\ndef f():\n" + "    x = 1\n" * 60,
+     ["f:3 (61 lines)"]),
     ("class C:\n    async def m(self):\n" + "        x = 1\n" * 60, ["m:2 (61 lines)"]),
 ])
 def test_the_length_rule_itself(text: str, expected: list[str]) -> None:

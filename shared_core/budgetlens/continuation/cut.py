@@ -318,7 +318,7 @@ def _describe_bad_string(text: str, pos: int) -> tuple[int, str]:
 # long-function: the JSON scanner is one state machine over the text (states _OPEN.._AFTER,
 # a frame stack, C-speed sibling skipping inlined for speed); split up, its hot loop would pay a
 # call per token and its states would be spread over functions that share every local.
-def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # noqa: C901, RUF100
+def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # noqa: C901
     """Scan the JSON value beginning at ``start``; never raises, never recurses."""
     n = len(text)
     frames: list[Frame] = []

@@ -30,6 +30,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Protocol, TypeAlias
 
+from budgetlens.files import content_hash
+
 DEFAULT_TOKENIZER = "cl100k_base"
 SHIPPED_ENCODINGS = ("cl100k_base", "o200k_base")
 _DATA = Path(__file__).resolve().parent / "encodings"
@@ -252,11 +254,6 @@ def get_tokenizer(spec: TokenizerLike | None = None, *,
     if not Path(name).is_file():
         raise TokenizerError(f"tokenizer file not found: {name}")
     return _load_hf(name)
-
-
-def content_hash(text: str) -> str:
-    """A stable hash of a text, the key of every token-count cache."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 class TokenCounter:
