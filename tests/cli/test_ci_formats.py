@@ -181,3 +181,13 @@ def test_the_formats_work_as_a_real_process(ws: Path) -> None:
                            "--format", "github"], capture_output=True, text=True, check=False)
     assert proc.returncode == 1
     assert proc.stdout == (GOLDEN / "check_github.txt").read_text("utf-8")
+
+
+def test_the_examples_in_docs_cli_md_are_the_golden_files() -> None:
+    """docs/cli.md shows the github and junit outputs whole, and the BL050 issue of gitlab."""
+    doc = (HERE.parents[1] / "docs" / "cli.md").read_text("utf-8")
+    assert (GOLDEN / "check_github.txt").read_text("utf-8") in doc
+    assert (GOLDEN / "check_junit.xml").read_text("utf-8") in doc
+    (issue,) = [i for i in json.loads((GOLDEN / "check_gitlab.json").read_text("utf-8"))
+                if i["check_name"] == "BL050"]
+    assert "\n".join("  " + line for line in json.dumps(issue, indent=2).splitlines()) in doc
