@@ -1,11 +1,12 @@
-"""``budgetlens check [PATH...] [--format text|json|sarif] [--policy fail_fast|auto_clamp]``.
+"""``budgetlens check [PATH...] [--format text|json|sarif|github|gitlab|junit] [--policy P]``.
 
 PATH (default ``.``) is a pipeline file or a folder searched for ``pipelines/*.yaml``; a
 ``pipelines`` folder itself gives its own files. Text output reads like a compiler's
 (``file:line:col: severity[CODE] message``, the source line, a caret, and where each term
 of a budget comes from) followed by a per-step budget table; ``--format json`` prints one
 object ``{"version": 1, "diagnostics": [...], "steps": [...]}`` with each term's value and
-location; ``--format sarif`` prints SARIF 2.1.0 with the terms as related locations. Exit
+location; ``--format sarif`` prints SARIF 2.1.0 with the terms as related locations;
+``github``, ``gitlab`` and ``junit`` are the CI formats of :mod:`budgetlens_cli.ci_formats`. Exit
 status: 0 without errors, 1 with at least one error, 2 on bad usage.
 """
 
@@ -37,10 +38,12 @@ from budgetlens.contract.report_text import budget_table, display_width
 from budgetlens.files import FileSource, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex, Range, Related, Severity, unique_diagnostics
+from budgetlens_cli import ci_formats
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
 
 
 def register(sub: Any) -> None:
@@ -50,7 +53,7 @@ def register(sub: Any) -> None:
                     " context window. PATH (default .) is a pipeline file or a folder"
                     " searched for pipelines/*.yaml.")
     add_common_arguments(p)
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+    p.add_argument("--format", choices=FORMATS, default="text",
                    help="output format (default text)")
     p.add_argument("--no-table", action="store_true",
                    help="text format: print the diagnostics only, not the budget tables")
@@ -122,17 +125,34 @@ def check_all(paths: Iterable[str], options: CheckOptions,
 def run(args: argparse.Namespace) -> int:
     reports = check_all(args.paths, options_from(args))
     diagnostics = unique_diagnostics(d for r in reports for d in r.diagnostics)
-    out = sys.stdout
-    if args.format == "json":
-        json.dump(json_output(reports, diagnostics), out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    elif args.format == "sarif":
-        json.dump(sarif_output(diagnostics), out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    else:
-        write_text(out, reports, diagnostics, tables=not args.no_table)
+    write_output(sys.stdout, args, reports, diagnostics)
     has_error = any(d.severity is Severity.ERROR for d in diagnostics)
     return EXIT_FINDINGS if has_error else EXIT_OK
+
+
+def write_output(out: TextIO, args: argparse.Namespace, reports: list[PipelineReport],
+                 diagnostics: list[Diagnostic]) -> None:
+    """Print the result in ``args.format``."""
+    if args.format == "text":
+        write_text(out, reports, diagnostics, tables=not args.no_table)
+    elif args.format == "github":
+        out.write(ci_formats.github_output(diagnostics))
+    elif args.format == "junit":
+        out.write(ci_formats.junit_output(reports))
+    else:
+        json.dump(_json_document(args.format, reports, diagnostics), out, indent=2,
+                  ensure_ascii=False)
+        out.write("\n")
+
+
+def _json_document(fmt: str, reports: list[PipelineReport],
+                   diagnostics: list[Diagnostic]) -> Any:
+    """The document of a JSON-based format: ``json``, ``sarif`` or ``gitlab``."""
+    if fmt == "sarif":
+        return sarif_output(diagnostics)
+    if fmt == "gitlab":
+        return ci_formats.gitlab_output(diagnostics)
+    return json_output(reports, diagnostics)
 
 
 # ---------------------------------------------------------------------------- JSON

@@ -1,0 +1,150 @@
+"""The CI output formats of ``budgetlens check``: ``github``, ``gitlab`` and ``junit``.
+
+- ``github``: GitHub Actions workflow commands, one line per diagnostic
+  (``::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=BL050::message``), so each
+  one shows as an annotation on its line. Values are escaped as GitHub's toolkit
+  (``@actions/core``) does: ``%``, ``\\r`` and ``\\n`` everywhere, ``:`` and ``,`` in the
+  properties too.
+- ``gitlab``: a GitLab Code Quality report, a JSON array of issues. The ``fingerprint`` is the
+  SHA-256 of the code, the path and the message (never the line), so an issue keeps its
+  fingerprint when unrelated lines move; a repeat of the same code, path and message gets
+  its occurrence number hashed in too, so fingerprints stay unique.
+- ``junit``: JUnit XML, one ``<testsuite>`` per pipeline, one ``<testcase>`` per ``call_model``
+  step (a ``<failure>`` when the step does not fit or has an error) and one more testcase,
+  ``(file)``, for the pipeline's errors that belong to no step.
+
+Paths are shown relative to the current folder where the file lies below it (as ruff does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from budgetlens import Diagnostic, PipelineReport
+from budgetlens.source import Severity, unique_diagnostics
+
+GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning",
+                  Severity.INFORMATION: "notice", Severity.HINT: "notice"}
+GITLAB_SEVERITY = {Severity.ERROR: "major", Severity.WARNING: "minor",
+                   Severity.INFORMATION: "info", Severity.HINT: "info"}
+FILE_CASE = "(file)"
+
+
+def relative_path(file: str) -> str:
+    """``file`` relative to the current folder (``/`` separators) when it lies below it,
+    else as given."""
+    try:
+        rel = os.path.relpath(os.path.abspath(file))
+    except ValueError:  # another drive on Windows
+        return Path(file).as_posix()
+    if rel == ".." or rel.startswith(".." + os.sep):
+        return Path(file).as_posix()
+    return Path(rel).as_posix()
+
+
+# ---------------------------------------------------------------------------- GitHub
+def escape_data(text: str) -> str:
+    """The message of a workflow command, escaped as ``@actions/core``'s ``escapeData``."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value, escaped as ``@actions/core``'s ``escapeProperty``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(d: Diagnostic) -> str:
+    start, end = d.range.start, d.range.end
+    props = [("file", relative_path(d.file)), ("line", str(start.line + 1)),
+             ("col", str(start.character + 1)), ("endLine", str(end.line + 1)),
+             ("endColumn", str(end.character + 1)), ("title", d.code)]
+    joined = ",".join(f"{key}={escape_property(value)}" for key, value in props)
+    return f"::{GITHUB_COMMAND[d.severity]} {joined}::{escape_data(d.message)}"
+
+
+def github_output(diagnostics: Iterable[Diagnostic]) -> str:
+    return "".join(github_line(d) + "\n" for d in diagnostics)
+
+
+# ---------------------------------------------------------------------------- GitLab
+def fingerprint(code: str, path: str, message: str, occurrence: int = 1) -> str:
+    """SHA-256 (hex) of ``code``, ``path`` and ``message`` joined by NUL; from the second
+    occurrence of the same three on, ``\\0<occurrence>`` is appended before hashing."""
+    text = f"{code}\0{path}\0{message}"
+    if occurrence > 1:
+        text += f"\0{occurrence}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def gitlab_output(diagnostics: Iterable[Diagnostic]) -> list[dict[str, Any]]:
+    seen: dict[tuple[str, str, str], int] = {}
+    issues = []
+    for d in diagnostics:
+        path = relative_path(d.file)
+        key = (d.code, path, d.message)
+        seen[key] = seen.get(key, 0) + 1
+        issues.append({
+            "description": d.message,
+            "check_name": d.code,
+            "fingerprint": fingerprint(*key, occurrence=seen[key]),
+            "severity": GITLAB_SEVERITY[d.severity],
+            "location": {"path": path,
+                         "lines": {"begin": d.range.start.line + 1,
+                                   "end": d.range.end.line + 1}},
+        })
+    return issues
+
+
+# ---------------------------------------------------------------------------- JUnit
+def _head(d: Diagnostic) -> str:
+    start = d.range.start
+    return (f"{relative_path(d.file)}:{start.line + 1}:{start.character + 1}:"
+            f" {d.severity.value}[{d.code}] {d.message}")
+
+
+def _testcase(suite: ET.Element, name: str, errors: list[Diagnostic],
+              unfit: str | None = None) -> bool:
+    """Add a testcase; a ``<failure>`` when there are errors or ``unfit`` says why it does
+    not fit. True when it failed."""
+    case = ET.SubElement(suite, "testcase", classname=suite.get("name", ""), name=name)
+    if not errors and unfit is None:
+        return False
+    lines = [_head(d) for d in errors] or [unfit or ""]
+    first = errors[0] if errors else None
+    failure = ET.SubElement(case, "failure", message=first.message if first else lines[0],
+                            type=first.code if first else "does-not-fit")
+    failure.text = "\n".join(lines)
+    return True
+
+
+def _suite(root: ET.Element, report: PipelineReport) -> int:
+    """The testsuite of one pipeline (its own errors and those of the files it reads, such as
+    a parent's); the number of failed testcases."""
+    mine = [d for d in unique_diagnostics(report.diagnostics) if d.severity is Severity.ERROR]
+    names = [s.summary.step for s in report.steps]
+    suite = ET.SubElement(root, "testsuite", name=relative_path(report.pipeline))
+    failed = 0
+    for step in report.steps:
+        name, fits = step.summary.step, step.summary.fits
+        unfit = None if fits else (f"step '{name}' does not fit the context window"
+                                   f" (headroom {step.summary.budget.headroom})")
+        failed += _testcase(suite, name, [d for d in mine if d.step == name], unfit)
+    failed += _testcase(suite, FILE_CASE, [d for d in mine if d.step not in names])
+    suite.attrib.update(tests=str(len(names) + 1), failures=str(failed), errors="0",
+                        skipped="0")
+    return failed
+
+
+def junit_output(reports: list[PipelineReport]) -> str:
+    root = ET.Element("testsuites", name="budgetlens")
+    failed = sum(_suite(root, r) for r in reports)
+    tests = sum(len(r.steps) + 1 for r in reports)
+    root.attrib.update(tests=str(tests), failures=str(failed), errors="0")
+    ET.indent(root, space="  ")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ET.tostring(root, encoding="unicode") + "\n")
