@@ -39,6 +39,7 @@ from budgetlens_cli.git_source import GitRevisionFiles, repository_top, resolve_
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 JSON_SCHEMA_VERSION = 1
+_TEXT_SUFFIXES = (".yaml", ".yml", ".json", ".txt")
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
 
 
@@ -108,6 +109,9 @@ def _revision_side(rev: str, options: CheckOptions) -> DiffSide:
     top_here = os.path.normpath(os.path.join(root, *[".."] * _depth(prefix)))
     files = GitRevisionFiles(commit, top_here)
     pipelines = [os.path.join(top_here, p) for p in files.paths() if _in_revision(p, prefix)]
+    scope = "" if prefix == "." else prefix + "/"
+    files.prefetch([p for p in files.paths()
+                    if p.startswith(scope) and p.endswith(_TEXT_SUFFIXES)])
     if not pipelines:
         where = "" if prefix == "." else f" under {prefix}"
         raise UsageError(f"{rev}: not a workspace at this revision (no pipelines/*.yaml"
