@@ -105,10 +105,12 @@ def _revision_side(rev: str, options: CheckOptions) -> DiffSide:
                                            os.path.realpath(top))).as_posix()
     if prefix.startswith(".."):
         raise UsageError(f"{root} is not inside the repository {top}")
-    # the revision is read as if checked out at ``top`` (as written, not resolved)
-    top_here = os.path.normpath(os.path.join(root, *[".."] * _depth(prefix)))
-    files = GitRevisionFiles(commit, top_here)
-    pipelines = [os.path.join(top_here, p) for p in files.paths() if _in_revision(p, prefix)]
+    # the revision is read as if checked out in a folder that does not exist on disk, so
+    # nothing of the working tree (a file, a symlink) is read or resolved for it
+    mount = os.path.join(os.path.realpath(top), f".budgetlens-revision-{commit}")
+    files = GitRevisionFiles(commit, top, mount)
+    root = os.path.normpath(os.path.join(mount, prefix))
+    pipelines = [os.path.join(mount, p) for p in files.paths() if _in_revision(p, prefix)]
     scope = "" if prefix == "." else prefix + "/"
     files.prefetch([p for p in files.paths()
                     if p.startswith(scope) and p.endswith(_TEXT_SUFFIXES)])
@@ -117,10 +119,6 @@ def _revision_side(rev: str, options: CheckOptions) -> DiffSide:
         raise UsageError(f"{rev}: not a workspace at this revision (no pipelines/*.yaml"
                          f"{where})")
     return _checked(root, pipelines, files, options)
-
-
-def _depth(prefix: str) -> int:
-    return 0 if prefix == "." else len(PurePosixPath(prefix).parts)
 
 
 def _checked(root: str, pipelines: Iterable[str], files: FileSource,

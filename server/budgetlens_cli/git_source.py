@@ -1,10 +1,11 @@
 """A git revision as a ``FileSource``, read without a worktree.
 
 ``git ls-tree -r -z REV`` lists the revision's files once; a file's text is read when the
-check asks for it (``git cat-file blob SHA``). Paths are the repository's top-level folder
-joined with the path in the tree, so a revision reads like a checkout at the same place, but
-nothing is read from the disk: a path not in the tree is missing. Works on a shallow clone
-as long as the revision itself was fetched (``fetch-depth: 2``, ``git fetch origin BASE``).
+check asks for it (``git cat-file blob SHA``). Paths are a folder that does not exist (the
+*mount*, next to the repository's files) joined with the path in the tree, so a revision reads
+like a checkout, but nothing is read from the disk: a path not in the tree is missing. Works
+on a shallow clone as long as the revision itself was fetched (``fetch-depth: 2``,
+``git fetch origin BASE``).
 """
 
 from __future__ import annotations
@@ -63,11 +64,15 @@ def resolve_revision(rev: str, cwd: str) -> str:
 
 
 class GitRevisionFiles:
-    """The files of one commit, keyed by their would-be path under the repository's top."""
+    """The files of one commit of the repository at ``repo``, keyed by their path under
+    ``mount`` (default: the repository's top). A ``mount`` that does not exist on disk keeps
+    the check's symlink test (``is_inside`` resolves paths on disk) off the working tree."""
 
-    def __init__(self, commit: str, top: str, *, max_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(self, commit: str, repo: str, mount: str | None = None, *,
+                 max_bytes: int = MAX_FILE_BYTES) -> None:
         self.commit = commit
-        self.top = os.path.abspath(top)
+        self.repo = repo
+        self.top = os.path.abspath(mount if mount is not None else repo)
         self.max_bytes = max_bytes
         self._entries: dict[str, tuple[str, str, str, int]] = {}  # key -> mode, type, sha, size
         self._dirs: set[str] = set()
@@ -76,7 +81,7 @@ class GitRevisionFiles:
         self._list()
 
     def _list(self) -> None:
-        done = git(["ls-tree", "-r", "-l", "-z", "--full-tree", self.commit], self.top)
+        done = git(["ls-tree", "-r", "-l", "-z", "--full-tree", self.commit], self.repo)
         if done.returncode != 0:
             raise UsageError(f"{self.commit}: cannot list the files ({_first_line(done.stderr)})")
         for record in done.stdout.split(b"\0"):
@@ -122,7 +127,7 @@ class GitRevisionFiles:
                        if e is not None and e[1] == "blob" and e[3] <= self.max_bytes})
         if not shas:
             return
-        done = git(["cat-file", "--batch"], self.top, stdin="".join(
+        done = git(["cat-file", "--batch"], self.repo, stdin="".join(
             f"{sha}\n" for sha in shas).encode())
         data, at = done.stdout, 0
         while at < len(data):
@@ -138,7 +143,7 @@ class GitRevisionFiles:
     def _blob(self, sha: str) -> bytes:
         if sha in self._blobs:
             return self._blobs[sha]
-        done = git(["cat-file", "blob", sha], self.top)
+        done = git(["cat-file", "blob", sha], self.repo)
         if done.returncode != 0:
             raise FileMissing(sha, f"{sha}: object missing ({_first_line(done.stderr)})")
         return done.stdout

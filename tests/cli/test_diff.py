@@ -282,3 +282,43 @@ def test_the_documented_example_is_the_golden_file() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "cli.md").read_text("utf-8")
     assert ("$ budgetlens diff HEAD~2 HEAD --format markdown\n" + GOLDEN.read_text("utf-8")
             + "$ echo $?\n1\n") in doc
+
+
+def test_a_folder_side_reads_like_the_revision(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str], repo: Path,
+                                               tmp_path: Path) -> None:
+    """Commit 1 exported to a folder outside the repository, diffed against HEAD."""
+    folder = tmp_path / "commit1"
+    folder.mkdir()
+    archive = subprocess.run(["git", "archive", "HEAD~2"], cwd=repo, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    code, out, _ = run_diff(monkeypatch, capsys, repo, str(folder), "HEAD",
+                            "--format", "markdown")
+    assert code == 1
+    assert out == GOLDEN.read_text("utf-8").replace("`HEAD~2`", f"`{folder}`")
+
+
+def test_a_symlinked_prompt_in_a_revision(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    """A prompt that is a symlink inside the tree is read through it; one out of the
+    repository is not read (the step's prompt is unreadable, so it counts 0)."""
+    root = tmp_path / "links"
+    root.mkdir()
+    _git(root, "init", "-q")
+    _write(root, "config.json", json.dumps(CONFIG))
+    _write(root, "pipelines/qa.yaml", QA)
+    _write(root, "shared/answer.txt", ANSWER_V1)
+    (root / "prompts").mkdir()
+    os.symlink("../shared/answer.txt", root / "prompts" / "answer.txt")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "1")
+    (root / "prompts" / "answer.txt").unlink()
+    os.symlink("/etc/hostname", root / "prompts" / "answer.txt")
+    _git(root, "commit", "-qam", "2")
+    code, out, _ = run_diff(monkeypatch, capsys, root, "HEAD~1", "HEAD", "--format", "json")
+    answer = _step(json.loads(out), "pipelines/qa.yaml", "answer")
+    assert code == 0
+    assert answer["before"] == _numbers(QA_FIXED_1, QA_TOTAL_1)
+    assert answer["after"]["fixed"] == tokens("Question: ") + OVERHEAD
