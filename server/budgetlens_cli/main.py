@@ -28,6 +28,7 @@ TRACEBACK_VARIABLE = "BUDGETLENS_TRACEBACK"
 SUBCOMMANDS: tuple[str, ...] = (
     "check",
     "clamp",
+    "diff",
     "tokens",
     "contexts",
     "merge",
