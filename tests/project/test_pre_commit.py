@@ -1,4 +1,4 @@
-"""The ``budgetlens-check`` hook of ``.pre-commit-hooks.yaml`` run by the real ``pre-commit``.
+"""The hooks of ``.pre-commit-hooks.yaml`` run by the real ``pre-commit`` (PyPI).
 
 ``pre-commit try-repo HOOK_REPO budgetlens-check --all-files`` runs inside a temporary git
 repository holding a copy of ``examples/``: pre-commit builds its own virtualenv of budgetlens
@@ -99,13 +99,14 @@ def _workspace(tmp_path: Path, *, drop: tuple[str, ...] = ()) -> Path:
     return repo
 
 
-def _try_repo(workspace: Path, hook_repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _try_repo(workspace: Path, hook_repo: Path, home: Path, hook: str = "budgetlens-check",
+              *extra: str) -> subprocess.CompletedProcess[str]:
     env = _git_env()
     env.update(PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", NO_COLOR="1")
     env.pop("VIRTUAL_ENV", None)
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "budgetlens-check",
-         "--all-files", "--color", "never", "--verbose"],
+        [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), hook,
+         "--all-files", "--color", "never", "--verbose", *extra],
         cwd=workspace, capture_output=True, text=True, env=env, timeout=900)
 
 
@@ -131,3 +132,20 @@ def test_hook_passes_on_a_fitting_workspace(
     assert "BL050" not in output, output
     # --verbose shows the hook's own output: the four remaining example pipelines were checked.
     assert "4 pipelines, 6 call_model steps (0 not fitting): 0 errors" in output, output
+
+
+def test_manual_clamp_hook_writes_the_clamp_plan(
+        tmp_path: Path, hook_repo: Path, pre_commit_home: Path) -> None:
+    workspace = _workspace(tmp_path)
+    pipeline = workspace / "pipelines/long_report.yaml"
+    before = pipeline.read_text("utf-8")
+    assert "  max_context_tokens: 6144\n" in before
+    done = _try_repo(workspace, hook_repo, pre_commit_home, "budgetlens-clamp",
+                     "--hook-stage", "manual")
+    output = done.stdout + done.stderr
+    # pre-commit fails a hook that modified files; the one edit is the README's clamp fix.
+    assert done.returncode == 1, output
+    assert "files were modified by this hook" in output, output
+    assert pipeline.read_text("utf-8") == before.replace(
+        "  max_context_tokens: 6144\n", "  max_context_tokens: 5915\n")
+    assert _git(workspace, "status", "--porcelain") == " M pipelines/long_report.yaml\n"
