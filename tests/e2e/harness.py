@@ -342,15 +342,20 @@ async def running_server(root: Path, *, recorded: RecordedClient | None = None,
         yield editor
         await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
     finally:
-        proc = client._server
-        if proc is not None and proc.returncode is None:
-            # the test failed before a clean shutdown: end the server we started
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 5)
-            except asyncio.TimeoutError:
-                proc.kill()
-        await client.stop()
+        await stop_client(client)
+
+
+async def stop_client(client: LanguageClient) -> None:
+    """Stop a pytest-lsp client; a server still running (the test failed before a clean
+    shutdown) is ended by its process, never by name."""
+    proc = client._server
+    if proc is not None and proc.returncode is None:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except asyncio.TimeoutError:
+            proc.kill()
+    await client.stop()
 
 
 def find(text: str, needle: str, nth: int = 0) -> tuple[int, int]:

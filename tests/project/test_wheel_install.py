@@ -31,6 +31,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import make_test_lsp_client
 
+from tests.e2e.harness import stop_client
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = {"budgetlens": REPO / "shared_core" / "budgetlens",
             "budgetlens_lsp": REPO / "server" / "budgetlens_lsp"}
@@ -163,11 +165,4 @@ async def test_serve_publishes_bl050_for_the_over_budget_pipeline(
         assert client.messages == []
         await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
     finally:
-        proc = client._server
-        if proc is not None and proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 5)
-            except asyncio.TimeoutError:
-                proc.kill()
-        await client.stop()
+        await stop_client(client)
