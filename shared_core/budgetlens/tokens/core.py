@@ -31,14 +31,12 @@ from pathlib import Path
 from typing import Protocol, TypeAlias
 
 from budgetlens.files import content_hash
+from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
+from budgetlens.tokens.families import FAMILIES, FamilyTokenizer, family_for_model, load_family
 
 DEFAULT_TOKENIZER = "cl100k_base"
 SHIPPED_ENCODINGS = ("cl100k_base", "o200k_base")
 _DATA = Path(__file__).resolve().parent / "encodings"
-
-
-class TokenizerError(ValueError):
-    """The tokenizer named in a config or setting cannot be used; the message says why."""
 
 
 class Tokenizer(Protocol):
@@ -139,8 +137,11 @@ def _load_hf(path: str) -> HuggingFaceTokenizer:
 def resolve_tokenizer_name(spec: str | None, *, base_dir: Path | None = None) -> str:
     """The canonical name of a tokenizer spec: an encoding name, or an absolute file path."""
     spec = (spec or DEFAULT_TOKENIZER).strip()
-    if spec in SHIPPED_ENCODINGS:
+    if spec in SHIPPED_ENCODINGS or spec in FAMILIES:
         return spec
+    family = None if spec.endswith(".json") else family_for_model(spec)
+    if family is not None:
+        return family
     if spec.endswith(".json") or "/" in spec or "\\" in spec:
         path = Path(spec)
         if not path.is_absolute() and base_dir is not None:
@@ -149,13 +150,23 @@ def resolve_tokenizer_name(spec: str | None, *, base_dir: Path | None = None) ->
     encoding = _encoding_for_model(spec)
     if encoding is None:
         raise TokenizerError(
-            f"unknown tokenizer {spec!r}: use {' or '.join(SHIPPED_ENCODINGS)}, a model name"
-            " such as 'gpt-4o', or the path of a tokenizer.json")
+            f"unknown tokenizer {spec!r}: use {' or '.join(SHIPPED_ENCODINGS)}, a family"
+            f" ({', '.join(FAMILIES)}), a model name such as 'gpt-4o' or"
+            " 'llama-3.1-8b-instruct', or the path of a tokenizer.json")
     if encoding not in SHIPPED_ENCODINGS:
         raise TokenizerError(
             f"model {spec!r} uses encoding {encoding!r}, which budgetlens does not ship;"
             f" use {' or '.join(SHIPPED_ENCODINGS)} or a tokenizer.json path")
     return encoding
+
+
+@cache
+def _family_tokenizer(name: str) -> Tokenizer:
+    approximates = FAMILIES[name].approximates
+    if approximates is None:
+        return load_family(name)
+    # An approximate family counts with a shipped encoding and says so (exact=False: ≈).
+    return FamilyTokenizer(name, False, _load_encoding(approximates).encode)
 
 
 TokenizerLike: TypeAlias = "str | Tokenizer | TokenCounter | Callable[[str], int]"
@@ -209,7 +220,8 @@ def as_tokenizer(tokenizer: TokenizerLike | None, *,
         return get_tokenizer(tokenizer, base_dir=base_dir)
     if isinstance(tokenizer, TokenCounter):
         return tokenizer.tokenizer
-    if isinstance(tokenizer, (TiktokenTokenizer, HuggingFaceTokenizer, FunctionTokenizer)):
+    if isinstance(tokenizer, (TiktokenTokenizer, HuggingFaceTokenizer, FunctionTokenizer,
+                              FamilyTokenizer)):
         return tokenizer
     count = getattr(tokenizer, "count", None)
     encode = getattr(tokenizer, "encode", None)
@@ -251,6 +263,8 @@ def get_tokenizer(spec: TokenizerLike | None = None, *,
     name = resolve_tokenizer_name(spec, base_dir=base_dir)
     if name in SHIPPED_ENCODINGS:
         return _load_encoding(name)
+    if name in FAMILIES:
+        return _family_tokenizer(name)
     if not Path(name).is_file():
         raise TokenizerError(f"tokenizer file not found: {name}")
     return _load_hf(name)

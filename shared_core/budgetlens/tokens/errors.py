@@ -1,0 +1,7 @@
+"""The error every tokenizer lookup raises (its own module so families and core share it)."""
+
+from __future__ import annotations
+
+
+class TokenizerError(ValueError):
+    """The tokenizer named in a config or setting cannot be used; the message says why."""
