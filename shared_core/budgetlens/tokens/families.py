@@ -128,6 +128,12 @@ def is_exact(tokenizer: object) -> bool:
     return bool(getattr(tokenizer, "exact", True))
 
 
+def approx_mark(tokenizer_name: str | None) -> str:
+    """``"≈"`` before a count made by an approximate family (by its name), else ``""``."""
+    family = FAMILIES.get(tokenizer_name or "")
+    return "≈" if family is not None and not family.exact else ""
+
+
 def _missing(family: Family, package: str) -> TokenizerError:
     return TokenizerError(
         f"tokenizer {family.name!r} ({family.title}) needs the {package!r} package, which is not"
@@ -230,5 +236,5 @@ def available(name: str) -> bool:
     return all(find_spec(p) is not None for p in family.packages)
 
 
-__all__ = ["FAMILIES", "Family", "FamilyTokenizer", "available", "family_for_model",
+__all__ = ["FAMILIES", "Family", "FamilyTokenizer", "approx_mark", "available", "family_for_model",
            "is_exact", "load_family"]
