@@ -41,7 +41,7 @@ from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BudgetLensProtocol", "BadRequest", "describe_structure_error"]
+__all__ = ["BadRequest", "BudgetLensProtocol", "describe_structure_error"]
 
 _FIELD_IN_MESSAGE = re.compile(r"^\w+\.(\w+) should ")
 

@@ -139,7 +139,7 @@ def _register_requests(server: BudgetLensServer, ctx: ServerContext) -> None:
         code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL],
         resolve_provider=False))
     async def code_action(ls: BudgetLensServer, params: types.CodeActionParams
-                          ) -> list[types.CodeAction]:
+                          ) -> list[types.CodeAction | types.Command]:
         return await actions.on_code_action(ctx, params)
 
 
@@ -155,6 +155,10 @@ def _register_commands(server: BudgetLensServer, ctx: ServerContext) -> None:
     @server.command(commands.CLAMP_ALL)
     async def clamp_all(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
         return await commands.on_clamp_all(ctx, args)
+
+    @server.command(commands.APPLY_FIX)
+    async def apply_fix(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
+        return await commands.on_apply_fix(ctx, args)
 
     @server.command(commands.SHOW_LOCATION)
     async def show_location(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
