@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Generator
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 from budgetlens_lsp import __version__
 from budgetlens_lsp.features import (
@@ -31,26 +30,10 @@ from budgetlens_lsp.features import (
     lifecycle,
 )
 from budgetlens_lsp.features.context import Analysis, ServerContext
+from budgetlens_lsp.protocol import BudgetLensProtocol
 from budgetlens_lsp.session import Session
 
 log = logging.getLogger(__name__)
-
-
-class BudgetLensProtocol(LanguageServerProtocol):
-    """pygls's protocol, except that pygls keeps no copy of a changed buffer.
-
-    pygls applies incremental changes to lines cut by ``str.splitlines``, which also splits
-    at U+2028, U+2029, U+0085 and other characters the LSP does not count as line ends,
-    so its copy drifts from the editor's. The session applies the changes itself
-    (``Session.change`` with ``convert.apply_changes``); ``ls.workspace``'s documents are
-    not kept current and nothing reads them.
-    """
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams
-                                      ) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
 
 
 class BudgetLensServer(LanguageServer):
@@ -67,6 +50,15 @@ class BudgetLensServer(LanguageServer):
         """After each analysis (on the loop): the features that show its results."""
         diagnostics.publish(self.ctx, results)
         lenses.refresh(self.ctx)
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """pygls's stdio loop; after ``exit`` the process ends with the code LSP
+        prescribes (0 after ``shutdown``, 1 without: ``protocol.BudgetLensProtocol``)."""
+        super().start_io(stdin, stdout)
+        code = self.protocol.exit_code if isinstance(self.protocol, BudgetLensProtocol) \
+            else None
+        if code is not None:
+            sys.exit(code)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Out-of-band errors are logged, never a popup on every keystroke.
@@ -147,7 +139,7 @@ def _register_requests(server: BudgetLensServer, ctx: ServerContext) -> None:
         code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL],
         resolve_provider=False))
     async def code_action(ls: BudgetLensServer, params: types.CodeActionParams
-                          ) -> list[types.CodeAction]:
+                          ) -> list[types.CodeAction | types.Command]:
         return await actions.on_code_action(ctx, params)
 
 
@@ -163,6 +155,10 @@ def _register_commands(server: BudgetLensServer, ctx: ServerContext) -> None:
     @server.command(commands.CLAMP_ALL)
     async def clamp_all(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
         return await commands.on_clamp_all(ctx, args)
+
+    @server.command(commands.APPLY_FIX)
+    async def apply_fix(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
+        return await commands.on_apply_fix(ctx, args)
 
     @server.command(commands.SHOW_LOCATION)
     async def show_location(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:

@@ -102,6 +102,11 @@ def _toggles(raw: Any, name: str, keys: Mapping[str, str], current: Any,
     return replace(type(current)(), **values)
 
 
+#: Keys of ``initializationOptions`` that are not settings: what the client can do
+#: (``displaysCommandResults``: it shows command results itself; read by the features).
+INIT_ONLY_KEYS = frozenset({"displaysCommandResults"})
+
+
 def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
     """Settings from a client's object; invalid entries fall back to defaults.
 
@@ -117,7 +122,7 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
         return Settings(), [f"budgetlens settings must be an object, got {type(raw).__name__}"]
     defaults = Settings()
     values: dict[str, Any] = {}
-    for key, value in raw.items():
+    for key, value in ((k, v) for k, v in raw.items() if k not in INIT_ONLY_KEYS):
         if key == "diagnostics":
             values["diagnostics"] = _toggles(value, key, _DIAGNOSTIC_KEYS,
                                              defaults.diagnostics, problems)
@@ -151,5 +156,5 @@ def settings_to_json(settings: Settings) -> dict[str, Any]:
     return out
 
 
-__all__ = ["POLICIES", "DiagnosticToggles", "LensToggles", "Settings", "parse_settings",
-           "settings_to_json"]
+__all__ = ["INIT_ONLY_KEYS", "POLICIES", "DiagnosticToggles", "LensToggles", "Settings",
+           "parse_settings", "settings_to_json"]

@@ -35,7 +35,7 @@ from budgetlens import codes
 from budgetlens.continuation.contexts import JsonContexts, get_contexts
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.discovery import find_pipelines
+from budgetlens.contract.discovery import find_pipelines, project_root
 from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles
 from budgetlens_lsp.convert import UTF16, Converter
@@ -193,8 +193,15 @@ class WorkspaceIndex:
                 best = root
         return best
 
-    def files_for(self, path: str) -> FileSource:
+    def project_root_for(self, path: str) -> str | None:
+        """The workspace folder of ``path``, or the folder of the config.json above it that
+        ``budgetlens check`` would use (``discovery.project_root``); the folder itself when
+        the settings name a config.json."""
         root = self.root_for(path)
+        return root if self.snapshot.settings.config_path else project_root(path, root)
+
+    def files_for(self, path: str) -> FileSource:
+        root = self.project_root_for(path)
         base = DiskFiles(root) if root else DiskFiles()
         overlay = {p: t for p, t in self.snapshot.overlay.items()
                    if p.endswith(ANALYZED_SUFFIXES)}
@@ -202,7 +209,7 @@ class WorkspaceIndex:
 
     def options_for(self, path: str) -> CheckOptions:
         s = self.snapshot.settings
-        root = self.root_for(path)
+        root = self.project_root_for(path)
         config = s.config_path
         if config and not os.path.isabs(config) and root:
             config = os.path.join(root, config)

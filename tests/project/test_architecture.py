@@ -42,8 +42,8 @@ CORE_LAYERS: dict[str, int] = {
 SERVER_LAYERS: dict[str, int] = {
     # the package itself holds nothing but __version__
     "budgetlens_lsp": 0,
-    # 1. conversion and settings (the core only)
-    "budgetlens_lsp.convert": 10, "budgetlens_lsp.settings": 10,
+    # 1. conversion and settings (the core only); the JSON-RPC life cycle (pygls only)
+    "budgetlens_lsp.convert": 10, "budgetlens_lsp.settings": 10, "budgetlens_lsp.protocol": 10,
     # 2. analysis over the core, returns plain data, imports no feature
     "budgetlens_lsp.workspace_index": 20,
     # 3. documents, versions, settings, scheduling; analysis and publishing injected

@@ -248,7 +248,9 @@ async function doStart(): Promise<void> {
       { scheme: 'file', language: 'json' },
       { scheme: 'file', pattern: '**/*.txt' },
     ],
-    initializationOptions: currentServerSettings(),
+    // displaysCommandResults: this client shows the results of showHierarchyContext and
+    // showBudgetReport itself (executeCommand middleware), so the server does not open a view
+    initializationOptions: { ...currentServerSettings(), displaysCommandResults: true },
     outputChannel: output,
     synchronize: {
       fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{yaml,yml,json,txt}'),

@@ -22,19 +22,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 
 from budgetlens import codes
 from budgetlens.contract.model import PipelineReport
 from budgetlens.contract.plan import ClampPlan, clamp_plan, context_clamp_plan, output_clamp_plan
 from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Range, TextEdit
-from budgetlens_lsp.convert import DiagnosticData
+from budgetlens.source import Diagnostic, Range, TextEdit
+from budgetlens_lsp.convert import SOURCE, DiagnosticData
 from budgetlens_lsp.features import json_documents
-from budgetlens_lsp.features.commands import readable
+from budgetlens_lsp.features.commands import APPLY_FIX, readable
 from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.edits import EditContext, text_edits, workspace_edit
 from budgetlens_lsp.workspace_index import WorkspaceIndex
@@ -63,30 +63,44 @@ def _action(index: WorkspaceIndex, title: str, kind: str, plan: ClampPlan,
                             data={"changes": [to_jsonable(c) for c in plan.changes]})
 
 
+def _report_of(index: WorkspaceIndex, pipeline: str | None) -> PipelineReport | None:
+    report = index.report_for(os.path.normpath(pipeline)) if pipeline else None
+    if report is None or report.context is None or report.window is None:
+        return None
+    return report
+
+
 def _fixable_report(index: WorkspaceIndex, diag: types.Diagnostic
                     ) -> tuple[PipelineReport, str | None] | None:
     """The report and step a budget diagnostic is about, from its payload; None when it is
     not ours, not fixable, or the client sent no (or foreign) data."""
     data = DiagnosticData.from_json(diag.data)
-    if diag.source != "budgetlens" or diag.code not in FIXABLE or data is None \
-            or data.pipeline is None:
+    if diag.source != "budgetlens" or diag.code not in FIXABLE or data is None:
         return None
-    report = index.report_for(os.path.normpath(data.pipeline))
-    if report is None or report.context is None or report.window is None:
-        return None
-    return report, data.step
+    report = _report_of(index, data.pipeline)
+    return None if report is None else (report, data.step)
+
+
+Seen = set[tuple[object, ...]]
 
 
 def quick_fixes(index: WorkspaceIndex, path: str, diag: types.Diagnostic,
-                ctx: EditContext) -> list[types.CodeAction]:
+                ctx: EditContext, seen: Seen | None = None) -> list[types.CodeAction]:
+    """The clamp quick-fixes of a budget diagnostic as the client sent it (its payload)."""
     found = _fixable_report(index, diag)
     if found is None:
         return []
-    report, step_name = found
+    return _clamp_fixes(index, found[0], found[1], diag, ctx, set() if seen is None else seen)
+
+
+def _clamp_fixes(index: WorkspaceIndex, report: PipelineReport, step_name: str | None,
+                 diag: types.Diagnostic, ctx: EditContext, seen: Seen
+                 ) -> list[types.CodeAction]:
+    """The clamp quick-fixes for ``diag`` (BL050/BL051 of ``step_name`` in ``report``);
+    a plan whose edits are in ``seen`` already is not offered twice."""
     files = index.files_for(report.pipeline)
     here = report.pipeline
     out: list[types.CodeAction] = []
-    seen: set[tuple[object, ...]] = set()
 
     def add(title: str, plan: ClampPlan, preferred: bool = False) -> None:
         key = tuple((e.file, e.range, e.new_text) for e in plan.edits)
@@ -137,43 +151,65 @@ def fix_all(index: WorkspaceIndex, path: str, ctx: EditContext) -> list[types.Co
                            f"{_describe(plan, path)}", FIX_ALL, plan, [], ctx)]
 
 
-def _overlaps(a: Range, b: Range) -> bool:
-    return a.start <= b.end and b.start <= a.end
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    def key(p: types.Position) -> tuple[int, int]:
+        return p.line, p.character
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
-def rename_fixes(analysis: Analysis, path: str, params: types.CodeActionParams,
-                 ctx: EditContext) -> list[types.CodeAction]:
-    """*Rename 'k' to 's'* for each near-miss key (BL008) the server reports in the range.
+def own_diagnostics(analysis: Analysis, path: str, params: types.CodeActionParams
+                    ) -> list[tuple[Diagnostic, types.Diagnostic]]:
+    """The server's own current diagnostics of ``path`` that the request is about: those
+    overlapping its range, and those the client sent back (same code and range). Each comes
+    with the LSP diagnostic to name in an action: the client's copy when it sent one.
 
-    Computed from the server's own diagnostics of ``path`` (a client need not echo a
-    diagnostic's ``data`` back); the edit replaces exactly the key's characters.
+    So a client that sends no ``data``, or no diagnostics at all, gets the same quick-fixes.
     """
-    index = analysis.index
-    own = [d for d in analysis.shown.get(path, [])
-           if d.code == codes.NEAR_MISS_KEY and isinstance(d.data, dict)
-           and isinstance(d.data.get("rename"), dict)
-           and os.path.normpath(d.file) == path]
-    if not own:
-        return []
-    conv = index.converter()
-    wanted = conv.core_range(path, params.range)
-    sent = [d for d in params.context.diagnostics
-            if d.source == "budgetlens" and d.code == codes.NEAR_MISS_KEY]
-    out: list[types.CodeAction] = []
-    for d in own:
-        if not _overlaps(d.range, wanted):
+    conv = analysis.index.converter()
+    sent = [d for d in params.context.diagnostics if d.source == SOURCE]
+    out: list[tuple[Diagnostic, types.Diagnostic]] = []
+    for d in analysis.shown.get(path, []):
+        if os.path.normpath(d.file) != path:
             continue
-        rename: dict[str, Any] = d.data["rename"] if d.data else {}
+        shown = conv.diagnostic(d)
+        echoed = [c for c in sent if c.range == shown.range and str(c.code) == d.code]
+        if echoed or _overlaps(shown.range, params.range):
+            out.append((d, echoed[0] if echoed else shown))
+    return out
+
+
+def rename_fixes(analysis: Analysis, own: list[tuple[Diagnostic, types.Diagnostic]],
+                 ctx: EditContext) -> list[types.CodeAction]:
+    """*Rename 'k' to 's'* for each near-miss key (BL008) among ``own``; the edit replaces
+    exactly the key's characters."""
+    out: list[types.CodeAction] = []
+    for d, shown in own:
+        if d.code != codes.NEAR_MISS_KEY or not isinstance(d.data, dict):
+            continue
+        rename = d.data.get("rename")
+        if not isinstance(rename, dict):
+            continue
         new_text, rng = rename.get("new_text"), rename.get("range")
         if not isinstance(new_text, str) or not isinstance(rng, Range):
             continue
-        shown = conv.diagnostic(d)
-        echoed = [c for c in sent if c.range == shown.range]
         edit = TextEdit(d.file, rng, new_text)
         out.append(types.CodeAction(
             title=f"Rename {rename['from']!r} to {rename['to']!r}",
-            kind=types.CodeActionKind.QuickFix, diagnostics=echoed[:1] or [shown],
-            edit=text_edits(index, [edit], ctx), is_preferred=True))
+            kind=types.CodeActionKind.QuickFix, diagnostics=[shown],
+            edit=text_edits(analysis.index, [edit], ctx), is_preferred=True))
+    return out
+
+
+def budget_fixes(analysis: Analysis, own: list[tuple[Diagnostic, types.Diagnostic]],
+                 ctx: EditContext) -> list[types.CodeAction]:
+    """The clamp quick-fixes of every budget diagnostic (BL050/BL051) among ``own``, each
+    plan offered once."""
+    seen: Seen = set()
+    out: list[types.CodeAction] = []
+    for d, shown in own:
+        report = _report_of(analysis.index, d.pipeline) if d.code in FIXABLE else None
+        if report is not None:
+            out.extend(_clamp_fixes(analysis.index, report, d.step, shown, ctx, seen))
     return out
 
 
@@ -191,17 +227,31 @@ def code_actions(analysis: Analysis, path: str | None, uri: str,
     only = [str(k) for k in params.context.only] if params.context.only else None
     out: list[types.CodeAction] = []
     if _wants(only, types.CodeActionKind.QuickFix):
-        for diag in params.context.diagnostics:
-            out.extend(quick_fixes(index, path, diag, ctx))
-        out.extend(rename_fixes(analysis, path, params, ctx))
-        out.extend(json_documents.code_actions(uri, list(params.context.diagnostics)))
+        own = own_diagnostics(analysis, path, params)
+        out.extend(budget_fixes(analysis, own, ctx))
+        out.extend(rename_fixes(analysis, own, ctx))
+        out.extend(json_documents.code_actions(uri, [shown for _, shown in own]))
     if path.endswith((".yaml", ".yml")) and _wants(only, FIX_ALL):
         out.extend(fix_all(index, path, ctx))
     return out
 
 
+def as_command(action: types.CodeAction, uri: str) -> types.Command:
+    """The ``Command`` form of a code action, for a client without code-action literals:
+    its own command, or ``budgetlens.applyFix`` with its edit."""
+    if action.edit is None and action.command is not None:
+        return types.Command(title=action.title, command=action.command.command,
+                             arguments=action.command.arguments)
+    edit = get_converter().unstructure(action.edit, types.WorkspaceEdit)
+    return types.Command(title=action.title, command=APPLY_FIX,
+                         arguments=[{"uri": uri, "edit": edit, "title": action.title}])
+
+
 async def on_code_action(ctx: ServerContext, params: types.CodeActionParams
-                         ) -> list[types.CodeAction]:
+                         ) -> list[types.CodeAction | types.Command]:
     uri = params.text_document.uri
-    return await ctx.session.query(code_actions, ctx.analysis, readable(ctx, uri), uri, params,
-                                   EditContext.of(ctx))
+    found = await ctx.session.query(code_actions, ctx.analysis, readable(ctx, uri), uri, params,
+                                    EditContext.of(ctx))
+    if ctx.client.code_action_literals:
+        return list(found)
+    return [as_command(a, uri) for a in found]

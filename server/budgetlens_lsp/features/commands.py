@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams
 
 from budgetlens.contract.plan import ClampPlan, clamp_plan
@@ -36,15 +37,16 @@ from budgetlens.contract.report_text import budget_table
 from budgetlens.files import is_inside
 from budgetlens.serialize import to_jsonable
 from budgetlens_lsp.convert import path_from_uri
+from budgetlens_lsp.features import views
 from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.edits import EditContext, workspace_edit
 from budgetlens_lsp.features.json_documents import COMMAND, CommandError, hierarchy_context
 from budgetlens_lsp.workspace_index import WorkspaceIndex, norm
 
-__all__ = ["ALL", "CLAMP_ALL", "READ_RULE", "SHOW_HIERARCHY", "SHOW_LOCATION", "SHOW_REPORT",
-           "budget_report", "check_target", "clamp_all_plan", "command_target",
-           "on_clamp_all", "on_show_hierarchy", "on_show_location", "on_show_report",
-           "outside_reason", "readable", "show_hierarchy", "single_object"]
+__all__ = ["ALL", "APPLY_FIX", "CLAMP_ALL", "READ_RULE", "SHOW_HIERARCHY", "SHOW_LOCATION",
+           "SHOW_REPORT", "budget_report", "check_target", "clamp_all_plan", "command_target",
+           "on_apply_fix", "on_clamp_all", "on_show_hierarchy", "on_show_location",
+           "on_show_report", "outside_reason", "readable", "show_hierarchy", "single_object"]
 
 T = TypeVar("T")
 
@@ -52,8 +54,10 @@ SHOW_HIERARCHY = COMMAND  # "budgetlens.showHierarchyContext"
 CLAMP_ALL = "budgetlens.clampAll"
 SHOW_REPORT = "budgetlens.showBudgetReport"
 SHOW_LOCATION = "budgetlens.showLocation"
+#: Applies one quick-fix's edit; what a client without code-action literals runs.
+APPLY_FIX = "budgetlens.applyFix"
 #: Every command the server registers (``executeCommandProvider.commands``).
-ALL = (SHOW_HIERARCHY, CLAMP_ALL, SHOW_REPORT, SHOW_LOCATION)
+ALL = (SHOW_HIERARCHY, CLAMP_ALL, SHOW_REPORT, SHOW_LOCATION, APPLY_FIX)
 
 
 def single_object(args: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
@@ -193,12 +197,16 @@ async def _query(ctx: ServerContext, fn: Callable[..., T], *args: Any) -> T:
 
 async def on_show_hierarchy(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
     arg, uri, path = _target(ctx, args)
-    return await _query(ctx, show_hierarchy, ctx.index, path, uri, arg)
+    result = await _query(ctx, show_hierarchy, ctx.index, path, uri, arg)
+    views.show(ctx, views.hierarchy_view(path, result))
+    return result
 
 
 async def on_show_report(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
     _, uri, path = _target(ctx, args)
-    return await _query(ctx, budget_report, ctx.index, path, uri)
+    result = await _query(ctx, budget_report, ctx.index, path, uri)
+    views.show(ctx, views.report_view(path, result))
+    return result
 
 
 def _refuse_outside(ctx: ServerContext, plan: ClampPlan) -> None:
@@ -234,6 +242,35 @@ async def on_clamp_all(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, A
     message = "clamped" if result.applied else (
         f"the editor did not apply the edit: {result.failure_reason or 'no reason given'}")
     return {"applied": bool(result.applied), "changes": changes, "message": message}
+
+
+async def on_apply_fix(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+    """``budgetlens.applyFix`` ``{"uri", "edit", "title"?}``: send a quick-fix's
+    ``WorkspaceEdit`` with ``workspace/applyEdit`` (the ``Command`` form of a code action,
+    for clients without code-action literals). Every file it edits obeys the read rule."""
+    arg, _, _ = _target(ctx, args)
+    try:
+        edit = get_converter().structure(arg.get("edit"), types.WorkspaceEdit)
+    except Exception:
+        raise _invalid(CommandError("\"edit\" must be an LSP WorkspaceEdit")) from None
+    targets = set((edit.changes or {}).keys())
+    for change in edit.document_changes or []:
+        if not isinstance(change, types.TextDocumentEdit):
+            raise _invalid(CommandError("\"edit\" may only change text (no file operations)"))
+        targets.add(change.text_document.uri)
+    for target in sorted(targets):
+        _target(ctx, ({"uri": target},))
+    title = arg.get("title") if isinstance(arg.get("title"), str) else "budgetlens quick-fix"
+    if not ctx.client.apply_edit:
+        message = ("budgetlens: this editor cannot apply workspace edits"
+                   " (workspace.applyEdit); use `budgetlens clamp --write` instead")
+        ctx.message(message, types.MessageType.Info)
+        return {"applied": False, "message": message}
+    result = await ctx.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+        edit=edit, label=title))
+    message = "applied" if result.applied else (
+        f"the editor did not apply the edit: {result.failure_reason or 'no reason given'}")
+    return {"applied": bool(result.applied), "message": message}
 
 
 def lsp_range(raw: Any) -> types.Range:

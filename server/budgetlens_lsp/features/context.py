@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 class ClientFeatures:
     """What the client said it can do, read once at ``initialize``."""
 
-    def __init__(self, caps: types.ClientCapabilities) -> None:
+    def __init__(self, caps: types.ClientCapabilities, init_options: Any = None) -> None:
         ws = caps.workspace
         td = caps.text_document
         win = caps.window
@@ -41,6 +41,31 @@ class ClientFeatures:
         self.lens_refresh = bool(ws and ws.code_lens and ws.code_lens.refresh_support)
         self.show_document = bool(win and win.show_document and win.show_document.support)
         self.progress = bool(win and win.work_done_progress)
+        # LSP 3.17: what the client can show
+        formats = (td.hover.content_format if td and td.hover else None) or []
+        self.hover_markdown = not formats or formats[0] == types.MarkupKind.Markdown
+        self.code_action_literals = bool(td and td.code_action
+                                         and td.code_action.code_action_literal_support)
+        self.related_information = bool(td and td.publish_diagnostics
+                                        and td.publish_diagnostics.related_information)
+        #: the client shows the results of showHierarchyContext / showBudgetReport itself
+        #: (the initialization option DISPLAYS_RESULTS, set by the project's own clients)
+        self.displays_results = displays_results(init_options)
+
+
+#: The initialization option by which a client says it shows command results itself.
+DISPLAYS_RESULTS = "displaysCommandResults"
+
+
+def displays_results(init_options: Any) -> bool:
+    """``initializationOptions.displaysCommandResults`` (also under a ``budgetlens`` key)
+    is ``true``."""
+    if not isinstance(init_options, dict):
+        return False
+    inner = init_options.get("budgetlens")
+    if isinstance(inner, dict) and inner.get(DISPLAYS_RESULTS) is True:
+        return True
+    return init_options.get(DISPLAYS_RESULTS) is True
 
 
 @dataclass

@@ -20,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import attrs
 from lsprotocol import types
 
 from budgetlens import codes
@@ -241,6 +243,15 @@ def analyze(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str], mod
 
 # --- delivery (on the loop) ----------------------------------------------------------------------
 
+def for_client(ctx: ServerContext, items: Sequence[types.Diagnostic]
+               ) -> list[types.Diagnostic]:
+    """``items`` as this client can take them: no ``relatedInformation`` unless it declared
+    ``publishDiagnostics.relatedInformation`` (the one filter for push and pull)."""
+    if ctx.client.related_information:
+        return list(items)
+    return [attrs.evolve(d, related_information=None) for d in items]
+
+
 def publish(ctx: ServerContext, params_list: list[types.PublishDiagnosticsParams]) -> None:
     """Push to every client; a client that pulls gets its OPEN documents by pull only (so
     nothing is shown twice) and a refresh request instead."""
@@ -253,6 +264,7 @@ def publish(ctx: ServerContext, params_list: list[types.PublishDiagnosticsParams
             if params.uri not in ctx.pushed:
                 continue
             params = types.PublishDiagnosticsParams(uri=params.uri, diagnostics=[])
+        params.diagnostics = for_client(ctx, params.diagnostics)
         ctx.server.text_document_publish_diagnostics(params)
         if params.diagnostics:
             ctx.pushed.add(params.uri)
@@ -265,9 +277,12 @@ def publish(ctx: ServerContext, params_list: list[types.PublishDiagnosticsParams
 async def pull(ctx: ServerContext, params: types.DocumentDiagnosticParams
                ) -> types.DocumentDiagnosticReport:
     path = ctx.session.path_of(params.text_document.uri)
-    return await ctx.session.query(document_report, ctx.analysis, path,
-                                   params.previous_result_id)
+    report = await ctx.session.query(document_report, ctx.analysis, path,
+                                     params.previous_result_id)
+    if isinstance(report, types.RelatedFullDocumentDiagnosticReport):
+        report.items = for_client(ctx, report.items)
+    return report
 
 
-__all__ = ["Results", "analyze", "collect", "document_report", "failure_diagnostic",
+__all__ = ["Results", "analyze", "collect", "document_report", "failure_diagnostic", "for_client",
            "prompt_diagnostics", "publish", "publish_params", "pull", "to_lsp", "update"]

@@ -226,7 +226,24 @@ def _injection_hover(index: WorkspaceIndex, path: str) -> list[str]:
     return out
 
 
-def hover(index: WorkspaceIndex, path: str | None, pos: types.Position) -> types.Hover | None:
+def plain_text(lines: list[str]) -> str:
+    """The hover's Markdown as plain text for a client whose ``hover.contentFormat`` prefers
+    ``plaintext``: no ``**``, no backticks; a fenced block becomes indented lines."""
+    out: list[str] = []
+    fenced = False
+    for line in lines:
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            out.append("    " + line.replace("`\u200b``", "```"))
+        else:
+            out.append(line.replace("**", "").replace("`", ""))
+    return "\n".join(out)
+
+
+def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
+          markdown: bool = True) -> types.Hover | None:
     if path is None or not path.endswith((".yaml", ".yml")):
         return None
     text = index.text_of(path)
@@ -252,11 +269,13 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position) -> types
         lines = _prompt_hover(index, path, doc, int(key_path[1]))
     else:
         lines = _output_hover(index, path, doc, int(key_path[1]), str(name))
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                    value="\n".join(lines)),
-                       range=conv.range(path, rng))
+    contents = (types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines))
+                if markdown else
+                types.MarkupContent(kind=types.MarkupKind.PlainText, value=plain_text(lines)))
+    return types.Hover(contents=contents, range=conv.range(path, rng))
 
 
 async def on_hover(ctx: ServerContext, params: types.HoverParams) -> types.Hover | None:
     path = readable(ctx, params.text_document.uri)
-    return await ctx.session.query(hover, ctx.index, path, params.position)
+    return await ctx.session.query(hover, ctx.index, path, params.position,
+                                   ctx.client.hover_markdown)

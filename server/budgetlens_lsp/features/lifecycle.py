@@ -75,7 +75,7 @@ async def did_change_configuration(ctx: ServerContext,
 
 def initialize(ctx: ServerContext, params: types.InitializeParams) -> None:
     session = ctx.session
-    ctx.client = ClientFeatures(params.capabilities)
+    ctx.client = ClientFeatures(params.capabilities, params.initialization_options)
     session.encoding = encoding_name(ctx.server.workspace.position_encoding)
     ctx.init_settings = params.initialization_options
     settings, problems = parse_settings(params.initialization_options)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.contract.config import (
+    CONFIG_NAME,
     LoadedConfig,
     find_config,
     load_config,
@@ -39,6 +41,32 @@ def find_pipelines(root: Path | str) -> list[Path]:
             for pattern in PIPELINE_GLOBS:
                 found.extend(folder.glob(pattern))
     return sorted(set(found))
+
+
+def project_root(pipeline: str, workspace_root: str | None,
+                 exists: Callable[[str], bool] = os.path.isfile) -> str | None:
+    """The root a pipeline is checked under, whatever folder a client chose as the workspace:
+    ``workspace_root``, unless no config.json lies at or above the pipeline inside it and one
+    lies above it; then that config.json's folder, the root ``budgetlens check`` uses for the
+    pipeline (it finds the nearest config.json at or above the pipeline, with no limit).
+
+    So an editor that roots the workspace at the pipeline's own folder (eglot without a
+    version-control root) sees the same config.json, prompts and numbers as the CLI.
+    ``None`` when ``workspace_root`` is None (the search then has no limit anyway).
+    """
+    if workspace_root is None:
+        return None
+    root = os.path.abspath(workspace_root)
+    current = os.path.abspath(os.path.dirname(pipeline) or ".")
+    for _ in range(256):
+        if exists(os.path.join(current, CONFIG_NAME)):
+            inside = current == root or current.startswith(root.rstrip(os.sep) + os.sep)
+            return workspace_root if inside else current
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return workspace_root
 
 
 def _explicit_config(path: str, files: RecordingFiles, cache: BudgetCache) -> LoadedConfig:

@@ -63,7 +63,10 @@ local function client_config(root)
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     settings = util.objects(config.settings),
-    init_options = util.objects(config.settings.budgetlens or config.settings),
+    -- displaysCommandResults: this plugin shows the results of showHierarchyContext and
+    -- showBudgetReport itself (commands.lua), so the server does not open a view
+    init_options = vim.tbl_extend("force", util.objects(config.settings.budgetlens or config.settings),
+      { displaysCommandResults = true }),
     capabilities = capabilities,
     handlers = commands.client_handlers(),
     on_attach = function(client, bufnr)
