@@ -28,4 +28,8 @@ return {
   },
   -- workspace/codeLens/refresh: re-request the lenses of every attached buffer
   handlers = commands.client_handlers(),
+  -- plugin/budgetlens.lua (on the runtimepath with this file) registers the handlers that
+  -- show the results of budgetlens.showHierarchyContext and budgetlens.showBudgetReport in
+  -- scratch splits, so the server need not open a generated file (window/showDocument)
+  init_options = { displaysCommandResults = true },
 }

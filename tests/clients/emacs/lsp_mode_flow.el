@@ -14,7 +14,8 @@
       lsp-diagnostics-provider :flymake
       lsp-lens-enable t
       lsp-restart 'ignore
-      lsp-enable-snippet nil)
+      lsp-enable-snippet nil
+      lsp-auto-execute-action nil)  ; show the menu even for one action (recorded here)
 (load (expand-file-name "editor-clients/emacs/budgetlens-lsp-mode.el" (getenv "BUDGETLENS_REPO")))
 (add-to-list 'load-path (file-name-directory load-file-name))
 (require 'harness)

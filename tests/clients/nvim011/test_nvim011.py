@@ -103,3 +103,6 @@ def test_bl200_and_its_quick_fix_shows_the_hierarchy_context(results: dict[str, 
     assert MARKER in text
     assert "in the middle of this sentence and the JSON is truncated" in text
     assert MARKER in shown["cursor_line"]  # the plugin puts the cursor on the cut
+    # both paths tell the server that the plugin displays results: no generated view opened
+    assert results["init_options"]["displaysCommandResults"] is True
+    assert not [b for b in results["buffers"] if "budgetlens/views" in b], results["buffers"]

@@ -138,10 +138,11 @@ function! s:Json() abort
   call s:Record('quickfixes_bl200', s:Titles(l:menu))
   messages clear
   call s:Record('applied_bl200', s:Apply(l:menu, 'hierarchy'))
+  " a long server message (window/showMessage) goes to ALE's preview window, a short one
+  " to the command line
   call s:Wait('the hierarchy context to be shown',
-  \ 'execute("messages") =~# "<<<CUT>>>" || bufname("") =~# "hierarchy"')
-  call s:Record('hierarchy', {'messages': execute('messages'), 'buffer': bufname(''),
-  \ 'lines': getline(1, '$')})
+  \ 'execute("messages") =~# "<<<CUT>>>" || join(s:PreviewLines(), "\n") =~# "<<<CUT>>>"')
+  call s:Record('hierarchy', {'messages': execute('messages'), 'preview': s:PreviewLines()})
 endfunction
 
 try
