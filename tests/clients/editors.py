@@ -49,6 +49,14 @@ def copy_examples(tmp_path: Path) -> Path:
     return workspace
 
 
+def views(tmp: str | Path) -> list[Path]:
+    """The files the server generated for command results in its per-user cache folder
+    (``$XDG_CACHE_HOME/budgetlens/views``; :func:`run_editor` puts XDG_CACHE_HOME under
+    ``tmp``)."""
+    folder = Path(tmp) / "home" / "cache" / "budgetlens" / "views"
+    return sorted(f for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else []
+
+
 def kill_pid(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)

@@ -45,7 +45,7 @@
       (eglot-code-actions (flymake-diagnostic-beg diag) (flymake-diagnostic-end diag) nil t))
     offered))
 
-(bl-run
+(defvar bl-sections
  `((diagnostics
     . ,(lambda ()
          (bl-record 'emacs_version emacs-version)
@@ -104,3 +104,9 @@
                                                              'buffer-read-only shown)))
                                 (cons 'text (and shown (with-current-buffer shown
                                                          (buffer-string)))))))))))))
+
+(if (getenv "BUDGETLENS_EGLOT_NO_PROJECT_RULE")
+    ;; eglot's own root without VCS: the file's folder (pipelines/), not the workspace
+    (progn (remove-hook 'project-find-functions #'budgetlens-project)
+           (bl-run (list (assq 'diagnostics bl-sections))))
+  (bl-run bl-sections))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.editors import copy_examples, run_editor, system_tool
+from tests.clients.editors import copy_examples, run_editor, system_tool, views
 from tests.clients.nvim.nvim_harness import write_report_budget
 
 HERE = Path(__file__).resolve().parent
@@ -27,6 +27,19 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workspace = copy_examples(tmp)
     command = [system_tool("emacs"), "--batch", "-l", str(HERE / "eglot_flow.el")]
     data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=150)
+    data["workspace"] = str(workspace)
+    data["tmp"] = str(tmp)
+    return data
+
+
+@pytest.fixture(scope="module")
+def eglot_root(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """eglot without the project rule of budgetlens-eglot.el: it roots at the file's folder."""
+    tmp = tmp_path_factory.mktemp("emacs-eglot-root")
+    workspace = copy_examples(tmp)
+    command = [system_tool("emacs"), "--batch", "-l", str(HERE / "eglot_flow.el")]
+    data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=90,
+                      extra_env={"BUDGETLENS_EGLOT_NO_PROJECT_RULE": "1"})
     data["workspace"] = str(workspace)
     return data
 
@@ -50,6 +63,15 @@ def test_it_is_emacs_28_with_eglot_1_9_rooted_at_the_workspace(results: dict[str
     # budgetlens-eglot.el roots the project at config.json's folder (no VCS in the copy)
     assert Path(results["root"]) == Path(results["workspace"])
     assert Path(results["json_root"]) == Path(results["workspace"])
+
+
+@pytest.mark.nvim
+def test_config_found_above_the_folder_eglot_chose_as_root(eglot_root: dict[str, Any]) -> None:
+    # issue 13 cause 6: the server finds ../config.json like `budgetlens check` does
+    ok(eglot_root, "diagnostics")
+    assert Path(eglot_root["root"]) == Path(eglot_root["workspace"]) / "pipelines"
+    codes = [d["code"] for d in eglot_root["pipeline_diagnostics"]]
+    assert "BL050" in codes and "BL010" not in codes, eglot_root["pipeline_diagnostics"]
 
 
 @pytest.mark.nvim
@@ -97,3 +119,6 @@ def test_bl200_and_its_quick_fix_shows_the_hierarchy_context(results: dict[str, 
     text = "\n".join(shown["messages"] or []) + (shown["text"] or "")
     assert MARKER in text
     assert "in the middle of this sentence and the JSON is truncated" in text
+    # the whole context is also in a generated file of the per-user cache folder
+    files = [f for f in views(results["tmp"]) if f.is_file()]
+    assert any(MARKER in f.read_text(encoding="utf-8") for f in files), files

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.editors import copy_examples, run_editor, system_tool
+from tests.clients.editors import copy_examples, run_editor, system_tool, views
 from tests.clients.nvim.nvim_harness import write_report_budget
 
 from .test_emacs_eglot import MARKER, ok, step_line
@@ -28,6 +28,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     command = [system_tool("emacs"), "--batch", "-l", str(HERE / "lsp_mode_flow.el")]
     data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=150)
     data["workspace"] = str(workspace)
+    data["tmp"] = str(tmp)
     return data
 
 
@@ -99,3 +100,5 @@ def test_bl200_and_its_quick_fix_shows_the_hierarchy_context(results: dict[str, 
     text = "\n".join(shown["messages"] or []) + (shown["text"] or "")
     assert MARKER in text
     assert "in the middle of this sentence and the JSON is truncated" in text
+    files = [f for f in views(results["tmp"]) if f.is_file()]
+    assert any(MARKER in f.read_text(encoding="utf-8") for f in files), files

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.editors import copy_examples, run_editor, system_tool
+from tests.clients.editors import copy_examples, run_editor, system_tool, views
 from tests.clients.nvim.nvim_harness import write_report_budget
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +28,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                "-S", str(HERE / "flow.vim")]
     data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=120)
     data["workspace"] = str(workspace)
+    data["tmp"] = str(tmp)
     return data
 
 
@@ -93,3 +94,5 @@ def test_bl200_and_its_quick_fix_shows_the_hierarchy_context(results: dict[str, 
     text = shown["messages"] + "\n".join(shown["preview"])
     assert MARKER in text
     assert "in the middle of this sentence and the JSON is truncated" in text
+    files = [f for f in views(results["tmp"]) if f.is_file()]
+    assert any(MARKER in f.read_text(encoding="utf-8") for f in files), files
