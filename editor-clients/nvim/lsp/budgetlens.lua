@@ -3,6 +3,7 @@
 -- (override fields with vim.lsp.config("budgetlens", { ... })). Needs this plugin on the
 -- runtimepath. Neovim 0.7-0.10: use require("budgetlens").setup() instead.
 local util = require("budgetlens.util")
+local commands = require("budgetlens.commands")
 
 return {
   cmd = { "budgetlens", "serve" },
@@ -19,4 +20,16 @@ return {
   settings = {
     budgetlens = vim.empty_dict(), -- an empty JSON object ({} would be sent as [])
   },
+  -- Neovim does not declare code-lens refresh itself (0.11): without this the server never
+  -- asks for fresh lenses, and they stay stale after a quick-fix until the next :w.
+  -- (vim.lsp merges this table into the default client capabilities.)
+  capabilities = {
+    workspace = { codeLens = { refreshSupport = true } },
+  },
+  -- workspace/codeLens/refresh: re-request the lenses of every attached buffer
+  handlers = commands.client_handlers(),
+  -- plugin/budgetlens.lua (on the runtimepath with this file) registers the handlers that
+  -- show the results of budgetlens.showHierarchyContext and budgetlens.showBudgetReport in
+  -- scratch splits, so the server need not open a generated file (window/showDocument)
+  init_options = { displaysCommandResults = true },
 }

@@ -59,11 +59,13 @@ def run_nvim_script(
     init: str = "NONE",
     timeout: float = 90.0,
     extra_env: dict[str, str] | None = None,
+    nvim: str | None = None,
 ) -> dict[str, Any]:
     """Run ``script`` in ``nvim --headless`` and return the results it recorded.
 
     The budgetlens of this venv is first on PATH. Neovim's state, cache and config live under
-    ``tmp_path``. On timeout Neovim and any server PID it recorded are killed.
+    ``tmp_path``. On timeout Neovim and any server PID it recorded are killed. ``nvim`` is
+    the binary to run (default: ``nvim`` on PATH, Debian's 0.7.2).
     """
     results = tmp_path / "nvim-results.json"
     home = tmp_path / "nvim-home"
@@ -85,7 +87,7 @@ def run_nvim_script(
     )
     env.update(extra_env or {})
     command = [
-        nvim_binary(), "--headless", "--clean", "-n", "-i", "NONE", "-u", init,
+        nvim or nvim_binary(), "--headless", "--clean", "-n", "-i", "NONE", "-u", init,
         "--cmd", f"set rtp^={LUA_DIR.parent}",
         "-c", f"luafile {script}",
     ]
