@@ -467,7 +467,8 @@ class _Checker:
                  codes.OUTPUT_ABOVE_CEILING,
                  f"step {at.name!r} asks for {output.value} output tokens ({source}), above"
                  f" the model's ceiling {_ceiling_name(ceiling)}", at.name,
-                 (Related(ceiling.location, "model_max_output_tokens"),)
+                 (Related(ceiling.location, "model_max_output_tokens"
+                          if ceiling.source.startswith("config.json") else ceiling.source),)
                  if ceiling.location else ())
 
     def prompt(self, at: _At, key: str, config: LoadedConfig | None,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from budgetlens import codes
-from budgetlens.contract.cache import BudgetCache
+from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.discovery import pipeline_config
 from budgetlens.contract.limits import unknown_model_message
@@ -73,7 +73,7 @@ class TargetMatrix:
     pipeline: str
     targets: tuple[str, ...]
     fits: tuple[TargetFit, ...]
-    diagnostics: tuple[Diagnostic, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = field(default=(), metadata={"json": False})
 
     def for_step(self, index: int) -> list[TargetFit]:
         return [f for f in self.fits if f.index == index]
@@ -99,7 +99,7 @@ class TargetMatrix:
 def config_targets(pipeline: str, files: FileSource, options: CheckOptions,
                    cache: BudgetCache) -> tuple[list[str], Location | None]:
     """config.json's ``targets`` of a pipeline, and where the list is."""
-    config, _ = pipeline_config(pipeline, files, options, cache)
+    config, _ = pipeline_config(pipeline, RecordingFiles(files), options, cache)
     cfg = config.config if config is not None else None
     if config is None or cfg is None or not cfg.targets:
         return [], None
