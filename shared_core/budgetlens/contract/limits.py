@@ -91,21 +91,22 @@ def _serving(config: LoadedConfig, window: Term | None, name: str | None,
     serving = cfg.serving if cfg is not None else None
     if serving is None:
         return window
-    for key in SERVING_KEYS:
-        value = getattr(serving, key)
-        if value is None or (window is not None and value >= window.value):
-            continue
-        loc = config.location(f"serving.{key}")
-        if window is not None and out is not None:
-            whose = f"{name}'s" if name else "the model's"
-            out.append(_diag(loc, Severity.INFORMATION, codes.SERVING_BINDS,
-                             f"serving.{key} {value:,} is below {whose} window of"
-                             f" {window.value:,} tokens ({window.source}): the server's"
-                             f" limit is the window every step is checked against"))
-        before = (f" (below {window.value} from {window.source})" if window is not None
-                  else "")
-        window = Term(value, f"config.json serving.{key}{before}", location=loc)
-    return window
+    limits = [(getattr(serving, key), key) for key in SERVING_KEYS
+              if getattr(serving, key) is not None]
+    if not limits:
+        return window
+    value, key = min(limits)
+    if window is not None and value >= window.value:
+        return window
+    loc = config.location(f"serving.{key}")
+    if window is not None and out is not None:
+        whose = f"{name}'s" if name else "the model's"
+        out.append(_diag(loc, Severity.INFORMATION, codes.SERVING_BINDS,
+                         f"serving.{key} {value:,} is below {whose} window of"
+                         f" {window.value:,} tokens ({window.source}): the server's"
+                         f" limit is the window every step is checked against"))
+    before = f" (below {window.value} from {window.source})" if window is not None else ""
+    return Term(value, f"config.json serving.{key}{before}", location=loc)
 
 
 def config_limits(config: LoadedConfig | None, target: str | None = None) -> ModelLimits:
