@@ -151,8 +151,7 @@ def _item(info: ModelInfo, rng: types.Range) -> types.CompletionItem:
         label=info.name, kind=types.CompletionItemKind.Value,
         detail=f"{info.provider} · window {info.window:,} · output {output}"
                f" · {info.tokenizer}{approx}",
-        documentation=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                          value=info.describe()),
+        documentation=info.describe(),  # plain text: every client shows it
         text_edit=types.TextEdit(range=rng, new_text=info.name))
 
 
