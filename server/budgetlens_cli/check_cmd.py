@@ -185,6 +185,7 @@ def _step_json(report: PipelineReport, index: int) -> dict[str, Any]:
     step = report.steps[index]
     out: dict[str, Any] = to_jsonable(step.summary)
     out["terms"] = {label: to_jsonable(term) for label, term in step.terms().items()}
+    out.update(targets_out.step_model_json(step))  # a step's own model, approximate counts
     split = report.injection.step(index) if report.injection else None
     if split is not None:
         out["injection"] = to_jsonable(split)

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, PipelineReport
 from budgetlens.contract.limits import unknown_model_message
+from budgetlens.contract.model import StepBudget
 from budgetlens.contract.report_text import display_width
 from budgetlens.contract.targets import TargetFit, TargetMatrix, target_matrix
 from budgetlens.models import load_registry
@@ -83,6 +84,17 @@ def model_note(report: PipelineReport) -> str:
         return ""
     return f", model {report.model}" + (" (≈ approximate counts)" if report.approximate
                                          else "")
+
+
+def step_model_json(step: StepBudget) -> dict[str, Any]:
+    """``model`` (a step's own) and ``approximate: true`` for a step's JSON, when they
+    apply (absent otherwise, so the output without models is unchanged)."""
+    out: dict[str, Any] = {}
+    if step.model is not None:
+        out["model"] = step.model
+    if step.approximate:
+        out["approximate"] = True
+    return out
 
 
 def _cell(fit: TargetFit) -> str:

@@ -71,6 +71,7 @@ def _fit(target: str, step: str, total: int, window: int, output: int, ceiling: 
 def test_json_lists_every_step_against_every_target(
         ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(capsys, "check", ".", "--format", "json", *TARGETS)
+    assert code == 0
     data = json.loads(out)
     assert data["targets"] == [{
         "pipeline": "pipelines/p.yaml",
@@ -93,6 +94,7 @@ def test_json_lists_every_step_against_every_target(
 def test_sarif_carries_misfits_as_results_and_the_matrix(
         ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(capsys, "check", ".", "--format", "sarif", *TARGETS)
+    assert code == 0
     run = json.loads(out)["runs"][0]
     [result] = run["results"]
     assert result["ruleId"] == "BL063" and result["level"] == "warning"
@@ -111,6 +113,7 @@ def test_config_targets_are_used_without_the_option(
     (ws / "config.json").write_text(json.dumps({**config, "targets": ["gpt-4", "gpt4o"]}),
                                     "utf-8")
     code, out = _run(capsys, "check", ".", "--format", "json")
+    assert code == 0
     data = json.loads(out)
     assert data["targets"][0]["targets"] == ["gpt-4"]
     unknown = [d for d in data["diagnostics"] if d["code"] == "BL061"]
@@ -131,4 +134,26 @@ def test_an_unknown_target_option_is_bad_usage(
 def test_without_targets_the_output_has_no_matrix(
         ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(capsys, "check", ".", "--format", "json")
+    assert code == 0
     assert "targets" not in json.loads(out)
+
+
+def test_text_and_json_say_where_the_window_comes_from_and_mark_approximation(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws / "config.json").write_text(json.dumps(
+        {"model": "llama-3.1-8b-instruct", "format_overhead_tokens": 10,
+         "serving": {"num_ctx": 8192}}, indent=2), "utf-8")
+    date = load_registry().date
+    code, out = _run(capsys, "check", ".")
+    assert code == 0  # auto_clamp: the misfit is a warning
+    assert ("= window: 8192 from config.json serving.num_ctx (below 131072 from model"
+            f" llama-3.1-8b-instruct (registry {date})) at config.json:5:16") in out
+    assert ("pipelines/p.yaml: window 8192, policy auto_clamp (default (not development)),"
+            " tokenizer cl100k_base, model llama-3.1-8b-instruct (≈ approximate counts)") in out
+    code, out = _run(capsys, "check", ".", "--format", "json")
+    steps = json.loads(out)["steps"]
+    assert [(s["step"], s["approximate"], s["budget"]["window"]) for s in steps] == [
+        ("small", True, 8192), ("big", True, 8192)]
+    assert steps[1]["terms"]["window"]["source"] == (
+        f"config.json serving.num_ctx (below 131072 from model llama-3.1-8b-instruct"
+        f" (registry {date}))")
