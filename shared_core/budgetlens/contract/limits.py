@@ -146,6 +146,11 @@ def step_limits(name: object, loc: Location, config: LoadedConfig | None,
                 base: ModelLimits) -> ModelLimits:
     """The limits of a step whose ``model`` is ``name`` (``base``: the pipeline's); a step
     model the registry does not know keeps the pipeline's limits (BL061)."""
+    if name is not None and not isinstance(name, str) and not base.forced:
+        return replace_diagnostics(base, (_diag(
+            loc, Severity.ERROR, codes.INVALID_VALUE,
+            f"step model must be a model name (a string), got {name!r}; the step is checked"
+            " with the pipeline's limits"),))
     if not isinstance(name, str) or base.forced or (base.model is not None and
                                                      name == base.model.name):
         return replace_diagnostics(base)

@@ -10,6 +10,7 @@ from typing import Any
 
 from budgetlens.codes import (
     CONTRACT_VIOLATION,
+    INVALID_VALUE,
     MODEL_CONTRADICTED,
     MODEL_UNKNOWN,
     OUTPUT_ABOVE_CEILING,
@@ -199,3 +200,41 @@ def test_the_target_option_checks_against_the_target(tmp_path: Path) -> None:
     assert report.window is not None and report.window.value == 131_072
     assert report.output_ceiling is not None and report.output_ceiling.value == 16_384
     assert report.approximate is True and report.target == "llama-3.1-8b-instruct"
+
+
+def test_a_step_model_that_is_not_a_name_is_an_error_at_the_value(tmp_path: Path) -> None:
+    steps = """\
+  - id: route
+    type: call_model
+    model: 42
+    prompt_key: sys
+    max_output_tokens: 100
+"""
+    report = check(_ws(tmp_path, {"model": "gpt-4o"}, steps))
+    d = only(report, INVALID_VALUE)
+    assert d.range.start.line == 6 and d.step == "route"
+    assert d.message == ("step model must be a model name (a string), got 42; the step is"
+                         " checked with the pipeline's limits")
+    assert report.steps[0].window.value == 128_000
+
+
+def test_the_clamp_plan_makes_a_step_fit_its_own_models_window(tmp_path: Path) -> None:
+    from budgetlens.contract.plan import apply_plan, clamp_plan
+    from budgetlens.files import DiskFiles
+
+    steps = """\
+  - id: route
+    type: call_model
+    model: gpt-4
+    prompt_key: sys
+    max_output_tokens: 100
+"""
+    path = _ws(tmp_path, {"model": "gpt-4o"}, steps, context=8000)
+    report = check(path)
+    texts = apply_plan(clamp_plan(report, files=DiskFiles()), DiskFiles())
+    # gpt-4's 8,192 window: 8192 - 10 - 100 - 90 = 7992
+    assert "max_context_tokens: 7992" in texts[str(path)]
+    path.write_text(texts[str(path)], "utf-8")
+    again = check(path)
+    assert again.steps[0].fits and again.steps[0].headroom == 0
+    assert not clamp_plan(again, files=DiskFiles()).edits
