@@ -377,7 +377,8 @@ class _Checker:
             headroom=headroom, fits=fits, prompt_file=prompt_file,
             use_history=bool(at.step.use_history), name_location=at.name_location,
             model=own.name if own else None, ceiling=own.ceiling if own else None,
-            approximate=own.approximate if own else self.approximate)
+            approximate=(own.approximate and not self.explicit_tokenizer(shared)) if own
+            else self.approximate)
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
         """The limits of a step that names its own ``model`` (limits.py); None without."""
@@ -389,11 +390,15 @@ class _Checker:
     def step_counter(self, own: ModelLimits, shared: _Shared) -> TokenCounter:
         """The pipeline's counter, or the one of the step model's tokenizer family when the
         tokenizer is not set explicitly (option or config.json)."""
-        cfg = shared.config.config if shared.config is not None else None
-        if self.options.tokenizer or (cfg is not None and cfg.tokenizer) or not own.tokenizer \
+        if self.explicit_tokenizer(shared) or not own.tokenizer \
                 or own.tokenizer == shared.counter.tokenizer.name:
             return shared.counter
         return self.cache.counter(get_tokenizer(own.tokenizer))
+
+    def explicit_tokenizer(self, shared: _Shared) -> bool:
+        """A tokenizer is set explicitly (option, editor setting or config.json)."""
+        cfg = shared.config.config if shared.config is not None else None
+        return bool(self.options.tokenizer or (cfg is not None and cfg.tokenizer))
 
     def prompt_term(self, at: _At, shared: _Shared) -> tuple[str | None, Term]:
         """The system prompt's tokens (and the prompt file) of a step."""

@@ -89,7 +89,8 @@ def compute_clamp(steps: Sequence[StepBudget], *, context: int, window: int,
     """
     outputs, reasons = _under_ceiling(steps, ceiling)
     full = window
-    win = {i: s.window.value if s.window.value > 0 else full for i, s in enumerate(steps)}
+    # a step that names its own model has its own window (the others share ``window``)
+    win = {i: s.window.value if s.model is not None else full for i, s in enumerate(steps)}
     context_floor = floor_below(context, floor)
     out_floor = {i: floor_below(outputs[i], s.output_floor.value if s.output_floor else None)
                  for i, s in enumerate(steps)}

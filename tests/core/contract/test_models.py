@@ -238,3 +238,17 @@ def test_the_clamp_plan_makes_a_step_fit_its_own_models_window(tmp_path: Path) -
     again = check(path)
     assert again.steps[0].fits and again.steps[0].headroom == 0
     assert not clamp_plan(again, files=DiskFiles()).edits
+
+
+def test_a_step_model_without_an_exact_tokenizer_is_marked_approximate(tmp_path: Path) -> None:
+    steps = """\
+  - id: route
+    type: call_model
+    model: claude-sonnet-4-5
+    prompt_key: sys
+    max_output_tokens: 100
+"""
+    report = check(_ws(tmp_path, {"model": "gpt-4o"}, steps))
+    assert report.approximate is False and report.steps[0].approximate is True
+    report = check(_ws(tmp_path, {"model": "gpt-4o", "tokenizer": "o200k_base"}, steps))
+    assert report.steps[0].approximate is False  # an explicit tokenizer counts exactly
