@@ -119,4 +119,10 @@ def write_text(out: TextIO, found: Sequence[TargetMatrix]) -> None:
         for r in rows:
             cells = [c + " " * (w - display_width(c)) for c, w in zip(r, widths, strict=True)]
             out.write("  " + "  ".join(cells).rstrip() + "\n")
+        for target in m.targets:  # what each target was checked with
+            fit = next(f for f in m.fits if f.target == target)
+            ceiling = f"{fit.ceiling:,}" if fit.ceiling else "none published"
+            kind = "approximate ≈" if fit.approximate else "exact"
+            out.write(f"  {target}: window {fit.window:,} · output ceiling {ceiling}"
+                      f" · tokenizer {fit.tokenizer} ({kind})\n")
         out.write("\n")

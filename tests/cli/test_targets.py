@@ -54,7 +54,11 @@ def test_text_shows_one_column_per_target(ws: Path, capsys: pytest.CaptureFixtur
         "pipelines/p.yaml: targets (✓ fits: total / window; ≈ approximate count)\n"
         "  step   gpt-4o              gpt-4            llama-3.1-8b-instruct\n"
         "  small  ✓ 7,200 / 128,000   ✓ 7,200 / 8,192  ✓ ≈7,200 / 131,072\n"
-        "  big    ✓ 16,100 / 128,000  ✗ 7,908 over     ✓ ≈16,100 / 131,072\n") in out
+        "  big    ✓ 16,100 / 128,000  ✗ 7,908 over     ✓ ≈16,100 / 131,072\n"
+        "  gpt-4o: window 128,000 · output ceiling 16,384 · tokenizer o200k_base (exact)\n"
+        "  gpt-4: window 8,192 · output ceiling 8,192 · tokenizer cl100k_base (exact)\n"
+        "  llama-3.1-8b-instruct: window 131,072 · output ceiling 16,384 · tokenizer"
+        " cl100k_base (approximate ≈)\n\n") in out
     assert ("pipelines/p.yaml:9:9: warning[BL063] step 'big' does not fit target gpt-4:"
             " total 16,100 > window 8,192 (7,908 over)") in out
     assert out.rstrip().endswith("1 pipeline, 2 call_model steps (0 not fitting): 0 errors,"
