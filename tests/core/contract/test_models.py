@@ -252,3 +252,16 @@ def test_a_step_model_without_an_exact_tokenizer_is_marked_approximate(tmp_path:
     assert report.approximate is False and report.steps[0].approximate is True
     report = check(_ws(tmp_path, {"model": "gpt-4o", "tokenizer": "o200k_base"}, steps))
     assert report.steps[0].approximate is False  # an explicit tokenizer counts exactly
+
+
+def test_the_violation_names_the_registry_as_the_windows_origin(tmp_path: Path) -> None:
+    steps = """\
+  - id: route
+    type: call_model
+    model: gpt-4
+    prompt_key: sys
+    max_output_tokens: 100
+"""
+    report = check(_ws(tmp_path, {"model": "gpt-4o"}, steps, context=8000))
+    related = {r.message for r in only(report, CONTRACT_VIOLATION).related}
+    assert f"window: 8192 from model gpt-4 (registry {DATE})" in related
