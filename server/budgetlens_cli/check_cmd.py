@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,7 +38,7 @@ from budgetlens.contract.report_text import budget_table, display_width
 from budgetlens.files import FileSource, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex, Range, Related, Severity, unique_diagnostics
-from budgetlens_cli import ci_formats
+from budgetlens_cli import ci_formats, targets_out
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 JSON_SCHEMA_VERSION = 1
@@ -57,6 +57,7 @@ def register(sub: Any) -> None:
                    help="output format (default text)")
     p.add_argument("--no-table", action="store_true",
                    help="text format: print the diagnostics only, not the budget tables")
+    targets_out.add_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -123,8 +124,13 @@ def check_all(paths: Iterable[str], options: CheckOptions,
 
 
 def run(args: argparse.Namespace) -> int:
-    reports = check_all(args.paths, options_from(args))
-    diagnostics = unique_diagnostics(d for r in reports for d in r.diagnostics)
+    targets = targets_out.validate(args)
+    options = options_from(args)
+    reports = check_all(args.paths, options)
+    matrices = targets_out.matrices(reports, targets, options)  # --target / config targets
+    diagnostics = unique_diagnostics([*(d for r in reports for d in r.diagnostics),
+                                      *targets_out.diagnostics(matrices)])
+    args.target_matrices = matrices
     write_output(sys.stdout, args, reports, diagnostics)
     has_error = any(d.severity is Severity.ERROR for d in diagnostics)
     return EXIT_FINDINGS if has_error else EXIT_OK
@@ -133,15 +139,18 @@ def run(args: argparse.Namespace) -> int:
 def write_output(out: TextIO, args: argparse.Namespace, reports: list[PipelineReport],
                  diagnostics: list[Diagnostic]) -> None:
     """Print the result in ``args.format``."""
+    matrices = getattr(args, "target_matrices", [])
     if args.format == "text":
-        write_text(out, reports, diagnostics, tables=not args.no_table)
+        write_text(out, reports, diagnostics, tables=not args.no_table,
+                   then=lambda o: targets_out.write_text(o, matrices))
     elif args.format == "github":
         out.write(ci_formats.github_output(diagnostics))
     elif args.format == "junit":
         out.write(ci_formats.junit_output(reports))
     else:
-        json.dump(_json_document(args.format, reports, diagnostics), out, indent=2,
-                  ensure_ascii=False)
+        document = _json_document(args.format, reports, diagnostics)
+        targets_out.attach(document, args.format, matrices)
+        json.dump(document, out, indent=2, ensure_ascii=False)
         out.write("\n")
 
 
@@ -176,6 +185,7 @@ def _step_json(report: PipelineReport, index: int) -> dict[str, Any]:
     step = report.steps[index]
     out: dict[str, Any] = to_jsonable(step.summary)
     out["terms"] = {label: to_jsonable(term) for label, term in step.terms().items()}
+    out.update(targets_out.step_model_json(step))  # a step's own model, approximate counts
     split = report.injection.step(index) if report.injection else None
     if split is not None:
         out["injection"] = to_jsonable(split)
@@ -274,6 +284,7 @@ def _notes(d: Diagnostic) -> list[str]:
         for label, term in terms.items():
             loc = term.get("location")
             inherited = " (inherited)" if term.get("inherited") else ""
+            inherited += targets_out.term_origin(term)  # `from model gpt-4o (registry ...)`
             if loc is not None and term.get("value"):
                 start = loc["range"]["start"]
                 notes.append(f"{label}: {term['value']}{inherited} at {loc['file']}:"
@@ -320,7 +331,7 @@ def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | No
 
 
 def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Diagnostic],
-               *, tables: bool = True) -> None:
+               *, tables: bool = True, then: Callable[[TextIO], None] | None = None) -> None:
     lines = SourceLines()
     shown = full_places(diagnostics)
     pointers = 0
@@ -336,6 +347,8 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
         out.write("\n")
     if tables:
         write_tables(out, reports)
+    if then is not None:  # the target matrix (targets_out)
+        then(out)
     out.write(summary_line(reports, diagnostics, pointers) + "\n")
 
 
@@ -346,7 +359,8 @@ def write_tables(out: TextIO, reports: list[PipelineReport]) -> None:
             continue
         window = r.window.value if r.window else "?"
         out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
-                  f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
+                  f" ({r.policy_source}), tokenizer {r.tokenizer}"
+                  f"{targets_out.model_note(r)}\n")
         for row in budget_table(r):
             out.write(row + "\n")
         for split in r.injection.steps if r.injection else ():

@@ -28,6 +28,7 @@ from budgetlens_lsp.features import (
     hover,
     lenses,
     lifecycle,
+    models,
 )
 from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.protocol import BudgetLensProtocol
@@ -129,11 +130,17 @@ def _register_requests(server: BudgetLensServer, ctx: ServerContext) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: BudgetLensServer, params: types.CodeLensParams
                         ) -> list[types.CodeLens]:
-        return await lenses.on_code_lens(ctx, params)
+        return [*await lenses.on_code_lens(ctx, params), *await models.on_code_lens(ctx, params)]
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: BudgetLensServer, params: types.HoverParams) -> types.Hover | None:
-        return await hover.on_hover(ctx, params)
+        return await hover.on_hover(ctx, params) or await models.on_hover(ctx, params)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(
+        trigger_characters=[":", " ", '"']))
+    async def completion(ls: BudgetLensServer, params: types.CompletionParams
+                         ) -> types.CompletionList | None:
+        return await models.on_completion(ctx, params)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL],

@@ -55,6 +55,11 @@ CONTRACT_VIOLATION = "BL050"
 OUTPUT_ABOVE_CEILING = "BL051"
 CANNOT_FIT = "BL052"
 OUTPUT_MISSING = "BL053"
+# models: the registry, serving limits and targets
+MODEL_CONTRADICTED = "BL060"  # a number in config.json contradicts the model's registry entry
+MODEL_UNKNOWN = "BL061"  # a model name the registry does not know
+SERVING_BINDS = "BL062"  # the server's limit (serving.*) is below the model's window
+TARGET_DOES_NOT_FIT = "BL063"  # a step does not fit a target model
 # settings.injection (the unified injection budget policy)
 INJECTION_NOT_MAPPING = "BL100"
 INJECTION_UNKNOWN_KEY = "BL101"
@@ -99,6 +104,10 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(OUTPUT_ABOVE_CEILING, _E, "output limit above model_max_output_tokens"),
     Code(CANNOT_FIT, _E, "step cannot fit, not even at the clamp's floors"),
     Code(OUTPUT_MISSING, _E, "no output limit for the step and no model_max_tokens"),
+    Code(MODEL_CONTRADICTED, _W, "a limit in config.json contradicts the model registry"),
+    Code(MODEL_UNKNOWN, _W, "model name not in the bundled registry"),
+    Code(SERVING_BINDS, _I, "the server's limit (serving) is below the model's window"),
+    Code(TARGET_DOES_NOT_FIT, _W, "a step does not fit one of the target models"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
     Code(INJECTION_INVALID_VALUE, _E,
@@ -165,6 +174,16 @@ HELP: dict[str, str] = {
     CANNOT_FIT: "Shorten the system prompt or template, lower the history budget or the margin,"
                 " or use a model with a larger window; no clamp can help.",
     OUTPUT_MISSING: "Set max_output_tokens on the step, or model_max_tokens in config.json.",
+    MODEL_CONTRADICTED: "Remove the number to use the registry's, or correct it; to run with"
+                        " a smaller window on purpose, set serving.max_model_len (or"
+                        " serving.num_ctx) instead.",
+    MODEL_UNKNOWN: "Use the suggested name (the editor completes registry names), or set"
+                   " model_context_window and model_max_output_tokens by hand.",
+    SERVING_BINDS: "Nothing to fix if the server's limit is intended; otherwise raise it"
+                   " (vLLM --max-model-len, Ollama num_ctx) so the model's full window is"
+                   " used.",
+    TARGET_DOES_NOT_FIT: "Shorten the step (context, output, prompt) or drop the target:"
+                         " the message says by how much it is over.",
     INJECTION_NOT_MAPPING: "Write the policy keys under settings.injection as a mapping.",
     INJECTION_UNKNOWN_KEY: "Correct the key's spelling or remove it (the message lists the"
                            " known keys).",

@@ -30,7 +30,7 @@ CORE_LAYERS: dict[str, int] = {
     "budgetlens.files": 11,
     "budgetlens.writes": 12,
     # 2.
-    "budgetlens.tokens": 20, "budgetlens.yamldoc": 20,
+    "budgetlens.tokens": 20, "budgetlens.yamldoc": 20, "budgetlens.models": 20,
     # 3.
     "budgetlens.continuation": 30, "budgetlens.context": 30,
     # 4. (may import context for the unified budget)

@@ -37,7 +37,8 @@ def headroom_text(step: StepBudget) -> str:
 
 
 def budget_sum(step: StepBudget) -> str:
-    return (f"fixed {step.fixed.value} + history {step.history.value} + context"
+    approx = "≈ " if step.approximate else ""  # the model's tokenizer is approximated
+    return (f"{approx}fixed {step.fixed.value} + history {step.history.value} + context"
             f" {step.context.value} + output {step.output.value} + margin {step.margin.value}"
             f" = {step.total} / {step.window.value} ({headroom_text(step)})")
 

@@ -77,4 +77,8 @@ def floor_related(context_floor: Term, step: StepBudget) -> tuple[Related, ...]:
 
 
 def inherited_suffix(term: Term) -> str:
-    return " (inherited)" if term.inherited else ""
+    """`` (inherited)`` for a value set in a parent; `` from model gpt-4o (registry ...)``
+    for a limit the model registry or the server (``serving``) set."""
+    origin = (f" from {term.source}"
+              if term.source.startswith(("model ", "config.json serving.")) else "")
+    return (" (inherited)" if term.inherited else "") + origin

@@ -38,6 +38,7 @@ from budgetlens.contract.enums import (
     TermSource,
 )
 from budgetlens.contract.injection import check_injection
+from budgetlens.contract.limits import ModelLimits, config_limits, step_limits
 from budgetlens.contract.model import (
     CheckOptions,
     ClampValues,
@@ -133,12 +134,6 @@ def _config_term(config: LoadedConfig | None, key: str) -> Term | None:
     return Term(int(value), f"config.json {key}", location=config.location(key))
 
 
-def _window_term(config: LoadedConfig | None) -> Term | None:
-    if config is None or not config.window_ok:
-        return None
-    return _config_term(config, "model_context_window")
-
-
 def _overhead_term(config: LoadedConfig | None) -> Term:
     cfg = config.config if config is not None else None
     if config is None or cfg is None:
@@ -215,6 +210,8 @@ class _Checker:
         self.diags: list[Diagnostic] = []
         self.inputs: set[str] = {pipeline}
         self.first: PipelineFile | None = None
+        self.limits = ModelLimits()  # the model's window, ceiling and tokenizer (limits.py)
+        self.approximate = False
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
@@ -247,13 +244,16 @@ class _Checker:
                      " model_context_window)")
         else:
             self.adopt(config.diagnostics)
+        self.limits = config_limits(config, self.options.target)
+        self.adopt(self.limits.diagnostics)
         choice = self.policy(config, head)
         tokenizer = self.tokenizer(config, head)
         report_base: dict[str, Any] = dict(
             pipeline=self.pipe, policy=choice.policy, policy_source=choice.source,
             tokenizer=tokenizer.name, config=config_path,
-            chain=tuple(pf.path for pf in chain.files), window=_window_term(config),
-            output_ceiling=_config_term(config, "model_max_output_tokens"))
+            chain=tuple(pf.path for pf in chain.files), window=self.limits.window,
+            output_ceiling=self.limits.ceiling, model=self.limits.name,
+            approximate=self.approximate, target=self.options.target)
         if not first.usable or (chain.broken and len(chain.files) == 1):
             return self.finish(steps=[], **report_base)
         return self.check_steps(chain, config, self.cache.counter(tokenizer), head,
@@ -275,6 +275,9 @@ class _Checker:
     def tokenizer(self, config: LoadedConfig | None, head: Location) -> Tokenizer:
         cfg = config.config if config is not None else None
         spec = self.options.tokenizer or (cfg.tokenizer if cfg is not None else None)
+        if self.limits.tokenizer and (self.limits.forced or spec is None):
+            spec = self.limits.tokenizer  # the model's (limits.py): exact or approximate
+            self.approximate = self.limits.approximate
         base_dir = Path(config.directory) if config is not None else None
         try:
             return get_tokenizer(spec, base_dir=base_dir)
@@ -296,7 +299,7 @@ class _Checker:
                          settings.get("max_history_tokens"),
                          context or Term(0, TermSource.MISSING),
                          window or Term(0, TermSource.MISSING), ceiling, False)
-        steps = [replace(s, output_floor=_output_floor(s, settings, config, ceiling))
+        steps = [replace(s, output_floor=_output_floor(s, settings, config, s.ceiling or ceiling))
                  for s in self.steps(chain, shared)]
         floor_term = _context_floor(context, settings, config) if context else None
         floor = floor_term.value if floor_term else 0
@@ -349,6 +352,10 @@ class _Checker:
 
     # ------------------------------------------------------------------------ one step
     def step_budget(self, at: _At, shared: _Shared) -> StepBudget:
+        own = self.step_model(at, shared)
+        if own is not None:
+            shared = replace(shared, window=own.window or shared.window, ceiling=own.ceiling,
+                             counter=self.step_counter(own, shared))
         prompt_file, prompt = self.prompt_term(at, shared)
         template = self.template_term(at, shared)
         fixed = Term(prompt.value + template.value + shared.overhead.value,
@@ -368,7 +375,30 @@ class _Checker:
             format_overhead=shared.overhead, fixed=fixed, history=history, context=context,
             output=output, output_source=source, margin=margin, window=window, total=total,
             headroom=headroom, fits=fits, prompt_file=prompt_file,
-            use_history=bool(at.step.use_history), name_location=at.name_location)
+            use_history=bool(at.step.use_history), name_location=at.name_location,
+            model=own.name if own else None, ceiling=own.ceiling if own else None,
+            approximate=(own.approximate and not self.explicit_tokenizer(shared)) if own
+            else self.approximate)
+
+    def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
+        """The limits of a step that names its own ``model`` (limits.py); None without."""
+        own = step_limits((at.step.model_extra or {}).get("model"), at.location("model"),
+                          shared.config, self.limits)
+        self.diags.extend(replace(d, pipeline=self.pipe, step=at.name) for d in own.diagnostics)
+        return None if own.model is None or own.model is self.limits.model else own
+
+    def step_counter(self, own: ModelLimits, shared: _Shared) -> TokenCounter:
+        """The pipeline's counter, or the one of the step model's tokenizer family when the
+        tokenizer is not set explicitly (option or config.json)."""
+        if self.explicit_tokenizer(shared) or not own.tokenizer \
+                or own.tokenizer == shared.counter.tokenizer.name:
+            return shared.counter
+        return self.cache.counter(get_tokenizer(own.tokenizer))
+
+    def explicit_tokenizer(self, shared: _Shared) -> bool:
+        """A tokenizer is set explicitly (option, editor setting or config.json)."""
+        cfg = shared.config.config if shared.config is not None else None
+        return bool(self.options.tokenizer or (cfg is not None and cfg.tokenizer))
 
     def prompt_term(self, at: _At, shared: _Shared) -> tuple[str | None, Term]:
         """The system prompt's tokens (and the prompt file) of a step."""
@@ -441,8 +471,9 @@ class _Checker:
         self.add(output.location or at.name_location, Severity.ERROR,
                  codes.OUTPUT_ABOVE_CEILING,
                  f"step {at.name!r} asks for {output.value} output tokens ({source}), above"
-                 f" the model's ceiling model_max_output_tokens={ceiling.value}", at.name,
-                 (Related(ceiling.location, "model_max_output_tokens"),)
+                 f" the model's ceiling {_ceiling_name(ceiling)}", at.name,
+                 (Related(ceiling.location, "model_max_output_tokens"
+                          if ceiling.source.startswith("config.json") else ceiling.source),)
                  if ceiling.location else ())
 
     def prompt(self, at: _At, key: str, config: LoadedConfig | None,
@@ -484,7 +515,8 @@ class _Checker:
                  window: Term, context_floor: Term | None = None) -> None:
         for i, s in enumerate(steps):
             if s.output_source is not OutputSource.MISSING:
-                self.step_contract(i, s, policy, clamp, window, context_floor)
+                self.step_contract(i, s, policy, clamp, window if s.model is None else s.window,
+                                   context_floor)
 
     def step_contract(self, i: int, s: StepBudget, policy: Policy, clamp: ClampValues,
                       window: Term, context_floor: Term | None) -> None:
@@ -522,6 +554,13 @@ class _Checker:
         if pf is None or pf.doc is None or pf.doc.span(("extends",)) is None:
             return None
         return pf.location(("extends",))
+
+
+def _ceiling_name(ceiling: Term) -> str:
+    """``model_max_output_tokens=4096``, or ``16384 (model gpt-4o (registry ...))``."""
+    if ceiling.source == "config.json model_max_output_tokens":
+        return f"model_max_output_tokens={ceiling.value}"
+    return f"{ceiling.value} ({ceiling.source})"
 
 
 def _violation_data(s: StepBudget) -> dict[str, Any]:

@@ -41,11 +41,11 @@ def _under_ceiling(steps: Sequence[StepBudget], ceiling: int | None
     """Each step's output limit after the model's ceiling, and why a limit was lowered."""
     outputs = {i: s.output.value for i, s in enumerate(steps)}
     reasons: dict[int, str] = {}
-    if ceiling is not None:
-        for i in range(len(steps)):
-            if outputs[i] > ceiling:
-                outputs[i] = ceiling
-                reasons[i] = f"above the model's output ceiling model_max_output_tokens={ceiling}"
+    for i, s in enumerate(steps):
+        own = s.ceiling.value if s.ceiling is not None else ceiling  # a step's own model
+        if own is not None and outputs[i] > own:
+            outputs[i] = own
+            reasons[i] = f"above the model's output ceiling model_max_output_tokens={own}"
     return outputs, reasons
 
 
@@ -88,13 +88,16 @@ def compute_clamp(steps: Sequence[StepBudget], *, context: int, window: int,
        that is never below its floor (step 2), and no other step's output changes.
     """
     outputs, reasons = _under_ceiling(steps, ceiling)
+    full = window
+    # a step that names its own model has its own window (the others share ``window``)
+    win = {i: s.window.value if s.model is not None else full for i, s in enumerate(steps)}
     context_floor = floor_below(context, floor)
     out_floor = {i: floor_below(outputs[i], s.output_floor.value if s.output_floor else None)
                  for i, s in enumerate(steps)}
-    unfit = [i for i, s in enumerate(steps) if _base(s) + context + outputs[i] > window
-             and _base(s) + context_floor + out_floor[i] > window]
+    unfit = [i for i, s in enumerate(steps) if _base(s) + context + outputs[i] > win[i]
+             and _base(s) + context_floor + out_floor[i] > win[i]]
     fittable = [i for i in range(len(steps)) if i not in unfit]
-    room = {i: window - _base(steps[i]) - outputs[i] for i in fittable}  # context each allows
+    room = {i: win[i] - _base(steps[i]) - outputs[i] for i in fittable}  # context each allows
     needy = min((i for i in fittable if room[i] < context), key=lambda i: (room[i], i),
                 default=None)
     if target is not None:
@@ -103,8 +106,10 @@ def compute_clamp(steps: Sequence[StepBudget], *, context: int, window: int,
         new_context = context if needy is None else max(context_floor, room[needy])
     reason = _context_reason(None if needy is None else steps[needy].step, new=new_context,
                              context=context, floor=context_floor,
-                             room=0 if needy is None else room[needy], window=window)
+                             room=0 if needy is None else room[needy],
+                             window=full if needy is None else win[needy])
     for i in fittable:
+        window = win[i]  # each step's own window (a step may name its own model)
         allowed = window - _base(steps[i]) - new_context
         if allowed < out_floor[i]:  # only a ``target`` above what this step allows does this
             unfit.append(i)

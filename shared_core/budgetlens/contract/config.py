@@ -37,13 +37,32 @@ StrictStr = Annotated[str, Field(strict=True)]
 StrictBool = Annotated[bool, Field(strict=True)]
 
 
+class ServingLimits(BaseModel):
+    """``serving``: the limits of the server that runs the model (they may be lower than
+    the model's own window). Unknown keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    max_model_len: PositiveInt | None = Field(
+        None, description="vLLM --max-model-len: the longest prompt + output the server"
+                          " accepts.")
+    num_ctx: PositiveInt | None = Field(
+        None, description="Ollama num_ctx: the context the server allocates (Ollama's"
+                          " default is small and silently truncates longer prompts).")
+
+
 class WorkspaceConfig(BaseModel):
     """The workspace's ``config.json``. Unknown keys are kept."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
 
-    model_context_window: PositiveInt = Field(
-        description="The model's context window in tokens: prompt and generation together.")
+    model: StrictStr | None = Field(
+        None, description="The model's name in the bundled registry (gpt-4o,"
+                          " llama-3.1-8b-instruct): its window, output ceiling and tokenizer"
+                          " are used where config.json sets none.")
+    model_context_window: PositiveInt | None = Field(
+        None, description="The model's context window in tokens: prompt and generation"
+                          " together (required unless model names a registry model).")
     model_max_tokens: PositiveInt | None = Field(
         None, description="Default output limit of a call_model step that sets neither"
                           " max_output_tokens nor max_tokens.")
@@ -73,6 +92,13 @@ class WorkspaceConfig(BaseModel):
         None, description="Workspace default of settings.min_output_tokens: the lowest output"
                           " limit the clamp may set for a step (a pipeline's own setting wins;"
                           " default: half of the step's own limit).")
+    serving: ServingLimits | None = Field(
+        None, description="Limits of the server running the model (vLLM max_model_len,"
+                          " Ollama num_ctx): the window is the smaller of the model's and"
+                          " the server's.")
+    targets: list[StrictStr] | None = Field(
+        None, description="Registry models every step is also checked against (the"
+                          " target matrix of budgetlens check --target).")
 
 
 @dataclass(frozen=True)
@@ -199,7 +225,10 @@ def _oversized_diagnostics(path: str, text: str, oversized: list[tuple[int, int]
 
 
 def _window_problem(path: str, work: dict[str, Any], where: Range) -> Diagnostic | None:
-    """Why model_context_window (readable) cannot be used; ``None`` when it can."""
+    """Why model_context_window (readable) cannot be used; ``None`` when it can (or when
+    it is not set and ``model`` names the model, whose window the registry gives)."""
+    if "model_context_window" not in work and isinstance(work.get("model"), str):
+        return None
     if "model_context_window" not in work:
         return _diag(path, Range.at(0, 0), codes.WINDOW_INVALID,
                      "config.json has no model_context_window (an integer > 0,"
@@ -225,6 +254,8 @@ def load_config(path: str, text: str) -> LoadedConfig:
             if len(pth) == 1 and isinstance(pth[0], str):
                 value_ranges[pth[0]] = span.value
                 key_ranges[pth[0]] = span.key or span.value
+            elif len(pth) == 2 and pth[0] in ("serving", "targets"):
+                value_ranges[f"{pth[0]}.{pth[1]}"] = span.value  # serving.num_ctx, targets.0
     work = dict(data)
     diagnostics, window_ok = _oversized_diagnostics(path, text, oversized, value_ranges, work)
     # a number too long to read is reported above at the value

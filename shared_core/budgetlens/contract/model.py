@@ -92,6 +92,12 @@ class StepBudget:
     """The lowest output limit a clamp may set for this step (``min_output_tokens``; its value
     is never above the step's own limit after the model's ceiling). ``None``: the default,
     half of that limit."""
+    model: str | None = None
+    """The step's own ``model`` (registry name), when it names one the registry knows."""
+    ceiling: Term | None = None
+    """The output ceiling of the step's own model (``None``: the pipeline's)."""
+    approximate: bool = False
+    """The step's counts are approximate (its model's tokenizer is not available offline)."""
 
     @property
     def inherited(self) -> bool:
@@ -228,6 +234,12 @@ class PipelineReport:
     clamp: ClampValues = field(default_factory=ClampValues)
     injection: InjectionCheck | None = None
     """The ``settings.injection`` policy of the chain and each step's split (None without one)."""
+    model: str | None = None
+    """config.json's ``model`` (or the target checked against), as named."""
+    approximate: bool = False
+    """Counts are approximate: the model's tokenizer family has no exact offline tokenizer."""
+    target: str | None = None
+    """The target model this report checks against (``CheckOptions.target``)."""
 
     @property
     def has_errors(self) -> bool:
@@ -260,6 +272,9 @@ class CheckOptions:
     config_path: Path | str | None = None
     workspace_root: Path | str | None = None
     environ: Mapping[str, str] | None = None
+    target: str | None = None
+    """A registry model to check against instead of config.json's model and numbers (its
+    window, output ceiling and tokenizer; ``serving`` does not apply)."""
 
     def key(self, environ: Mapping[str, str]) -> tuple[str, ...]:
         tokenizer = self.tokenizer
@@ -267,4 +282,4 @@ class CheckOptions:
             tokenizer = f"{type(tokenizer).__qualname__}@{id(tokenizer):x}"  # an object
         return (str(self.policy or ""), tokenizer or "", str(self.config_path or ""),
                 str(self.workspace_root or ""), environ.get(POLICY_ENV, ""),
-                environ.get(DEVELOPMENT_ENV, ""))
+                environ.get(DEVELOPMENT_ENV, ""), self.target or "")

@@ -1,0 +1,163 @@
+"""``budgetlens check --target``: the matrix of every step against every target model, in
+text, JSON and SARIF. The prompts are empty and the format overhead is 10, so each total is
+10 + context 7000 + output + margin 90, by hand: small 7,200, big 16,100 (gpt-4's window is
+8,192: 7,908 over); step ``big`` starts on line 9."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from budgetlens.models import load_registry
+from budgetlens_cli.main import main
+from tests.core.contract.helpers import make_workspace
+
+PIPELINE = """\
+settings:
+  max_context_tokens: 7000
+  budget_safety_margin_tokens: 90
+steps:
+  - id: small
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 100
+  - id: big
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 9000
+"""
+TARGETS = ("--target", "gpt-4o", "--target", "gpt-4", "--target", "llama-3.1-8b-instruct")
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    make_workspace(tmp_path, config={"model": "gpt-4o", "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": PIPELINE}, prompts={"sys.txt": ""})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
+    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
+    return tmp_path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_text_shows_one_column_per_target(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, "check", ".", *TARGETS)
+    assert code == 0  # not fitting a target is a warning
+    assert (
+        "pipelines/p.yaml: targets (✓ fits: total / window; ≈ approximate count)\n"
+        "  step   gpt-4o              gpt-4            llama-3.1-8b-instruct\n"
+        "  small  ✓ 7,200 / 128,000   ✓ 7,200 / 8,192  ✓ ≈7,200 / 131,072\n"
+        "  big    ✓ 16,100 / 128,000  ✗ 7,908 over     ✓ ≈16,100 / 131,072\n"
+        "  gpt-4o: window 128,000 · output ceiling 16,384 · tokenizer o200k_base (exact)\n"
+        "  gpt-4: window 8,192 · output ceiling 8,192 · tokenizer cl100k_base (exact)\n"
+        "  llama-3.1-8b-instruct: window 131,072 · output ceiling 16,384 · tokenizer"
+        " cl100k_base (approximate ≈)\n\n") in out
+    assert ("pipelines/p.yaml:9:9: warning[BL063] step 'big' does not fit target gpt-4:"
+            " total 16,100 > window 8,192 (7,908 over)") in out
+    assert out.rstrip().endswith("1 pipeline, 2 call_model steps (0 not fitting): 0 errors,"
+                                 " 1 warning")
+
+
+def _fit(target: str, step: str, total: int, window: int, output: int, ceiling: int,
+         tokenizer: str, approximate: bool = False) -> dict[str, Any]:
+    return {"target": target, "step": step, "fits": total <= window and output <= ceiling,
+            "total": total, "window": window, "headroom": window - total, "output": output,
+            "ceiling": ceiling, "tokenizer": tokenizer, "approximate": approximate}
+
+
+def test_json_lists_every_step_against_every_target(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, "check", ".", "--format", "json", *TARGETS)
+    assert code == 0
+    data = json.loads(out)
+    assert data["targets"] == [{
+        "pipeline": "pipelines/p.yaml",
+        "targets": ["gpt-4o", "gpt-4", "llama-3.1-8b-instruct"],
+        "fits": [
+            _fit("gpt-4o", "small", 7200, 128000, 100, 16384, "o200k_base"),
+            _fit("gpt-4", "small", 7200, 8192, 100, 8192, "cl100k_base"),
+            _fit("llama-3.1-8b-instruct", "small", 7200, 131072, 100, 16384, "cl100k_base",
+                 True),
+            _fit("gpt-4o", "big", 16100, 128000, 9000, 16384, "o200k_base"),
+            _fit("gpt-4", "big", 16100, 8192, 9000, 8192, "cl100k_base"),
+            _fit("llama-3.1-8b-instruct", "big", 16100, 131072, 9000, 16384, "cl100k_base",
+                 True),
+        ]}]
+    assert [d["code"] for d in data["diagnostics"]] == ["BL063"]
+    # the pipeline's own check is unchanged: gpt-4o's window
+    assert [s["budget"]["window"] for s in data["steps"]] == [128000, 128000]
+
+
+def test_sarif_carries_misfits_as_results_and_the_matrix(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, "check", ".", "--format", "sarif", *TARGETS)
+    assert code == 0
+    run = json.loads(out)["runs"][0]
+    [result] = run["results"]
+    assert result["ruleId"] == "BL063" and result["level"] == "warning"
+    assert result["properties"] == {"pipeline": "pipelines/p.yaml", "step": "big"}
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (9, 9)
+    [rule] = run["tool"]["driver"]["rules"]
+    assert rule["id"] == "BL063"
+    [matrix] = run["properties"]["targets"]
+    assert len(matrix["fits"]) == 6
+
+
+def test_config_targets_are_used_without_the_option(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = json.loads((ws / "config.json").read_text("utf-8"))
+    (ws / "config.json").write_text(json.dumps({**config, "targets": ["gpt-4", "gpt4o"]}),
+                                    "utf-8")
+    code, out = _run(capsys, "check", ".", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["targets"][0]["targets"] == ["gpt-4"]
+    unknown = [d for d in data["diagnostics"] if d["code"] == "BL061"]
+    assert [d["message"] for d in unknown] == [
+        f"target 'gpt4o' is not in the model registry ({load_registry().date}); did you mean"
+        " 'gpt-4o'?"]
+    assert unknown[0]["file"] == "config.json"
+
+
+def test_an_unknown_target_option_is_bad_usage(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", ".", "--target", "lama-3.1-8b-instruct"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "did you mean 'llama-3.1-8b-instruct'?" in err
+
+
+def test_without_targets_the_output_has_no_matrix(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, "check", ".", "--format", "json")
+    assert code == 0
+    assert "targets" not in json.loads(out)
+
+
+def test_text_and_json_say_where_the_window_comes_from_and_mark_approximation(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws / "config.json").write_text(json.dumps(
+        {"model": "llama-3.1-8b-instruct", "format_overhead_tokens": 10,
+         "serving": {"num_ctx": 8192}}, indent=2), "utf-8")
+    date = load_registry().date
+    code, out = _run(capsys, "check", ".")
+    assert code == 0  # auto_clamp: the misfit is a warning
+    assert ("= window: 8192 from config.json serving.num_ctx (below 131072 from model"
+            f" llama-3.1-8b-instruct (registry {date})) at config.json:5:16") in out
+    assert ("pipelines/p.yaml: window 8192, policy auto_clamp (default (not development)),"
+            " tokenizer cl100k_base, model llama-3.1-8b-instruct (≈ approximate counts)") in out
+    code, out = _run(capsys, "check", ".", "--format", "json")
+    steps = json.loads(out)["steps"]
+    assert [(s["step"], s["approximate"], s["budget"]["window"]) for s in steps] == [
+        ("small", True, 8192), ("big", True, 8192)]
+    assert steps[1]["terms"]["window"]["source"] == (
+        f"config.json serving.num_ctx (below 131072 from model llama-3.1-8b-instruct"
+        f" (registry {date}))")
