@@ -29,7 +29,7 @@ steps:
     prompt_key: sys
     max_output_tokens: 9000
 """
-TARGETS = ("--target", "gpt-4o", "--target", "gpt-4", "--target", "llama-3.1-8b-instruct")
+TARGETS = ("--target", "gpt-4o", "--target", "gpt-4", "--target", "claude-sonnet-4-5")
 
 
 @pytest.fixture
@@ -52,13 +52,13 @@ def test_text_shows_one_column_per_target(ws: Path, capsys: pytest.CaptureFixtur
     assert code == 0  # not fitting a target is a warning
     assert (
         "pipelines/p.yaml: targets (✓ fits: total / window; ≈ approximate count)\n"
-        "  step   gpt-4o              gpt-4            llama-3.1-8b-instruct\n"
-        "  small  ✓ 7,200 / 128,000   ✓ 7,200 / 8,192  ✓ ≈7,200 / 131,072\n"
-        "  big    ✓ 16,100 / 128,000  ✗ 7,908 over     ✓ ≈16,100 / 131,072\n"
+        "  step   gpt-4o              gpt-4            claude-sonnet-4-5\n"
+        "  small  ✓ 7,200 / 128,000   ✓ 7,200 / 8,192  ✓ ≈7,200 / 200,000\n"
+        "  big    ✓ 16,100 / 128,000  ✗ 7,908 over     ✓ ≈16,100 / 200,000\n"
         "  gpt-4o: window 128,000 · output ceiling 16,384 · tokenizer o200k_base (exact)\n"
         "  gpt-4: window 8,192 · output ceiling 8,192 · tokenizer cl100k_base (exact)\n"
-        "  llama-3.1-8b-instruct: window 131,072 · output ceiling 16,384 · tokenizer"
-        " cl100k_base (approximate ≈)\n\n") in out
+        "  claude-sonnet-4-5: window 200,000 · output ceiling 64,000 · tokenizer"
+        " claude_approx (approximate ≈)\n\n") in out
     assert ("pipelines/p.yaml:9:9: warning[BL063] step 'big' does not fit target gpt-4:"
             " total 16,100 > window 8,192 (7,908 over)") in out
     assert out.rstrip().endswith("1 pipeline, 2 call_model steps (0 not fitting): 0 errors,"
@@ -79,15 +79,15 @@ def test_json_lists_every_step_against_every_target(
     data = json.loads(out)
     assert data["targets"] == [{
         "pipeline": "pipelines/p.yaml",
-        "targets": ["gpt-4o", "gpt-4", "llama-3.1-8b-instruct"],
+        "targets": ["gpt-4o", "gpt-4", "claude-sonnet-4-5"],
         "fits": [
             _fit("gpt-4o", "small", 7200, 128000, 100, 16384, "o200k_base"),
             _fit("gpt-4", "small", 7200, 8192, 100, 8192, "cl100k_base"),
-            _fit("llama-3.1-8b-instruct", "small", 7200, 131072, 100, 16384, "cl100k_base",
+            _fit("claude-sonnet-4-5", "small", 7200, 200000, 100, 64000, "claude_approx",
                  True),
             _fit("gpt-4o", "big", 16100, 128000, 9000, 16384, "o200k_base"),
             _fit("gpt-4", "big", 16100, 8192, 9000, 8192, "cl100k_base"),
-            _fit("llama-3.1-8b-instruct", "big", 16100, 131072, 9000, 16384, "cl100k_base",
+            _fit("claude-sonnet-4-5", "big", 16100, 200000, 9000, 64000, "claude_approx",
                  True),
         ]}]
     assert [d["code"] for d in data["diagnostics"]] == ["BL063"]
@@ -153,11 +153,18 @@ def test_text_and_json_say_where_the_window_comes_from_and_mark_approximation(
     assert ("= window: 8192 from config.json serving.num_ctx (below 131072 from model"
             f" llama-3.1-8b-instruct (registry {date})) at config.json:5:16") in out
     assert ("pipelines/p.yaml: window 8192, policy auto_clamp (default (not development)),"
-            " tokenizer cl100k_base, model llama-3.1-8b-instruct (≈ approximate counts)") in out
+            " tokenizer llama3, model llama-3.1-8b-instruct") in out
     code, out = _run(capsys, "check", ".", "--format", "json")
     steps = json.loads(out)["steps"]
-    assert [(s["step"], s["approximate"], s["budget"]["window"]) for s in steps] == [
-        ("small", True, 8192), ("big", True, 8192)]
+    # Llama 3 counts exactly (the llama3 family, budgetlens[llama]): no "approximate" key
+    assert [(s["step"], "approximate" in s, s["budget"]["window"]) for s in steps] == [
+        ("small", False, 8192), ("big", False, 8192)]
+    (ws / "config.json").write_text(json.dumps(
+        {"model": "claude-sonnet-4-5", "format_overhead_tokens": 10}, indent=2), "utf-8")
+    code, out = _run(capsys, "check", ".")
+    assert ("tokenizer claude_approx, model claude-sonnet-4-5 (≈ approximate counts)") in out
+    code, out = _run(capsys, "check", ".", "--format", "json")
+    assert [s["approximate"] for s in json.loads(out)["steps"]] == [True, True]
     assert steps[1]["terms"]["window"]["source"] == (
         f"config.json serving.num_ctx (below 131072 from model llama-3.1-8b-instruct"
         f" (registry {date}))")

@@ -34,7 +34,7 @@ steps:
     max_output_tokens: 9000
 """
 CONFIG = {"model": "gpt-4o", "format_overhead_tokens": 10,
-          "targets": ["gpt-4o", "gpt-4", "llama-3.1-8b-instruct"]}
+          "targets": ["gpt-4o", "gpt-4", "claude-sonnet-4-5"]}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -56,8 +56,8 @@ async def test_a_lens_per_step_says_which_targets_it_fits(ed: Editor) -> None:
     titles = {(lens.range.start.line, lens.command.title) for lens in result or []
               if lens.command is not None and lens.command.title.startswith("fits:")}
     assert titles == {
-        (4, "fits: gpt-4o ✓ · gpt-4 ✓ · llama-3.1-8b-instruct ≈✓"),
-        (9, "fits: gpt-4o ✓ · gpt-4 ✗ (7,908 over) · llama-3.1-8b-instruct ≈✓"),
+        (4, "fits: gpt-4o ✓ · gpt-4 ✓ · claude-sonnet-4-5 ≈✓"),
+        (9, "fits: gpt-4o ✓ · gpt-4 ✗ (7,908 over) · claude-sonnet-4-5 ≈✓"),
     }
 
 
@@ -75,8 +75,8 @@ async def test_hover_on_a_step_shows_the_sums_per_target(ed: Editor) -> None:
     assert text.splitlines()[-3:] == [
         "| gpt-4o ✓ | 128,000 | 16,100 | 111,900 | 9,000 / 16,384 | o200k_base |",
         "| gpt-4 ✗ | 8,192 | 16,100 | -7,908 | 9,000 / 8,192 | cl100k_base |",
-        "| llama-3.1-8b-instruct ✓ | 131,072 | ≈16,100 | ≈114,972 | 9,000 / 16,384 |"
-        " cl100k_base (approximate) |"]
+        "| claude-sonnet-4-5 ✓ | 200,000 | ≈16,100 | ≈183,900 | 9,000 / 64,000 |"
+        " claude_approx (approximate) |"]
 
 
 async def test_hover_on_a_model_name_shows_its_registry_entry(ed: Editor) -> None:
@@ -86,8 +86,8 @@ async def test_hover_on_a_model_name_shows_its_registry_entry(ed: Editor) -> Non
     assert "- max output: 16,384 tokens" in text
     assert "- tokenizer: o200k_base, counts exact" in text
     assert f"(registry {date})" in text
-    text = await _hover(ed, "config.json", "llama-3.1-8b-instruct", "json")
-    assert "counts approximate (≈, counted with cl100k_base)" in text
+    text = await _hover(ed, "config.json", "claude-sonnet-4-5", "json")
+    assert "- tokenizer: claude, counts approximate (≈, counted with o200k_base)" in text
 
 
 async def test_completion_offers_registry_names_on_a_model_value(ed: Editor) -> None:
@@ -98,8 +98,11 @@ async def test_completion_offers_registry_names_on_a_model_value(ed: Editor) -> 
     assert isinstance(result, types.CompletionList)
     by_label = {item.label: item for item in result.items}
     assert {"gpt-4o", "claude-sonnet-4-5", "llama-3.1-8b-instruct"} <= set(by_label)
+    assert by_label["llama-3.1-8b-instruct"].detail == (
+        "Meta · window 131,072 · output 16,384 · llama3")
+    assert by_label["claude-sonnet-4-5"].detail == (
+        "Anthropic · window 200,000 · output 64,000 · claude · ≈ approximate counts")
     item = by_label["llama-3.1-8b-instruct"]
-    assert item.detail == "Meta · window 131,072 · output 16,384 · llama3 · ≈ approximate counts"
     assert isinstance(item.text_edit, types.TextEdit)
     # the edit replaces the typed "gpt-4" (5 characters before the cursor)
     assert item.text_edit.range.start == types.Position(line=line, character=col)

@@ -9,17 +9,46 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-#: Tokenizer families counted exactly offline (their tiktoken encodings ship in the package).
+from budgetlens.tokens.families import FAMILIES, available, family_for_model
+
+#: Tokenizer families counted exactly offline with what ships in the package itself.
 EXACT_FAMILIES = frozenset({"cl100k_base", "o200k_base"})
-#: The shipped encoding that approximates each family without an exact offline tokenizer.
-#: cl100k_base is the nearest shipped vocabulary for all of them (Llama 3's tokenizer is
-#: cl100k_base plus 28,000 tokens); see docs/models.md for the measured differences.
+#: What a model of a family without an exact offline tokenizer (here) counts with.
+#: cl100k_base is the nearest shipped vocabulary (Llama 3's tokenizer is cl100k_base plus
+#: 28,000 tokens); see docs/models.md.
 APPROXIMATE_ENCODING = "cl100k_base"
+#: The registry's family -> the tokenizer family of budgetlens.tokens.families that counts it.
+_TOKENS_FAMILY = {"llama3": "llama3", "qwen": "qwen2", "deepseek": "deepseek",
+                  "mistral": "mistral_tekken", "claude": "claude_approx",
+                  "gemini": "gemini_approx"}
 
 
-def counting_encoding(family: str) -> str:
-    """The shipped encoding that counts for a tokenizer ``family``."""
-    return family if family in EXACT_FAMILIES else APPROXIMATE_ENCODING
+def counting_encoding(family: str, model: str = "") -> str:
+    """The tokenizer that counts for model ``model`` of registry ``family``: the shipped
+    OpenAI encoding; an exact family (``llama3``, ``qwen2``, ``deepseek``, ``mistral_tekken``)
+    when the model's name says its vocabulary is that family's and the family's package is
+    installed; the approximate family (``claude_approx``, ``gemini_approx``); else
+    ``cl100k_base`` as an approximation."""
+    if family in EXACT_FAMILIES:
+        return family
+    tokens = _TOKENS_FAMILY.get(family)
+    if tokens is None:
+        return APPROXIMATE_ENCODING
+    if not FAMILIES[tokens].exact:
+        return tokens
+    # Versions of one registry family may change vocabulary (Qwen 3.5, Mistral's SentencePiece
+    # models): exact only when the name maps to the same family.
+    if family_for_model(model) == tokens and available(tokens):
+        return tokens
+    return APPROXIMATE_ENCODING
+
+
+def counts_exactly(family: str, encoding: str) -> bool:
+    """Whether a model of registry ``family`` counted with ``encoding`` (from
+    ``counting_encoding``) is counted exactly."""
+    if family in EXACT_FAMILIES:
+        return encoding == family
+    return encoding in FAMILIES and FAMILIES[encoding].exact
 
 
 @dataclass(frozen=True)
@@ -41,11 +70,11 @@ class ModelInfo:
     @property
     def exact(self) -> bool:
         """Counts for this model are exact (else approximate, shown with ``≈``)."""
-        return self.tokenizer in EXACT_FAMILIES
+        return counts_exactly(self.tokenizer, self.encoding)
 
     @property
     def encoding(self) -> str:
-        return counting_encoding(self.tokenizer)
+        return counting_encoding(self.tokenizer, self.name)
 
     @property
     def registry_label(self) -> str:
@@ -53,7 +82,10 @@ class ModelInfo:
 
     def describe(self) -> str:
         """A few lines for a hover: provider, limits, tokenizer, source and date."""
-        counts = "exact" if self.exact else f"approximate (≈, counted with {self.encoding})"
+        family = FAMILIES.get(self.encoding)
+        base = family.approximates if family is not None and family.approximates else \
+            self.encoding
+        counts = "exact" if self.exact else f"approximate (≈, counted with {base})"
         lines = [f"**{self.name}** ({self.provider})",
                  f"- window: {self.window:,} tokens",
                  f"- max output: {self.max_output:,} tokens" if self.max_output else

@@ -55,8 +55,14 @@ def test_the_window_ceiling_and_tokenizer_come_from_the_model(tmp_path: Path) ->
 def test_a_model_without_an_exact_tokenizer_marks_counts_approximate(tmp_path: Path) -> None:
     report = check(_ws(tmp_path, {"model": "claude-sonnet-4-5"}))
     assert report.window is not None and report.window.value == 200_000
-    assert report.tokenizer == "cl100k_base"
+    assert report.tokenizer == "claude_approx"  # o200k_base counts, marked ≈
     assert report.approximate is True and report.steps[0].approximate is True
+
+
+def test_a_model_with_an_exact_offline_family_counts_with_it(tmp_path: Path) -> None:
+    report = check(_ws(tmp_path, {"model": "llama-3.1-8b-instruct"}))
+    assert report.tokenizer == "llama3"
+    assert report.approximate is False and report.steps[0].approximate is False
 
 
 def test_an_explicit_tokenizer_wins_over_the_models(tmp_path: Path) -> None:
@@ -195,11 +201,15 @@ def test_a_config_without_model_behaves_as_before(tmp_path: Path) -> None:
 def test_the_target_option_checks_against_the_target(tmp_path: Path) -> None:
     path = _ws(tmp_path, {"model": "gpt-4o", "model_context_window": 100000,
                           "serving": {"num_ctx": 4096}})
-    report = check(path, target="llama-3.1-8b-instruct")
+    report = check(path, target="claude-sonnet-4-5")
     # the target's registry window; typed numbers and serving do not apply
+    # (Anthropic publishes 200,000 / 64,000 for Claude Sonnet 4.5)
+    assert report.window is not None and report.window.value == 200_000
+    assert report.output_ceiling is not None and report.output_ceiling.value == 64_000
+    assert report.approximate is True and report.target == "claude-sonnet-4-5"
+    report = check(path, target="llama-3.1-8b-instruct")
     assert report.window is not None and report.window.value == 131_072
-    assert report.output_ceiling is not None and report.output_ceiling.value == 16_384
-    assert report.approximate is True and report.target == "llama-3.1-8b-instruct"
+    assert report.approximate is False and report.tokenizer == "llama3"
 
 
 def test_a_step_model_that_is_not_a_name_is_an_error_at_the_value(tmp_path: Path) -> None:
