@@ -116,7 +116,7 @@ class TooDeep(Exception):
 def resolver_memo(loader: Any) -> dict[tuple[str, tuple[bool, bool]], str]:
     """The memo of resolved tags for ``loader``'s resolver (one per loader class)."""
     memo = _TAGS.get(type(loader))
-    if memo is None or len(memo) >= _MEMO_ENTRIES:
+    if memo is None:
         memo = _TAGS[type(loader)] = {}
     return memo
 
@@ -128,6 +128,8 @@ def resolve_tag(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str], val
     tag = memo.get(key)
     if tag is None:
         tag = str(loader.resolve(ScalarNode, value, implicit))
+        if len(memo) >= _MEMO_ENTRIES:
+            memo.clear()
         if len(value) <= _MEMO_VALUE_CHARS:
             memo[key] = tag
     return tag

@@ -36,6 +36,7 @@ from budgetlens.yamldoc.compose import (
     SCALAR_TAGS,
     SEQ_TAG,
     SEQUENCE,
+    STR_TAG,
     resolve_tag,
     resolver_memo,
     scalar_value,
@@ -115,27 +116,27 @@ def _document(loader: Any, shift: int,  # noqa: C901
                 raise _NotSimple  # a merge key, or a tag the general reader refuses
             start = event.start_mark.index + shift
             end = event.end_mark.index + shift
-            if top is None:
-                return _scalar(tag, text), {(): (start, end, SCALAR, False, None, None,
-                                                 event.style or None)}
-            if top.kind == MAPPING and top.key is None:
+            if top is not None and top.kind == MAPPING and top.key is None:
                 if text in top.value:
                     raise _NotSimple  # a duplicate key: the general reader warns
                 top.key = (text, start, end)
                 continue
+            value = text if tag == STR_TAG else _scalar(tag, text)
+            if top is None:
+                return value, {(): (start, end, SCALAR, False, None, None, event.style or None)}
             if len(stack) > max_depth:
                 raise _NotSimple
             if top.kind == SEQUENCE:
                 items = top.value
                 path = (*top.path, len(items))
                 spans[path] = (start, end, SCALAR, False, None, None, event.style or None)
-                items.append(_scalar(tag, text))
+                items.append(value)
             else:
                 name, key_start, key_end = top.key  # type: ignore[misc]
                 path = (*top.path, name)
                 spans[path] = (start, end, SCALAR, False, key_start, key_end,
                                event.style or None)
-                top.value[name] = _scalar(tag, text)
+                top.value[name] = value
                 top.key = None
         elif cls is MappingStartEvent or cls is SequenceStartEvent:
             if event.anchor is not None:
