@@ -34,8 +34,9 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from budgetlens.yamldoc import parse as yaml_parse  # noqa: E402
 from tests.core.yamldoc.reference_reader import parse_yaml_reference  # noqa: E402
+
+from budgetlens.yamldoc import parse as yaml_parse  # noqa: E402
 
 
 def step_yaml(index: int, prompt: str, history: bool) -> str:

@@ -67,10 +67,16 @@ _CONSTRUCT = {f"{_STD}int": SafeConstructor.construct_yaml_int,
 _VALUES: dict[str, dict[str, Any]] = {tag: {} for tag in _CONSTRUCT}
 
 
+class UnfitScalar(Exception):
+    """An explicit tag whose constructor cannot read the text (``!!int`` on an empty value,
+    ``!!bool maybe``): PyYAML raises ``IndexError`` or ``KeyError`` there."""
+
+
 def scalar_value(tag: str, text: str) -> Any:
     """The plain value of a scalar of an accepted tag (``SCALAR_TAGS``), as PyYAML's
     ``SafeConstructor`` makes it; a timestamp stays its text. Raises ``ValueError`` for a
-    number too long to read."""
+    number too long (or otherwise impossible) to read, ``UnfitScalar`` for a text the
+    tag's constructor fails on otherwise."""
     if tag == STR_TAG:
         return text
     memo = _VALUES.get(tag)
@@ -78,7 +84,10 @@ def scalar_value(tag: str, text: str) -> Any:
         return None if tag == NULL_TAG else text
     if text in memo:
         return memo[text]
-    value = _CONSTRUCT[tag](_CONSTRUCTOR, ScalarNode(tag, text))
+    try:
+        value = _CONSTRUCT[tag](_CONSTRUCTOR, ScalarNode(tag, text))
+    except (IndexError, KeyError):
+        raise UnfitScalar(f"YAML tag {tag!r} does not fit the value {text!r}") from None
     if len(memo) >= _MEMO_ENTRIES:
         memo.clear()
     if len(text) <= _MEMO_VALUE_CHARS:
@@ -258,5 +267,5 @@ def compose_single(loader: Any, shift: int, max_depth: int, libyaml: bool) -> No
 
 
 __all__ = ["MAPPING", "MAP_TAG", "MERGE_TAG", "NULL_TAG", "SCALAR", "SCALAR_TAGS", "SEQUENCE",
-           "SEQ_TAG", "STR_TAG", "Node", "TooDeep", "compose_single", "resolve_tag",
+           "SEQ_TAG", "STR_TAG", "Node", "TooDeep", "UnfitScalar", "compose_single", "resolve_tag",
            "resolver_memo", "scalar_value"]

@@ -35,6 +35,7 @@ from budgetlens.yamldoc.compose import (
     SEQUENCE,
     Node,
     TooDeep,
+    UnfitScalar,
     compose_single,
     scalar_value,
 )
@@ -359,6 +360,8 @@ class _Converter:
             return scalar_value(node.tag, node.value)
         except ValueError:
             raise _Refused(YAML_LIMIT, node, "number too long to read") from None
+        except UnfitScalar as exc:  # PyYAML's constructor itself fails (it raised through)
+            raise _Refused(YAML_REFUSED, node, str(exc)) from None
 
 
 def _mark_range(index: LineIndex, mark: Any, shift: int) -> Range:

@@ -37,6 +37,7 @@ from budgetlens.yamldoc.compose import (
     SEQ_TAG,
     SEQUENCE,
     STR_TAG,
+    UnfitScalar,
     resolve_tag,
     resolver_memo,
     scalar_value,
@@ -181,7 +182,7 @@ def _document(loader: Any, shift: int,  # noqa: C901
 def _scalar(tag: str, text: str) -> Any:
     try:
         return scalar_value(tag, text)
-    except ValueError:
+    except (ValueError, UnfitScalar):
         raise _NotSimple from None
 
 

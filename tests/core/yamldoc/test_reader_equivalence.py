@@ -211,7 +211,7 @@ def _dumped(value: Any, style: dict[str, Any], bom: bool) -> str:
 def test_dumped_documents_read_as_before(reader: Any, value: Any, style: dict[str, Any],
                                          bom: bool) -> None:
     text = _dumped(value, style, bom)
-    doc, problems = assert_same_as_reference(text, reader)
+    doc, _ = assert_same_as_reference(text, reader)
     # and the plain values are PyYAML's own (the keys dumped are strings, so no key differs)
     assert doc is not None and _strict(doc.value, yaml.load(text, Loader=reader))
 
@@ -368,3 +368,21 @@ def test_spans_are_made_when_asked_for() -> None:
     assert ("b", 2) not in spans and spans.get(("b", 2)) is None
     with pytest.raises(KeyError):
         spans[("c",)]
+
+
+# ------------------------------------------------- what the reader before it crashed on
+
+UNFIT = [("a: !!int", 3, 8, "tag:yaml.org,2002:int", ""),
+         ("a: !!bool maybe", 3, 15, "tag:yaml.org,2002:bool", "maybe"),
+         ("b: !!float ''\n", 3, 13, "tag:yaml.org,2002:float", ""),
+         ("- !!bool", 2, 8, "tag:yaml.org,2002:bool", "")]
+
+
+@pytest.mark.parametrize(("text", "start", "end", "tag", "value"), UNFIT)
+def test_a_tag_its_constructor_cannot_read_is_refused_at_the_value(
+        text: str, start: int, end: int, tag: str, value: str, reader: Any) -> None:
+    with pytest.raises((IndexError, KeyError)):  # the reader before raised through
+        parse_yaml_reference(text, reader)
+    assert parse_yaml(text) == (None, [YamlProblem(
+        "BL002", Range(Position(0, start), Position(0, end)),
+        f"YAML tag {tag!r} does not fit the value {value!r}")])
