@@ -120,6 +120,8 @@ def print_report(out: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if not getattr(yaml, "__with_libyaml__", False):
+        sys.exit("bench_yaml compares with libyaml: this PyYAML was built without it")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=15)

@@ -1,8 +1,15 @@
 """YAML read with its source positions, safely.
 
-PyYAML's composer builds a node graph with the start and end of every key and value; this
-module turns that graph into plain values (dict, list, str, int, float, bool, None) and keeps
-a map from each value's path (``("steps", 0, "max_output_tokens")``) to its ranges.
+The text is read from the events of PyYAML's parser (libyaml's when PyYAML was built with
+it, else the pure-Python one): a document without anchors, aliases, merge keys, duplicate
+keys or refused tags goes in one pass straight to plain values and spans
+(``budgetlens.yamldoc.simple``); any other is composed into a light node graph
+(``budgetlens.yamldoc.compose``: the graph ``yaml.compose`` builds) that this module turns
+into plain values (dict, list, str, int, float, bool, None), keeping a map from each value's
+path (``("steps", 0, "max_output_tokens")``) to its ranges (``SpanMap``: spans are made when
+asked for). Both answer what PyYAML's composer and this converter answered before them
+(tests/core/yamldoc/test_reader_equivalence.py); the one difference is on purpose: a node
+nested deeper than ``MAX_DEPTH`` is refused as soon as it is read.
 
 Nothing is ever constructed from a tag: any tag outside YAML's plain types (``!!python/...``,
 ``!custom``, ``!!binary``, ...) refuses the whole document. Aliases are followed, but the
@@ -431,6 +438,8 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
         root = _compose(text, shift)
     except yaml.YAMLError as exc:
         return None, [_syntax_problem(exc, index, shift)]
+    except (ValueError, OverflowError) as exc:  # PyYAML's own scanner on "\\U99999999"
+        return None, [YamlProblem(YAML_SYNTAX, Range.at(0, 0), f"YAML syntax error: {exc}")]
     except TooDeep as exc:
         at = exc.node.start
         return None, [YamlProblem(YAML_LIMIT, index.range(at, at),

@@ -202,7 +202,7 @@ HYPOTHESIS = settings(max_examples=60, deadline=None,
 
 
 def _dumped(value: Any, style: dict[str, Any], bom: bool) -> str:
-    text = yaml.safe_dump(value, **style)
+    text: str = yaml.safe_dump(value, **style)
     return ("\ufeff" if bom else "") + text
 
 
@@ -295,7 +295,7 @@ def test_deep_nesting_is_refused_after_reading_a_bounded_number_of_events(
     # nested deeper than MAX_DEPTH
     calls = []
 
-    class Counting(reader):  # type: ignore[misc, valid-type]
+    class Counting(reader):  # type: ignore[misc]
         def get_event(self) -> Any:
             calls.append(1)
             return super().get_event()
@@ -386,3 +386,14 @@ def test_a_tag_its_constructor_cannot_read_is_refused_at_the_value(
     assert parse_yaml(text) == (None, [YamlProblem(
         "BL002", Range(Position(0, start), Position(0, end)),
         f"YAML tag {tag!r} does not fit the value {value!r}")])
+
+
+@pytest.mark.parametrize("text", ['a: "\\U99999999"\n', 'a: "\\U0011FFFF"\n'])
+def test_an_escape_out_of_unicode_is_a_syntax_error(text: str, reader: Any) -> None:
+    if reader is yaml.SafeLoader:  # PyYAML's own scanner raised through chr()
+        with pytest.raises((ValueError, OverflowError)):
+            parse_yaml_reference(text, reader)
+        doc, problems = parse_yaml(text)
+    else:
+        doc, problems = assert_same_as_reference(text, reader)
+    assert doc is None and [p.code for p in problems] == ["BL001"]
