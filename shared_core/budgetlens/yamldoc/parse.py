@@ -1,7 +1,7 @@
 """YAML read with its source positions, safely.
 
 The text is read from the events of PyYAML's parser (libyaml's when PyYAML was built with
-it, else the pure-Python one): a document without anchors, aliases, merge keys, duplicate
+it, else the pure-Python one): a document without merge keys, anchored collections, duplicate
 keys or refused tags goes in one pass straight to plain values and spans
 (``budgetlens.yamldoc.simple``); any other is composed into a light node graph
 (``budgetlens.yamldoc.compose``: the graph ``yaml.compose`` builds) that this module turns
@@ -395,7 +395,7 @@ def _read_simple(text: str, shift: int) -> tuple[Any, dict[YamlPath, RawSpan]] |
     """The one-pass reading of a simple document (``None``: not simple, see ``simple``)."""
     loader = _LOADER(text[shift:])
     try:
-        return read_simple(loader, shift, MAX_DEPTH)
+        return read_simple(loader, shift, MAX_DEPTH, MAX_NODE_VISITS)
     finally:
         loader.dispose()
 
@@ -432,10 +432,7 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
                                   f"YAML file of {len(text)} characters is above the"
                                   f" {MAX_YAML_CHARS} character cap; refused")]
     try:
-        simple = _read_simple(text, shift) if SIMPLE_FIRST else None
-        if simple is not None:
-            return YamlDocument(text, simple[0], SpanMap(simple[1], index), index), []
-        root = _compose(text, shift)
+        return _read(text, shift, index)
     except yaml.YAMLError as exc:
         return None, [_syntax_problem(exc, index, shift)]
     except (ValueError, OverflowError) as exc:  # PyYAML's own scanner on "\\U99999999"
@@ -446,6 +443,16 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
                                   f"nested deeper than {MAX_DEPTH} levels; refused")]
     except RecursionError:
         return None, [_TOO_DEEP]
+
+
+def _read(text: str, shift: int,
+          index: LineIndex) -> tuple[YamlDocument | None, list[YamlProblem]]:
+    """The document read in one pass when it is simple, else composed and converted; the
+    parser's and the composer's errors propagate."""
+    simple = _read_simple(text, shift) if SIMPLE_FIRST else None
+    if simple is not None:
+        return YamlDocument(text, simple[0], SpanMap(simple[1], index), index), []
+    root = _compose(text, shift)
     if root is None:
         return YamlDocument(text, None, SpanMap({}, index), index), []
     converter = _Converter(index)
@@ -456,6 +463,4 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
         if exc.code == YAML_LIMIT and exc.node is not None:
             rng = index.range(exc.node.start, exc.node.start)
         return None, [YamlProblem(exc.code, rng, exc.message)]
-    except RecursionError:
-        return None, [_TOO_DEEP]
     return YamlDocument(text, value, SpanMap(converter.spans, index), index), converter.warnings

@@ -1,15 +1,17 @@
 """The one-pass reader of simple YAML documents: events straight to values and spans.
 
-Most pipeline files use no anchor, alias or merge key, repeat no key and carry no tag the
-reader refuses. For them the node graph is a tree that is converted exactly once, in the
-order of the text, so the plain values and the spans can be built while the events are read,
-without a node graph. ``read_simple`` does that and gives up (``None``) at the first thing
-outside that case: an anchor, an alias, a merge key, a duplicate key, a collection as a key,
-a tag other than YAML's plain ones, a number too long to read, nesting deeper than the cap,
-or a second document. The caller then reads the text again with the general reader
-(``compose`` + the converter in ``parse``), which answers everything exactly, errors
-included; for a simple document both give the same values and the same spans, in the same
-order (tests/core/yamldoc/test_reader_equivalence.py).
+Most pipeline files use no merge key and no anchored collection, repeat no key and carry no
+tag the reader refuses; at most a scalar is anchored (``max_context_tokens: &ctx 8000``) and
+aliased. For them the node graph is a tree (an alias of a scalar is that scalar again) that
+is converted once, in the order of the text, so the plain values and the spans can be built
+while the events are read, without a node graph. ``read_simple`` does that and gives up
+(``None``) at the first thing outside that case: an anchored collection or key, an alias of
+one (or undefined, or used as a key), a merge key, a duplicate key or anchor, a collection as
+a key, a tag other than YAML's plain ones, a number too long to read, nesting deeper than the
+cap, more repeats through aliases than the cap, or a second document. The caller then reads
+the text again with the general reader (``compose`` + the converter in ``parse``), which
+answers everything exactly, errors included; for a simple document both give the same
+values and the same spans, in the same order (tests/core/yamldoc/test_reader_equivalence.py).
 
 A parser error raised while reading is the answer as it stands: the general reader would
 read the same events up to it and raise the same error.
@@ -74,8 +76,8 @@ class _Open:
         self.key: tuple[str, int, int] | None = None
 
 
-def read_simple(loader: Any, shift: int,
-                max_depth: int) -> tuple[Any, dict[YamlPath, RawSpan]] | None:
+def read_simple(loader: Any, shift: int, max_depth: int,
+                max_visits: int) -> tuple[Any, dict[YamlPath, RawSpan]] | None:
     """The value and spans of the one document of ``loader``'s stream (``EMPTY`` for none),
     or ``None`` when the document is not simple (see the module). Parser errors propagate."""
     get = loader.get_event
@@ -83,7 +85,7 @@ def read_simple(loader: Any, shift: int,
     if type(get()) is StreamEndEvent:
         return EMPTY
     try:
-        value, spans = _document(loader, shift, max_depth)
+        value, spans = _document(loader, shift, max_depth, max_visits)
     except _NotSimple:
         return None
     get()  # DocumentEnd
@@ -94,20 +96,20 @@ def read_simple(loader: Any, shift: int,
 
 # long-function: one loop over the events of a document, kept flat for speed (it runs once
 # per event of every simple YAML file read)
-def _document(loader: Any, shift: int,  # noqa: C901
-              max_depth: int) -> tuple[Any, dict[YamlPath, RawSpan]]:
+def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
+              max_visits: int) -> tuple[Any, dict[YamlPath, RawSpan]]:
     get = loader.get_event
     memo = resolver_memo(loader)
     spans: dict[YamlPath, Any] = {}
     stack: list[_Open] = []
     top: _Open | None = None
+    anchors: dict[str, tuple[int, int, str | None, Any]] = {}  # anchored scalars
+    visits = 0  # values repeated through aliases
     path: YamlPath
     while True:
         event = get()
         cls = type(event)
         if cls is ScalarEvent:
-            if event.anchor is not None:
-                raise _NotSimple
             text = event.value
             tag = event.tag
             if tag is None or tag == "!":
@@ -118,25 +120,29 @@ def _document(loader: Any, shift: int,  # noqa: C901
             start = event.start_mark.index + shift
             end = event.end_mark.index + shift
             if top is not None and top.kind == MAPPING and top.key is None:
-                if text in top.value:
-                    raise _NotSimple  # a duplicate key: the general reader warns
+                if text in top.value or event.anchor is not None:
+                    raise _NotSimple  # a duplicate key (the general reader warns), an anchor
                 top.key = (text, start, end)
                 continue
             value = text if tag == STR_TAG else _scalar(tag, text)
+            style = event.style or None
+            if event.anchor is not None:
+                if event.anchor in anchors:
+                    raise _NotSimple  # a duplicate anchor: the composer's error
+                anchors[event.anchor] = (start, end, style, value)
             if top is None:
-                return value, {(): (start, end, SCALAR, False, None, None, event.style or None)}
+                return value, {(): (start, end, SCALAR, False, None, None, style)}
             if len(stack) > max_depth:
                 raise _NotSimple
             if top.kind == SEQUENCE:
                 items = top.value
                 path = (*top.path, len(items))
-                spans[path] = (start, end, SCALAR, False, None, None, event.style or None)
+                spans[path] = (start, end, SCALAR, False, None, None, style)
                 items.append(value)
             else:
                 name, key_start, key_end = top.key  # type: ignore[misc]
                 path = (*top.path, name)
-                spans[path] = (start, end, SCALAR, False, key_start, key_end,
-                               event.style or None)
+                spans[path] = (start, end, SCALAR, False, key_start, key_end, style)
                 top.value[name] = value
                 top.key = None
         elif cls is MappingStartEvent or cls is SequenceStartEvent:
@@ -175,8 +181,25 @@ def _document(loader: Any, shift: int,  # noqa: C901
             else:
                 top.value[top.key[0]] = done.value  # type: ignore[index]
                 top.key = None
-        else:  # an alias
-            raise _NotSimple
+        else:  # an alias: of a scalar, it is that scalar again (counted as a repeat)
+            found = anchors.get(event.anchor)
+            if found is None or top is None or len(stack) > max_depth \
+                    or (top.kind == MAPPING and top.key is None):
+                raise _NotSimple  # of a collection or undefined, the root, too deep, a key
+            visits += 1
+            if visits > max_visits:
+                raise _NotSimple  # the general reader refuses it
+            start, end, style, value = found
+            if top.kind == SEQUENCE:
+                path = (*top.path, len(top.value))
+                spans[path] = (start, end, SCALAR, False, None, None, style)
+                top.value.append(value)
+            else:
+                name, key_start, key_end = top.key  # type: ignore[misc]
+                path = (*top.path, name)
+                spans[path] = (start, end, SCALAR, False, key_start, key_end, style)
+                top.value[name] = value
+                top.key = None
 
 
 def _scalar(tag: str, text: str) -> Any:

@@ -111,6 +111,11 @@ EDGE_CASES = [
     "c: {<<: [1, 2]}\n", "c: {<<: 5}\n", "c: {<<: {a: 1}, a: 2}\n", "c: [<<]\n",
     "c:\n  <<: &m {a: &n [1, 2]}\n  b: *n\nd: *m\n",
     "settings:\n  max_context_tokens: &ctx 8000\n  other: *ctx\nsteps:\n  - n: *ctx\n",
+    "a: &x 1\nb: *x\nc: [*x, {d: *x}]\n", "&r 1", "- &s 'q'\n- *s\n- &t |\n  x\n- *t\n",
+    "a: &x 1\n&y b: 2\nc: *y\n", "a: &x 1\n*x : 2\n", "a: &x 1\nb: &x 2\nc: *x\n",
+    "a: &x 1\nb: [*x, *y]\n", "a: &x 1\nb: {<<: *x}\n", "a: &x !!int '7'\nb: *x\n",
+    "a: &a 1\nb: [" + ", ".join(["*a"] * 20_000) + "]\n",
+    "a: &a 1\nb: [" + ", ".join(["*a"] * 20_001) + "]\n",
     "a: &x [*x]\n", "a: &x {b: *x}\n", "a: *x\n", "a: &x 1\nb: &x 2\n", "&a a: *a\n",
     "? &k key\n: v\nother: *k\n", "*a", "&a [1, *a]",
     "a: 1\n---\nb: 2\n", "--- 1\n--- [\n", "--- 1\n...\n--- 2\n", "%YAML 1.1\n---\na: 1\n",
@@ -336,7 +341,7 @@ def test_libyaml_events_are_read_and_no_python_parser_or_composer_runs(
                         counting("general", yaml_compose.compose_single))
     marker = f"v{id(counts)}"  # plain values no earlier test has resolved
     values = [f"{marker}-{i}" for i in range(40)]
-    text = ("d: &d 1\n" if anchored else "") + "".join(
+    text = ("d: &d [1]\n" if anchored else "e: &e 1\nf: *e\n") + "".join(
         f"k{i}: {v}\nn{i}: {v}\n" for i, v in enumerate(values))
     doc, problems = parse_yaml(text)
     assert doc is not None and problems == []
