@@ -1,8 +1,15 @@
 """YAML read with its source positions, safely.
 
-PyYAML's composer builds a node graph with the start and end of every key and value; this
-module turns that graph into plain values (dict, list, str, int, float, bool, None) and keeps
-a map from each value's path (``("steps", 0, "max_output_tokens")``) to its ranges.
+The text is read from the events of PyYAML's parser (libyaml's when PyYAML was built with
+it, else the pure-Python one): a document without merge keys, anchored collections, duplicate
+keys or refused tags goes in one pass straight to plain values and spans
+(``budgetlens.yamldoc.simple``); any other is composed into a light node graph
+(``budgetlens.yamldoc.compose``: the graph ``yaml.compose`` builds) that this module turns
+into plain values (dict, list, str, int, float, bool, None), keeping a map from each value's
+path (``("steps", 0, "max_output_tokens")``) to its ranges (``SpanMap``: spans are made when
+asked for). Both answer what PyYAML's composer and this converter answered before them
+(tests/core/yamldoc/test_reader_equivalence.py); the one difference is on purpose: a node
+nested deeper than ``MAX_DEPTH`` is refused as soon as it is read.
 
 Nothing is ever constructed from a tag: any tag outside YAML's plain types (``!!python/...``,
 ``!custom``, ``!!binary``, ...) refuses the whole document. Aliases are followed, but the
@@ -14,19 +21,32 @@ values the text itself writes out; so are documents nested too deeply or too lar
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 from typing import Any
 
 import yaml
-from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from budgetlens.codes import DUPLICATE_KEY as YAML_DUPLICATE_KEY
 from budgetlens.codes import YAML_LIMIT, YAML_REFUSED, YAML_SYNTAX
 from budgetlens.source import LineIndex, Range
+from budgetlens.yamldoc.compose import (
+    MAP_TAG,
+    MAPPING,
+    MERGE_TAG,
+    SCALAR,
+    SCALAR_TAGS,
+    SEQ_TAG,
+    SEQUENCE,
+    Node,
+    TooDeep,
+    UnfitScalar,
+    compose_single,
+    scalar_value,
+)
+from budgetlens.yamldoc.simple import RawSpan, read_simple
 
 #: Largest YAML text parsed (characters). Pipelines are small; a bigger file is refused.
 MAX_YAML_CHARS = 2 * 1024 * 1024
@@ -38,13 +58,14 @@ MAX_DEPTH = 64
 
 YamlPath = tuple[str | int, ...]
 
-#: libyaml's composer when PyYAML was built with it (same nodes and marks, in code points,
-#: about ten times faster), else the pure-Python one.
+#: libyaml's parser when PyYAML was built with it (same events and marks, in code points,
+#: about ten times faster), else the pure-Python one; ``compose`` reads its events.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CPARSER: Any = getattr(getattr(yaml, "cyaml", None), "CParser", None)
 
-_STD = "tag:yaml.org,2002:"
-_SCALAR_TAGS = {f"{_STD}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
-_MERGE = f"{_STD}merge"
+#: Whether ``parse_yaml`` first tries the one-pass reader of simple documents
+#: (``budgetlens.yamldoc.simple``); the general reader answers every other document.
+SIMPLE_FIRST = True
 
 
 
@@ -81,6 +102,38 @@ class Span:
         if self.key_start is None or self.key_end is None or self.index is None:
             return None
         return self.index.range(self.key_start, self.key_end)
+
+
+_KINDS = {SCALAR: NodeKind.SCALAR, SEQUENCE: NodeKind.SEQUENCE, MAPPING: NodeKind.MAPPING}
+
+
+class SpanMap(Mapping[YamlPath, Span]):
+    """The spans of a document by path, made when first asked for (a reader records plain
+    tuples: most spans of a big file are never looked at)."""
+
+    __slots__ = ("_index", "_made", "_raw")
+
+    def __init__(self, raw: Mapping[YamlPath, RawSpan], index: LineIndex) -> None:
+        self._raw = raw
+        self._index = index
+        self._made: dict[YamlPath, Span] = {}
+
+    def __getitem__(self, path: YamlPath) -> Span:
+        span = self._made.get(path)
+        if span is None:
+            start, end, kind, flow, key_start, key_end, style = self._raw[path]
+            span = self._made[path] = Span(start, end, _KINDS[kind], flow, key_start, key_end,
+                                           style, self._index)
+        return span
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._raw
+
+    def __iter__(self) -> Iterator[YamlPath]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 @dataclass(frozen=True)
@@ -215,78 +268,63 @@ class _Refused(Exception):
         self.message = message
 
 
+def _refuse_tag(node: Node) -> _Refused:
+    return _Refused(YAML_REFUSED, node, f"YAML tag {node.tag!r} is not allowed")
+
+
 class _Converter:
-    def __init__(self, text: str, index: LineIndex, shift: int) -> None:
-        self.text = text
+    """The composed graph as plain values and spans (each value of the data once, aliases
+    and merge keys followed and counted; see the module)."""
+
+    def __init__(self, index: LineIndex) -> None:
         self.index = index
-        self.shift = shift  # marks count from after a leading BOM
-        self.spans: dict[YamlPath, Span] = {}
+        self.spans: dict[YamlPath, RawSpan] = {}
         self.visits = 0  # visits of nodes already visited: values repeated through aliases
-        self.seen: set[int] = set()
         self.warnings: list[YamlProblem] = []
-        self.constructor = SafeConstructor()
 
     def range(self, node: Node) -> Range:
-        return self.index.range(self.start(node), self.end(node))
-
-    def start(self, node: Node) -> int:
-        return int(node.start_mark.index) + self.shift
-
-    def end(self, node: Node) -> int:
-        return int(node.end_mark.index) + self.shift
+        return self.index.range(node.start, node.end)
 
     def convert(self, node: Node, path: YamlPath, depth: int, key: Node | None) -> Any:
-        self.visit(node, depth)
-        self.record(node, path, key)
-        if isinstance(node, ScalarNode):
-            return self.scalar(node)
-        if isinstance(node, SequenceNode):
-            if node.tag != f"{_STD}seq":
-                raise _Refused(YAML_REFUSED, node, f"YAML tag {node.tag!r} is not allowed")
-            return [self.convert(item, (*path, i), depth + 1, None)
-                    for i, item in enumerate(node.value)]
-        if not isinstance(node, MappingNode) or node.tag != f"{_STD}map":
-            raise _Refused(YAML_REFUSED, node, f"YAML tag {node.tag!r} is not allowed")
-        return self.mapping(node, path, depth)
-
-    def visit(self, node: Node, depth: int) -> None:
-        """Count a visit of ``node``; refuse an alias bomb or a too deep document."""
-        if id(node) in self.seen:
+        if node.seen:
             self.visits += 1
+            if self.visits > MAX_NODE_VISITS:
+                raise _Refused(YAML_LIMIT, node, f"document expands to more than"
+                               f" {MAX_NODE_VISITS} values through aliases (an alias bomb?);"
+                               " refused")
         else:
-            self.seen.add(id(node))  # the composed graph is alive, so ids stay unique
-        if self.visits > MAX_NODE_VISITS:
-            raise _Refused(YAML_LIMIT, node, f"document expands to more than {MAX_NODE_VISITS}"
-                           " values through aliases (an alias bomb?); refused")
+            node.seen = True
         if depth > MAX_DEPTH:
             raise _Refused(YAML_LIMIT, node, f"nested deeper than {MAX_DEPTH} levels; refused")
+        kind = node.kind
+        if path not in self.spans:  # the span of the value at ``path``: the first one seen
+            self.spans[path] = (node.start, node.end, kind, node.flow,
+                                key.start if key is not None else None,
+                                key.end if key is not None else None, node.style)
+        if kind == SCALAR:
+            return self.scalar(node)
+        if kind == SEQUENCE:
+            if node.tag != SEQ_TAG:
+                raise _refuse_tag(node)
+            return [self.convert(item, (*path, i), depth + 1, None)
+                    for i, item in enumerate(node.value)]
+        if node.tag != MAP_TAG:
+            raise _refuse_tag(node)
+        return self.mapping(node, path, depth)
 
-    def record(self, node: Node, path: YamlPath, key: Node | None) -> None:
-        """The span of the value at ``path`` (the first one seen)."""
-        if path in self.spans:
-            return
-        kind = (NodeKind.SCALAR if isinstance(node, ScalarNode)
-                else NodeKind.SEQUENCE if isinstance(node, SequenceNode) else NodeKind.MAPPING)
-        self.spans[path] = Span(
-            start=self.start(node), end=self.end(node), kind=kind,
-            flow=bool(getattr(node, "flow_style", False)),
-            key_start=self.start(key) if key is not None else None,
-            key_end=self.end(key) if key is not None else None,
-            style=(node.style or None) if isinstance(node, ScalarNode) else None,
-            index=self.index)
-
-    def mapping(self, node: MappingNode, path: YamlPath, depth: int) -> dict[str, Any]:
+    def mapping(self, node: Node, path: YamlPath, depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
         merges: list[Node] = []
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
+            tag = key_node.tag
+            if tag == MERGE_TAG:
                 merges.append(value_node)
                 continue
-            if not isinstance(key_node, ScalarNode):
+            if key_node.kind != SCALAR:
                 raise _Refused(YAML_REFUSED, key_node, "a mapping key must be a plain scalar")
-            if key_node.tag not in _SCALAR_TAGS:
-                raise _Refused(YAML_REFUSED, key_node, f"YAML tag {key_node.tag!r} is not allowed")
-            name = str(key_node.value)
+            if tag not in SCALAR_TAGS:
+                raise _refuse_tag(key_node)
+            name: str = key_node.value
             if name in result:
                 self.warnings.append(YamlProblem(
                     YAML_DUPLICATE_KEY, self.range(key_node),
@@ -294,14 +332,14 @@ class _Converter:
                 self._drop((*path, name))  # the earlier value and everything under it
             result[name] = self.convert(value_node, (*path, name), depth + 1, key_node)
         for merge in merges:
-            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
+            sources = merge.value if merge.kind == SEQUENCE else [merge]
             for source in sources:
                 self.merge(source, result, path, depth)
         return result
 
     def merge(self, source: Node, result: dict[str, Any], path: YamlPath, depth: int) -> None:
         """Add the keys of a ``<<`` merge source that ``result`` has not set yet."""
-        if not isinstance(source, MappingNode):
+        if source.kind != MAPPING:
             raise _Refused(YAML_REFUSED, source, "a merge key '<<' needs a mapping")
         # a merged mapping's spans are kept only for the keys the mapping takes
         # from it (an explicit key, or an earlier merge, wins)
@@ -322,22 +360,15 @@ class _Converter:
         for sub in [p for p in self.spans if p[:n] == path]:
             del self.spans[sub]
 
-    def scalar(self, node: ScalarNode) -> Any:
-        tag = node.tag
-        if tag not in _SCALAR_TAGS:
-            raise _Refused(YAML_REFUSED, node, f"YAML tag {tag!r} is not allowed")
+    def scalar(self, node: Node) -> Any:
+        if node.tag not in SCALAR_TAGS:
+            raise _refuse_tag(node)
         try:
-            if tag == f"{_STD}int":
-                return self.constructor.construct_yaml_int(node)
-            if tag == f"{_STD}float":
-                return self.constructor.construct_yaml_float(node)
-            if tag == f"{_STD}bool":
-                return self.constructor.construct_yaml_bool(node)
+            return scalar_value(node.tag, node.value)
         except ValueError:
             raise _Refused(YAML_LIMIT, node, "number too long to read") from None
-        if tag == f"{_STD}null":
-            return None
-        return str(node.value)
+        except UnfitScalar as exc:  # PyYAML's constructor itself fails (it raised through)
+            raise _Refused(YAML_REFUSED, node, str(exc)) from None
 
 
 def _mark_range(index: LineIndex, mark: Any, shift: int) -> Range:
@@ -347,6 +378,45 @@ def _mark_range(index: LineIndex, mark: Any, shift: int) -> Range:
     if isinstance(offset, int):
         return index.range(offset + shift, offset + shift)
     return Range.at(int(getattr(mark, "line", 0)), int(getattr(mark, "column", 0)))
+
+
+def _compose(text: str, shift: int) -> Node | None:
+    """The node graph of ``text[shift:]``, read from the events of ``_LOADER``'s parser
+    (libyaml's when PyYAML has it); raises the parser's and the composer's errors."""
+    loader = _LOADER(text[shift:])
+    try:
+        libyaml = _CPARSER is not None and isinstance(loader, _CPARSER)
+        return compose_single(loader, shift, MAX_DEPTH, libyaml)
+    finally:
+        loader.dispose()
+
+
+def _read_simple(text: str, shift: int) -> tuple[Any, dict[YamlPath, RawSpan]] | None:
+    """The one-pass reading of a simple document (``None``: not simple, see ``simple``)."""
+    loader = _LOADER(text[shift:])
+    try:
+        return read_simple(loader, shift, MAX_DEPTH, MAX_NODE_VISITS)
+    finally:
+        loader.dispose()
+
+
+def _syntax_problem(exc: yaml.YAMLError, index: LineIndex, shift: int) -> YamlProblem:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        message = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        return YamlProblem(YAML_SYNTAX, _mark_range(index, mark, shift),
+                           f"YAML syntax error: {message}")
+    if isinstance(exc, yaml.reader.ReaderError):
+        char = exc.character
+        code = ord(char) if isinstance(char, str) else int(char)
+        at = exc.position + shift
+        return YamlProblem(YAML_SYNTAX, index.range(at, at + 1),
+                           f"YAML syntax error: character #x{code:04x} is not allowed"
+                           " in YAML text")
+    return YamlProblem(YAML_SYNTAX, Range.at(0, 0), f"YAML syntax error: {exc}")
+
+
+_TOO_DEEP = YamlProblem(YAML_LIMIT, Range.at(0, 0), "YAML nested too deeply to read; refused")
 
 
 def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
@@ -362,36 +432,35 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
                                   f"YAML file of {len(text)} characters is above the"
                                   f" {MAX_YAML_CHARS} character cap; refused")]
     try:
-        root = yaml.compose(text[shift:], Loader=_LOADER)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        message = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        return None, [YamlProblem(YAML_SYNTAX, _mark_range(index, mark, shift),
-                                  f"YAML syntax error: {message}")]
-    except yaml.reader.ReaderError as exc:
-        char = exc.character
-        code = ord(char) if isinstance(char, str) else int(char)
-        at = exc.position + shift
-        return None, [YamlProblem(YAML_SYNTAX, index.range(at, at + 1),
-                                  f"YAML syntax error: character #x{code:04x} is not allowed"
-                                  " in YAML text")]
+        return _read(text, shift, index)
     except yaml.YAMLError as exc:
+        return None, [_syntax_problem(exc, index, shift)]
+    except (ValueError, OverflowError) as exc:  # PyYAML's own scanner on "\\U99999999"
         return None, [YamlProblem(YAML_SYNTAX, Range.at(0, 0), f"YAML syntax error: {exc}")]
+    except TooDeep as exc:
+        at = exc.node.start
+        return None, [YamlProblem(YAML_LIMIT, index.range(at, at),
+                                  f"nested deeper than {MAX_DEPTH} levels; refused")]
     except RecursionError:
-        return None, [YamlProblem(YAML_LIMIT, Range.at(0, 0),
-                                  "YAML nested too deeply to read; refused")]
+        return None, [_TOO_DEEP]
+
+
+def _read(text: str, shift: int,
+          index: LineIndex) -> tuple[YamlDocument | None, list[YamlProblem]]:
+    """The document read in one pass when it is simple, else composed and converted; the
+    parser's and the composer's errors propagate."""
+    simple = _read_simple(text, shift) if SIMPLE_FIRST else None
+    if simple is not None:
+        return YamlDocument(text, simple[0], SpanMap(simple[1], index), index), []
+    root = _compose(text, shift)
     if root is None:
-        return YamlDocument(text, None, {}, index), []
-    converter = _Converter(text, index, shift)
+        return YamlDocument(text, None, SpanMap({}, index), index), []
+    converter = _Converter(index)
     try:
         value = converter.convert(root, (), 0, None)
     except _Refused as exc:
         rng = converter.range(exc.node) if exc.node is not None else Range.at(0, 0)
         if exc.code == YAML_LIMIT and exc.node is not None:
-            rng = index.range(converter.start(exc.node), converter.start(exc.node))
+            rng = index.range(exc.node.start, exc.node.start)
         return None, [YamlProblem(exc.code, rng, exc.message)]
-    except RecursionError:
-        return None, [YamlProblem(YAML_LIMIT, Range.at(0, 0),
-                                  "YAML nested too deeply to read; refused")]
-    return YamlDocument(text, value, converter.spans, index), converter.warnings
-
+    return YamlDocument(text, value, SpanMap(converter.spans, index), index), converter.warnings
