@@ -13,31 +13,27 @@ status: 0 without errors, 1 with at least one error, 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from budgetlens import (
-    BudgetCache,
-    CheckOptions,
-    Diagnostic,
-    DiskFiles,
-    PipelineReport,
-    TokenizerError,
-    __version__,
-    check_pipeline,
-    codes,
-    get_tokenizer,
-)
+from budgetlens import __version__, codes
+from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.discovery import find_pipelines
+from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.report_text import budget_table, display_width
-from budgetlens.files import FileSource, SourceError
+from budgetlens.files import DiskFiles, FileSource, SourceError
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import LineIndex, Range, Related, Severity, unique_diagnostics
+from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity, unique_diagnostics
+from budgetlens.tokens.core import SHIPPED_ENCODINGS, TokenizerError, get_tokenizer
+from budgetlens_cli import cache as result_cache
 from budgetlens_cli import ci_formats
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -57,6 +53,11 @@ def register(sub: Any) -> None:
                    help="output format (default text)")
     p.add_argument("--no-table", action="store_true",
                    help="text format: print the diagnostics only, not the budget tables")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the result cache (also: BUDGETLENS_NO_CACHE=1)")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="the result cache folder (default: the BUDGETLENS_CACHE_DIR environment"
+                        f" variable, else {result_cache.CACHE_DIR_NAME} in the current folder)")
     p.set_defaults(run=run)
 
 
@@ -86,6 +87,7 @@ def options_from(args: argparse.Namespace) -> CheckOptions:
 def collect_pipelines(paths: Iterable[str]) -> list[Path]:
     """Every pipeline named or found under the PATH arguments; UsageError when none."""
     found: list[Path] = []
+    seen: set[Path] = set()
     for name in paths:
         path = Path(name)
         if not path.exists() and not path.is_symlink():
@@ -94,7 +96,10 @@ def collect_pipelines(paths: Iterable[str]) -> list[Path]:
         if not pipelines:
             raise UsageError(f"{name}: no pipelines/*.yaml found under this folder"
                              + _workspace_hint(path))
-        found.extend(p for p in pipelines if p not in found)
+        for p in pipelines:  # in order, each once (a set: 5,000 pipelines stay linear)
+            if p not in seen:
+                seen.add(p)
+                found.append(p)
     return found
 
 
@@ -114,45 +119,172 @@ def _workspace_hint(folder: Path) -> str:
     return ""
 
 
-def check_all(paths: Iterable[str], options: CheckOptions,
-              files: FileSource | None = None) -> list[PipelineReport]:
-    files = files or DiskFiles()
-    cache = BudgetCache()
-    return [check_pipeline(p, files=files, options=options, cache=cache)
-            for p in collect_pipelines(paths)]
+def check_pipeline(path: Path | str, *, files: FileSource, options: CheckOptions,
+                   cache: BudgetCache) -> PipelineReport:
+    """The core's ``check_pipeline``, imported on first use: a run whose results all come
+    from the result cache never loads the checker (PyYAML, the pipeline models)."""
+    from budgetlens.contract.check import check_pipeline as check  # lazy: start-up speed
+
+    return check(path, files=files, options=options, cache=cache)
+
+
+class _DepsCache(BudgetCache):
+    """The run's ``BudgetCache``, which also keeps the inputs (path -> stat fingerprint) of
+    the last report the core stored: what the result cache keys an entry by."""
+
+    last_deps: dict[str, str] | None = None
+
+    def store_report(self, key: Any, deps: Mapping[str, str], report: Any) -> None:
+        self.last_deps = dict(deps)
+        super().store_report(key, deps, report)
+
+
+@dataclass
+class PipelineResult:
+    """What the output needs of one pipeline: its diagnostics, step counts and the rendered
+    pieces of the formats used so far (``FRAGMENT``). The CLI cache keeps it between runs;
+    both a fresh and a cached run print from it, so their outputs are the same bytes."""
+
+    pipeline: str
+    diagnostics: tuple[Diagnostic, ...]
+    steps: int
+    unfit: int
+    fragments: dict[str, Any] = field(default_factory=dict)
+
+
+#: The piece of a pipeline's output each format needs (the others need only diagnostics).
+FRAGMENT = {"text": "tables", "json": "steps", "junit": "junit"}
+
+
+def fragment_of(args: argparse.Namespace) -> str | None:
+    if args.format == "text" and getattr(args, "no_table", False):
+        return None
+    return FRAGMENT.get(args.format)
+
+
+def pipeline_result(report: PipelineReport, piece: str | None) -> PipelineResult:
+    result = PipelineResult(report.pipeline, tuple(report.diagnostics), len(report.steps),
+                            sum(not s.fits for s in report.steps))
+    if piece == "tables":
+        result.fragments[piece] = table_text(report)
+    elif piece == "steps":
+        result.fragments[piece] = [json.dumps(_step_json(report, i), indent=2,
+                                              ensure_ascii=False)
+                                   for i in range(len(report.steps))]
+    elif piece == "junit":
+        result.fragments[piece] = ci_formats.junit_suite(report)
+    return result
+
+
+@contextlib.contextmanager
+def young_collections_only() -> Iterator[None]:
+    """No full garbage collections while results pile up (each would walk every result kept
+    so far: quadratic over a run); the caller collects the young generations now and then."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _deps_of(cache: _DepsCache, report: PipelineReport, files: DiskFiles) -> dict[str, str] | None:
+    deps = cache.last_deps
+    if deps is None:
+        return None
+    tokenizer = report.tokenizer
+    if tokenizer and tokenizer not in SHIPPED_ENCODINGS and os.path.isabs(tokenizer):
+        deps[tokenizer] = files.fingerprint(Path(tokenizer))  # a tokenizer.json is an input
+    return deps
+
+
+def check_results(pipelines: Sequence[Path], options: CheckOptions, piece: str | None,
+                  store: result_cache.ResultCache | None = None) -> list[PipelineResult]:
+    """The result of every pipeline: from ``store`` when none of its inputs changed, else
+    checked (one ``BudgetCache`` and one ``DiskFiles`` for the run) and put in ``store``."""
+    files = DiskFiles()
+    cache = _DepsCache()
+    results: list[PipelineResult] = []
+    with young_collections_only():
+        for n, path in enumerate(pipelines, start=1):
+            name = os.path.normpath(str(path))
+            got = store.get(name, piece) if store is not None else None
+            if got is None:
+                cache.last_deps = None
+                report = check_pipeline(path, files=files, options=options, cache=cache)
+                got = pipeline_result(report, piece)
+                deps = _deps_of(cache, report, files)
+                if store is not None and deps is not None:
+                    store.put(name, deps, got)
+            results.append(got)
+            if n % 256 == 0:
+                gc.collect(1)
+    return results
+
+
+def open_store(args: argparse.Namespace, options: CheckOptions) -> result_cache.ResultCache | None:
+    """The result cache of this run (None with ``--no-cache``), loaded."""
+    if result_cache.cache_disabled(args.no_cache, os.environ):
+        return None
+    folder, explicit = result_cache.cache_dir(args.cache_dir, os.environ)
+    key = result_cache.run_key(options.key(os.environ), repr(options))
+    store = result_cache.ResultCache(folder, key, explicit,
+                                     result_cache.ContentHashes(_stat_fingerprint))
+    store.load()
+    return store
+
+
+def _stat_fingerprint(path: str) -> str:
+    return DiskFiles().fingerprint(Path(path))
+
+
+def save_store(store: result_cache.ResultCache | None) -> None:
+    """Write the result cache; a failure is one warning line, never a failed run."""
+    if store is None:
+        return
+    try:
+        store.save()
+    except (OSError, result_cache.CacheDirError) as exc:
+        print(f"budgetlens: warning: result cache not written ({exc}); --no-cache skips it",
+              file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    reports = check_all(args.paths, options_from(args))
-    diagnostics = unique_diagnostics(d for r in reports for d in r.diagnostics)
-    write_output(sys.stdout, args, reports, diagnostics)
+    options = options_from(args)
+    pipelines = collect_pipelines(args.paths)
+    store = open_store(args, options)
+    results = check_results(pipelines, options, fragment_of(args), store)
+    diagnostics = unique_diagnostics(d for r in results for d in r.diagnostics)
+    write_output(sys.stdout, args, results, diagnostics)
+    save_store(store)
     has_error = any(d.severity is Severity.ERROR for d in diagnostics)
     return EXIT_FINDINGS if has_error else EXIT_OK
 
 
-def write_output(out: TextIO, args: argparse.Namespace, reports: list[PipelineReport],
+def write_output(out: TextIO, args: argparse.Namespace, results: list[PipelineResult],
                  diagnostics: list[Diagnostic]) -> None:
     """Print the result in ``args.format``."""
     if args.format == "text":
-        write_text(out, reports, diagnostics, tables=not args.no_table)
+        write_text(out, results, diagnostics, tables=not args.no_table)
     elif args.format == "github":
         out.write(ci_formats.github_output(diagnostics))
     elif args.format == "junit":
-        out.write(ci_formats.junit_output(reports))
+        out.write(ci_formats.junit_document(
+            [(r.fragments["junit"], r.steps + 1) for r in results]))
+    elif args.format == "json":
+        out.write(json_text(results, diagnostics) + "\n")
     else:
-        json.dump(_json_document(args.format, reports, diagnostics), out, indent=2,
+        json.dump(_json_document(args.format, diagnostics), out, indent=2,
                   ensure_ascii=False)
         out.write("\n")
 
 
-def _json_document(fmt: str, reports: list[PipelineReport],
-                   diagnostics: list[Diagnostic]) -> Any:
-    """The document of a JSON-based format: ``json``, ``sarif`` or ``gitlab``."""
+def _json_document(fmt: str, diagnostics: list[Diagnostic]) -> Any:
+    """The document of a JSON-based format of diagnostics only: ``sarif`` or ``gitlab``."""
     if fmt == "sarif":
         return sarif_output(diagnostics)
-    if fmt == "gitlab":
-        return ci_formats.gitlab_output(diagnostics)
-    return json_output(reports, diagnostics)
+    return ci_formats.gitlab_output(diagnostics)
 
 
 # ---------------------------------------------------------------------------- JSON
@@ -160,6 +292,17 @@ def json_output(reports: list[PipelineReport], diagnostics: list[Diagnostic]) ->
     return {"version": JSON_SCHEMA_VERSION,
             "diagnostics": [_diagnostic_json(d) for d in diagnostics],
             "steps": [_step_json(r, i) for r in reports for i in range(len(r.steps))]}
+
+
+def json_text(results: list[PipelineResult], diagnostics: list[Diagnostic]) -> str:
+    """``json.dumps(json_output(...), indent=2, ensure_ascii=False)``, its steps put together
+    from each pipeline's rendered steps (indented one level deeper: the same bytes)."""
+    head = json.dumps({"version": JSON_SCHEMA_VERSION,
+                       "diagnostics": [_diagnostic_json(d) for d in diagnostics]},
+                      indent=2, ensure_ascii=False)
+    steps = [text.replace("\n", "\n    ") for r in results for text in r.fragments["steps"]]
+    listed = "[\n    " + ",\n    ".join(steps) + "\n  ]" if steps else "[]"
+    return head[:-2] + ',\n  "steps": ' + listed + "\n}"
 
 
 def _diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -319,7 +462,7 @@ def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | No
     return first if (first.location.file, first.location.range) in shown else None
 
 
-def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Diagnostic],
+def write_text(out: TextIO, results: list[PipelineResult], diagnostics: list[Diagnostic],
                *, tables: bool = True) -> None:
     lines = SourceLines()
     shown = full_places(diagnostics)
@@ -335,36 +478,33 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
     if diagnostics:
         out.write("\n")
     if tables:
-        write_tables(out, reports)
-    out.write(summary_line(reports, diagnostics, pointers) + "\n")
+        out.write("".join(r.fragments["tables"] for r in results))
+    out.write(summary_line(results, diagnostics, pointers) + "\n")
 
 
-def write_tables(out: TextIO, reports: list[PipelineReport]) -> None:
-    """The budget table of every pipeline with steps, and its injection split if any."""
-    for r in reports:
-        if not r.steps:
-            continue
-        window = r.window.value if r.window else "?"
-        out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
-                  f" ({r.policy_source}), tokenizer {r.tokenizer}\n")
-        for row in budget_table(r):
-            out.write(row + "\n")
-        for split in r.injection.steps if r.injection else ():
-            out.write(f"  {split.step}: {split.label}\n")
-        out.write("\n")
+def table_text(r: PipelineReport) -> str:
+    """The budget table of a pipeline with steps, and its injection split if any."""
+    if not r.steps:
+        return ""
+    window = r.window.value if r.window else "?"
+    rows = [f"{r.pipeline}: window {window}, policy {r.policy.value}"
+            f" ({r.policy_source}), tokenizer {r.tokenizer}", *budget_table(r)]
+    rows.extend(f"  {split.step}: {split.label}"
+                for split in (r.injection.steps if r.injection else ()))
+    return "\n".join(rows) + "\n\n"
 
 
-def summary_line(reports: list[PipelineReport], diagnostics: list[Diagnostic],
+def summary_line(results: list[PipelineResult], diagnostics: list[Diagnostic],
                  pointers: int) -> str:
     """The last line: pipelines, steps, errors (a child pointing at its parent's error is not
     counted again) and warnings."""
     errors = sum(d.severity is Severity.ERROR for d in diagnostics) - pointers
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
-    steps = sum(len(r.steps) for r in reports)
-    unfit = sum(not s.fits for r in reports for s in r.steps)
+    steps = sum(r.steps for r in results)
+    unfit = sum(r.unfit for r in results)
     blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
                f"{'s' if pointers == 1 else ''} a parent with errors" if pointers else "")
-    return (f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
+    return (f"{len(results)} pipeline{'s' if len(results) != 1 else ''}, {steps} call_model"
             f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
             f" {errors} error{'s' if errors != 1 else ''},"
             f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}")
