@@ -299,17 +299,14 @@ class ResultCache:
         self.entries = entries if entries is not None else {}
         self.dirty = bool(data) and entries is None
 
-    def get(self, pipeline: str, needs: str | None = None) -> Any | None:
-        """The cached result of ``pipeline`` if every input it read is unchanged (and, with
-        ``needs``, it holds the rendered piece of that format), else None."""
+    def get(self, pipeline: str) -> Any | None:
+        """The cached result of ``pipeline`` if every input it read is unchanged, else None."""
         entry = self.entries.get(pipeline)
         if entry is None:
             return None
         for path, fingerprints in entry.deps.items():
             if not self.hashes.matches(path, fingerprints):
                 return None
-        if needs is not None and needs not in getattr(entry.result, "fragments", {}):
-            return None
         self.touched.add(pipeline)
         return entry.result
 

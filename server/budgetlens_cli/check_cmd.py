@@ -209,15 +209,19 @@ def check_results(pipelines: Sequence[Path], options: CheckOptions, piece: str |
     with young_collections_only():
         for n, path in enumerate(pipelines, start=1):
             name = os.path.normpath(str(path))
-            got = store.get(name, piece) if store is not None else None
-            if got is None:
+            kept = store.get(name) if store is not None else None
+            if isinstance(kept, PipelineResult) and (piece is None or piece in kept.fragments):
+                results.append(kept)
+            else:
                 cache.last_deps = None
                 report = check_pipeline(path, files=files, options=options, cache=cache)
                 got = pipeline_result(report, piece)
+                if isinstance(kept, PipelineResult):  # still valid: the other formats' pieces
+                    got.fragments = {**kept.fragments, **got.fragments}
                 deps = _deps_of(cache, report, files)
                 if store is not None and deps is not None:
                     store.put(name, deps, got)
-            results.append(got)
+                results.append(got)
             if n % 256 == 0:
                 gc.collect(1)
     return results
