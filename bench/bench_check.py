@@ -163,10 +163,10 @@ def measure_size(root: Path, size: int, bases: int) -> dict[str, Any]:
     ws = root / f"ws{size}"
     generate(ws, size, max(2, size // 2), bases)
     cache = root / f"cache{size}"
-    env_free = [*CLI, "check", ".", "--cache-dir", str(cache)]
+    check = [*CLI, "check", ".", "--cache-dir", str(cache)]
     floor = run_child([sys.executable, str(FLOOR), "."], ws)
-    first = run_child(env_free, ws)
-    second = run_child(env_free, ws)
+    first = run_child(check, ws)
+    second = run_child(check, ws)
     shutil.rmtree(ws)
     shutil.rmtree(cache, ignore_errors=True)
     return {"pipelines": size, "floor_s": floor[0], "floor_cpu_s": floor[1],
@@ -188,7 +188,7 @@ def measure_startup(repeat: int = 5) -> dict[str, float]:
 
 
 def command_figures(root: Path, sizes: list[int], bases: int) -> dict[str, Any]:
-    print(f"budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets):")
+    print("budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets):")
     print(f"{'pipelines':>9} {'floor':>13} {'first run':>13} {'second run':>13}"
           f" {'first/floor':>14} {'second/first':>15} {'s/1k first':>10} {'growth':>7}")
     rows = []
@@ -202,7 +202,8 @@ def command_figures(root: Path, sizes: list[int], bases: int) -> dict[str, Any]:
               f" {row['first_s']:6.2f}/{row['first_cpu_s']:<6.2f}"
               f" {row['second_s']:6.2f}/{row['second_cpu_s']:<6.2f}"
               f" {row['first_over_floor']:5.2f}x ({row['first_over_floor_cpu']:4.2f}x)"
-              f" {row['second_over_first'] * 100:5.1f}% ({row['second_over_first_cpu'] * 100:4.1f}%)"
+              f" {row['second_over_first'] * 100:5.1f}%"
+              f" ({row['second_over_first_cpu'] * 100:4.1f}%)"
               f" {row['first_s_per_1000']:10.2f} {row['growth_vs_smallest']:7.2f}")
     startup = measure_startup()
     print("start-up, best of 5 (wall):")
