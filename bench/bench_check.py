@@ -9,7 +9,8 @@ bases): the floor (``bench/floor_check.py``: the same file reads, libyaml ``CSaf
 tiktoken counting of the prompts, nothing else), ``budgetlens check`` with an empty result
 cache (the first run), the same again (the second run: the cache of
 ``budgetlens_cli.cache``), their ratios (first / floor, second / first) and the growth per
-size (seconds per 1,000 pipelines, and that over the smallest size's: about 1.0 is linear).
+size (seconds per 1,000 pipelines, and that over the smallest size's: about 1.0 is linear;
+wall and CPU: on a busy machine the CPU figures are the steadier ones).
 Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
 (best of 5). ``--quick``: sizes 100,200,400. ``--json FILE`` writes every figure. With an
 explicit ``--pipelines N`` (and no ``--sizes``) the command is timed at that size only.
@@ -190,13 +191,16 @@ def measure_startup(repeat: int = 5) -> dict[str, float]:
 def command_figures(root: Path, sizes: list[int], bases: int) -> dict[str, Any]:
     print("budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets):")
     print(f"{'pipelines':>9} {'floor':>13} {'first run':>13} {'second run':>13}"
-          f" {'first/floor':>14} {'second/first':>15} {'s/1k first':>10} {'growth':>7}")
+          f" {'first/floor':>14} {'second/first':>15} {'s/1k first':>11} {'growth':>11}")
     rows = []
     for size in sizes:
         row = measure_size(root, size, bases)
         row["first_s_per_1000"] = row["first_s"] / size * 1000
+        row["first_cpu_s_per_1000"] = row["first_cpu_s"] / size * 1000
         base = rows[0] if rows else row
         row["growth_vs_smallest"] = row["first_s_per_1000"] / base["first_s_per_1000"]
+        row["growth_vs_smallest_cpu"] = (row["first_cpu_s_per_1000"]
+                                         / base["first_cpu_s_per_1000"])
         rows.append(row)
         print(f"{size:>9} {row['floor_s']:6.2f}/{row['floor_cpu_s']:<6.2f}"
               f" {row['first_s']:6.2f}/{row['first_cpu_s']:<6.2f}"
@@ -204,7 +208,8 @@ def command_figures(root: Path, sizes: list[int], bases: int) -> dict[str, Any]:
               f" {row['first_over_floor']:5.2f}x ({row['first_over_floor_cpu']:4.2f}x)"
               f" {row['second_over_first'] * 100:5.1f}%"
               f" ({row['second_over_first_cpu'] * 100:4.1f}%)"
-              f" {row['first_s_per_1000']:10.2f} {row['growth_vs_smallest']:7.2f}")
+              f" {row['first_s_per_1000']:5.2f}/{row['first_cpu_s_per_1000']:<5.2f}"
+              f" {row['growth_vs_smallest']:5.2f}/{row['growth_vs_smallest_cpu']:<5.2f}")
     startup = measure_startup()
     print("start-up, best of 5 (wall):")
     for name, seconds in startup.items():

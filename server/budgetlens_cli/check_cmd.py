@@ -18,17 +18,15 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from budgetlens import __version__, codes
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.discovery import find_pipelines
-from budgetlens.contract.model import CheckOptions, PipelineReport
-from budgetlens.contract.policy import Policy
-from budgetlens.contract.report_text import budget_table, display_width
+from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
 from budgetlens.files import DiskFiles, FileSource, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity, unique_diagnostics
@@ -36,6 +34,9 @@ from budgetlens.tokens.core import SHIPPED_ENCODINGS, TokenizerError, get_tokeni
 from budgetlens_cli import cache as result_cache
 from budgetlens_cli import ci_formats
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from budgetlens.contract.model import CheckOptions, PipelineReport
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -71,8 +72,8 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="use this config.json for every pipeline")
 
 
-def options_from(args: argparse.Namespace) -> CheckOptions:
-    """The check options of the command line; a bad --tokenizer or --config is bad usage."""
+def check_usage(args: argparse.Namespace) -> None:
+    """A bad --tokenizer or --config is bad usage (UsageError)."""
     if args.tokenizer is not None:
         try:
             get_tokenizer(args.tokenizer)
@@ -80,6 +81,15 @@ def options_from(args: argparse.Namespace) -> CheckOptions:
             raise UsageError(f"--tokenizer: {exc}") from None
     if args.config is not None and not Path(args.config).is_file():
         raise UsageError(f"--config {args.config}: no such file")
+
+
+def options_from(args: argparse.Namespace) -> CheckOptions:
+    """The check options of the command line; a bad --tokenizer or --config is bad usage."""
+    check_usage(args)
+    # lazy for start-up speed: a check whose results all come from the result cache never
+    # loads the contract's models (pydantic)
+    from budgetlens.contract.model import CheckOptions
+
     return CheckOptions(policy=args.policy, tokenizer=args.tokenizer,
                         config_path=args.config)
 
@@ -199,13 +209,16 @@ def _deps_of(cache: _DepsCache, report: PipelineReport, files: DiskFiles) -> dic
     return deps
 
 
-def check_results(pipelines: Sequence[Path], options: CheckOptions, piece: str | None,
+def check_results(pipelines: Sequence[Path], make_options: Callable[[], CheckOptions],
+                  piece: str | None,
                   store: result_cache.ResultCache | None = None) -> list[PipelineResult]:
     """The result of every pipeline: from ``store`` when none of its inputs changed, else
-    checked (one ``BudgetCache`` and one ``DiskFiles`` for the run) and put in ``store``."""
+    checked (one ``BudgetCache``, one ``DiskFiles`` and ``make_options()`` for the run) and
+    put in ``store``."""
     files = DiskFiles()
     cache = _DepsCache()
     results: list[PipelineResult] = []
+    options: CheckOptions | None = None
     with young_collections_only():
         for n, path in enumerate(pipelines, start=1):
             name = os.path.normpath(str(path))
@@ -214,6 +227,7 @@ def check_results(pipelines: Sequence[Path], options: CheckOptions, piece: str |
                 results.append(kept)
             else:
                 cache.last_deps = None
+                options = options if options is not None else make_options()
                 report = check_pipeline(path, files=files, options=options, cache=cache)
                 got = pipeline_result(report, piece)
                 if isinstance(kept, PipelineResult):  # still valid: the other formats' pieces
@@ -227,12 +241,25 @@ def check_results(pipelines: Sequence[Path], options: CheckOptions, piece: str |
     return results
 
 
-def open_store(args: argparse.Namespace, options: CheckOptions) -> result_cache.ResultCache | None:
+#: Arguments of ``check`` that do not change a pipeline's result (every other one is part of
+#: the result cache's key, so an option added later is in it without a word here).
+NOT_IN_KEY = frozenset({"paths", "format", "no_table", "no_cache", "cache_dir", "run",
+                        "command"})
+
+
+def options_key(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """What the check options of ``args`` are made of: the options that change a result and
+    the policy variables of the environment (as ``CheckOptions.key``)."""
+    chosen = sorted((k, repr(v)) for k, v in vars(args).items() if k not in NOT_IN_KEY)
+    return (repr(chosen), environ.get(POLICY_ENV, ""), environ.get(DEVELOPMENT_ENV, ""))
+
+
+def open_store(args: argparse.Namespace) -> result_cache.ResultCache | None:
     """The result cache of this run (None with ``--no-cache``), loaded."""
     if result_cache.cache_disabled(args.no_cache, os.environ):
         return None
     folder, explicit = result_cache.cache_dir(args.cache_dir, os.environ)
-    key = result_cache.run_key(options.key(os.environ), repr(options))
+    key = result_cache.run_key(options_key(args, os.environ))
     store = result_cache.ResultCache(folder, key, explicit,
                                      result_cache.ContentHashes(_stat_fingerprint))
     store.load()
@@ -255,10 +282,10 @@ def save_store(store: result_cache.ResultCache | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = options_from(args)
+    check_usage(args)  # before anything is read
     pipelines = collect_pipelines(args.paths)
-    store = open_store(args, options)
-    results = check_results(pipelines, options, fragment_of(args), store)
+    store = open_store(args)
+    results = check_results(pipelines, lambda: options_from(args), fragment_of(args), store)
     diagnostics = unique_diagnostics(d for r in results for d in r.diagnostics)
     write_output(sys.stdout, args, results, diagnostics)
     save_store(store)
@@ -383,6 +410,13 @@ def _pad(prefix: str) -> str:
     return "".join("\t" if ch == "\t" else " " * display_width(ch) for ch in prefix)
 
 
+def display_width(text: str) -> int:
+    """``report_text.display_width``, imported when a diagnostic is printed."""
+    from budgetlens.contract.report_text import display_width as width  # lazy: start-up speed
+
+    return width(text)
+
+
 class SourceLines:
     """The text of the files diagnostics point into, read once each."""
 
@@ -490,6 +524,9 @@ def table_text(r: PipelineReport) -> str:
     """The budget table of a pipeline with steps, and its injection split if any."""
     if not r.steps:
         return ""
+    # lazy for start-up speed: needed only when a pipeline was checked in this run
+    from budgetlens.contract.report_text import budget_table
+
     window = r.window.value if r.window else "?"
     rows = [f"{r.pipeline}: window {window}, policy {r.policy.value}"
             f" ({r.policy_source}), tokenizer {r.tokenizer}", *budget_table(r)]

@@ -23,10 +23,12 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from budgetlens import Diagnostic, PipelineReport
-from budgetlens.source import Severity, unique_diagnostics
+from budgetlens.source import Diagnostic, Severity, unique_diagnostics
+
+if TYPE_CHECKING:
+    from budgetlens.contract.model import PipelineReport
 
 GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning",
                   Severity.INFORMATION: "notice", Severity.HINT: "notice"}

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
-from budgetlens.contract.config import (
-    LoadedConfig,
-    find_config,
-    load_config,
-    read_config_if_present,
-    unreadable_config,
-)
-from budgetlens.contract.model import CheckOptions
 from budgetlens.files import MISSING_FINGERPRINT, SourceError
+
+if TYPE_CHECKING:
+    from budgetlens.contract.config import LoadedConfig
+    from budgetlens.contract.model import CheckOptions
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
@@ -43,6 +40,8 @@ def find_pipelines(root: Path | str) -> list[Path]:
 
 def _explicit_config(path: str, files: RecordingFiles, cache: BudgetCache) -> LoadedConfig:
     """The config.json given by the user (``--config``): an unreadable one is a diagnostic."""
+    from budgetlens.contract.config import load_config, unreadable_config  # lazy: start-up
+
     def load() -> LoadedConfig:
         try:
             return load_config(path, files.read_text(Path(path)))
@@ -56,6 +55,9 @@ def pipeline_config(pipeline: str, files: RecordingFiles, options: CheckOptions,
     """The config.json of ``pipeline`` and its path: ``options.config_path``, else the
     nearest at or above the pipeline's folder (not above the workspace root). Every path
     probed is recorded in ``files`` (a config.json created there later counts)."""
+    # lazy for start-up speed: find_pipelines (`budgetlens check`) needs no config model
+    from budgetlens.contract.config import find_config, read_config_if_present
+
     if options.config_path is not None:
         path = os.path.normpath(str(options.config_path))
         return _explicit_config(path, files, cache), path
