@@ -363,3 +363,27 @@ def test_two_runs_at_once_leave_a_valid_cache(
     assert not list(CACHE.glob("*/.tmp-*"))
     code, out, _ = _run(capsys, "check", "ws", "--format", "json")
     assert checked == [] and (code, out) == (0, outs[0][0])
+
+
+# ------------------------------------------------------------------ the key and the order
+def test_every_option_but_the_output_ones_is_in_the_key() -> None:
+    import argparse
+
+    def key(**extra: object) -> tuple[str, ...]:
+        base: dict[str, object] = {"paths": ["."], "policy": None, "tokenizer": None,
+                                   "config": None, "format": "text", "no_table": False,
+                                   "no_cache": False, "cache_dir": None}
+        return check_cmd.options_key(argparse.Namespace(**{**base, **extra}), {})
+
+    assert key() == key(format="json", no_table=True, paths=["x"], cache_dir="d")
+    assert key() != key(policy="auto_clamp")
+    assert key() != key(target="gpt-4o")  # an option added later is in the key by itself
+    assert check_cmd.options_key(argparse.Namespace(), {"PIPELINE_LIMITS_POLICY": "x"}) != \
+        check_cmd.options_key(argparse.Namespace(), {})
+
+
+def test_collect_pipelines_keeps_the_first_place_of_each(small: Path) -> None:
+    got = check_cmd.collect_pipelines(["ws/pipelines/c.yaml", "ws", "ws/pipelines/a.yaml",
+                                       "ws"])
+    assert [p.as_posix() for p in got] == ["ws/pipelines/c.yaml", "ws/pipelines/a.yaml",
+                                          "ws/pipelines/b.yaml", "ws/pipelines/base.yaml"]
