@@ -30,6 +30,8 @@ one file per *run key* under a folder named after the version. ``--no-cache`` (o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import hashlib
 import importlib.util
 import io
@@ -220,7 +222,7 @@ class Entry:
 
 
 _SAFE_BUILTINS = frozenset({"frozenset", "set", "list", "dict", "tuple", "str", "int", "bool",
-                            "float", "bytes", "complex", "slice", "range", "object"})
+                            "float", "bytes", "slice", "range"})
 _SAFE_GLOBALS = {("xml.etree.ElementTree", "Element"),
                  ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"),
                  ("pathlib", "WindowsPath"), ("pathlib", "PureWindowsPath"),
@@ -228,18 +230,19 @@ _SAFE_GLOBALS = {("xml.etree.ElementTree", "Element"),
 
 
 class _ResultUnpickler(pickle.Unpickler):
-    """Loads budgetlens result types and plain data only: any other global is refused, so a
-    planted cache file cannot call arbitrary code."""
+    """Loads plain data and result types only: a dataclass or enum of budgetlens (or of this
+    CLI) and the few classes above. A function, or any other class, is refused, so a planted
+    cache file can neither run code nor call a budgetlens function (one that writes files)."""
 
     def find_class(self, module: str, name: str) -> Any:
-        allowed = (module == "builtins" and name in _SAFE_BUILTINS) \
-            or (module, name) in _SAFE_GLOBALS \
-            or ((module == "budgetlens_cli.check_cmd" or module.startswith("budgetlens."))
-                and not name.startswith("_"))
-        allowed = allowed or (module, name) == ("budgetlens_cli.cache", "Entry")
-        if not allowed:
-            raise pickle.UnpicklingError(f"refused global {module}.{name}")
-        return super().find_class(module, name)
+        if (module == "builtins" and name in _SAFE_BUILTINS) or (module, name) in _SAFE_GLOBALS:
+            return super().find_class(module, name)
+        if module.split(".")[0] in ("budgetlens", "budgetlens_cli") and "." not in name:
+            found = super().find_class(module, name)
+            if isinstance(found, type) and (dataclasses.is_dataclass(found)
+                                            or issubclass(found, enum.Enum)):
+                return found
+        raise pickle.UnpicklingError(f"refused global {module}.{name}")
 
 
 def _decode(data: bytes, key: str) -> dict[str, Entry] | None:

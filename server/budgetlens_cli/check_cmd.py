@@ -259,7 +259,10 @@ def open_store(args: argparse.Namespace) -> result_cache.ResultCache | None:
     if result_cache.cache_disabled(args.no_cache, os.environ):
         return None
     folder, explicit = result_cache.cache_dir(args.cache_dir, os.environ)
-    key = result_cache.run_key(options_key(args, os.environ))
+    try:
+        key = result_cache.run_key(options_key(args, os.environ))
+    except OSError:  # no current folder (removed): run without the cache
+        return None
     store = result_cache.ResultCache(folder, key, explicit,
                                      result_cache.ContentHashes(_stat_fingerprint))
     store.load()

@@ -230,17 +230,20 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(
     assert checked == []
 
 
+@pytest.mark.parametrize("call", ["os.system", "a budgetlens function"])
 def test_a_planted_cache_file_cannot_run_code(
         small: Path, checked: list[str], capsys: pytest.CaptureFixture[str],
-        tmp_path: Path) -> None:
+        tmp_path: Path, call: str) -> None:
     first = _run(capsys, "check", "ws")
     (file,) = _cache_files()
     key = file.read_bytes()[len(result_cache.MAGIC):].split(b"\n", 1)[0].decode()
     marker = tmp_path / "pwned"
 
     class Evil:
-        def __reduce__(self) -> tuple[object, tuple[str]]:
-            return (os.system, (f"touch {marker}",))
+        def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+            if call == "os.system":
+                return (os.system, (f"touch {marker}",))
+            return (result_cache._create_once, (marker, "written"))  # writes a file if run
 
     payload = pickle.dumps({"ws/pipelines/a.yaml": Evil()})
     checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
