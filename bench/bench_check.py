@@ -1,6 +1,21 @@
-"""Time ``check_pipeline`` on a generated workspace of 1,000 pipelines and 2,000 prompts.
+"""Time ``budgetlens check`` against its floor, and ``check_pipeline`` in process.
 
-    .venv/bin/python bench/bench_check.py [--pipelines 1000] [--prompts 2000] [--bases 10]
+    .venv/bin/python bench/bench_check.py [--sizes 500,1000,2000,5000] [--quick]
+        [--json out.json] [--pipelines 1000] [--prompts 2000] [--bases 10]
+
+**The command, as a process** (one per measure; wall and CPU seconds of the child), on
+generated workspaces of each of ``--sizes`` pipelines (half as many prompts, ``--bases``
+bases): the floor (``bench/floor_check.py``: the same file reads, libyaml ``CSafeLoader`` and
+tiktoken counting of the prompts, nothing else), ``budgetlens check`` with an empty result
+cache (the first run), the same again (the second run: the cache of
+``budgetlens_cli.cache``), their ratios (first / floor, second / first) and the growth per
+size (seconds per 1,000 pipelines, and that over the smallest size's: about 1.0 is linear;
+wall and CPU: on a busy machine the CPU figures are the steadier ones).
+Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
+(best of 5). ``--quick``: sizes 100,200,400. ``--json FILE`` writes every figure. With an
+explicit ``--pipelines N`` (and no ``--sizes``) the command is timed at that size only.
+
+**In process** (``--pipelines``, ``--prompts``, ``--bases``):
 
 The workspace is generated deterministically (seeded) in a temporary folder that is removed
 at the end: a config.json, ``--bases`` base pipelines, ``--pipelines`` pipelines each
@@ -25,6 +40,7 @@ import os
 import random
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -125,61 +141,165 @@ def timed(fn: Callable[..., T], *args: Any) -> tuple[float, T]:
     return time.perf_counter() - start, result
 
 
+FLOOR = Path(__file__).resolve().parent / "floor_check.py"
+CLI = [sys.executable, "-m", "budgetlens_cli"]
+
+
+def run_child(argv: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one child process; it must succeed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, timeout=3600)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}: {proc.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def measure_size(root: Path, size: int, bases: int) -> dict[str, Any]:
+    """The floor, a first and a second ``budgetlens check`` of a new workspace of ``size``."""
+    ws = root / f"ws{size}"
+    generate(ws, size, max(2, size // 2), bases)
+    cache = root / f"cache{size}"
+    check = [*CLI, "check", ".", "--cache-dir", str(cache)]
+    floor = run_child([sys.executable, str(FLOOR), "."], ws)
+    first = run_child(check, ws)
+    second = run_child(check, ws)
+    shutil.rmtree(ws)
+    shutil.rmtree(cache, ignore_errors=True)
+    return {"pipelines": size, "floor_s": floor[0], "floor_cpu_s": floor[1],
+            "first_s": first[0], "first_cpu_s": first[1],
+            "second_s": second[0], "second_cpu_s": second[1],
+            "first_over_floor": first[0] / floor[0],
+            "first_over_floor_cpu": first[1] / floor[1],
+            "second_over_first": second[0] / first[0],
+            "second_over_first_cpu": second[1] / first[1]}
+
+
+def measure_startup(repeat: int = 5) -> dict[str, float]:
+    """Best of ``repeat`` wall seconds of three start-ups."""
+    cases = {"python -c pass": [sys.executable, "-c", "pass"],
+             "import budgetlens": [sys.executable, "-c", "import budgetlens"],
+             "budgetlens --version": [*CLI, "--version"]}
+    return {name: min(run_child(argv, Path.cwd())[0] for _ in range(repeat))
+            for name, argv in cases.items()}
+
+
+def command_figures(root: Path, sizes: list[int], bases: int) -> dict[str, Any]:
+    print("budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets):")
+    print(f"{'pipelines':>9} {'floor':>13} {'first run':>13} {'second run':>13}"
+          f" {'first/floor':>14} {'second/first':>15} {'s/1k first':>11} {'growth':>11}")
+    rows = []
+    for size in sizes:
+        row = measure_size(root, size, bases)
+        row["first_s_per_1000"] = row["first_s"] / size * 1000
+        row["first_cpu_s_per_1000"] = row["first_cpu_s"] / size * 1000
+        base = rows[0] if rows else row
+        row["growth_vs_smallest"] = row["first_s_per_1000"] / base["first_s_per_1000"]
+        row["growth_vs_smallest_cpu"] = (row["first_cpu_s_per_1000"]
+                                         / base["first_cpu_s_per_1000"])
+        rows.append(row)
+        print(f"{size:>9} {row['floor_s']:6.2f}/{row['floor_cpu_s']:<6.2f}"
+              f" {row['first_s']:6.2f}/{row['first_cpu_s']:<6.2f}"
+              f" {row['second_s']:6.2f}/{row['second_cpu_s']:<6.2f}"
+              f" {row['first_over_floor']:5.2f}x ({row['first_over_floor_cpu']:4.2f}x)"
+              f" {row['second_over_first'] * 100:5.1f}%"
+              f" ({row['second_over_first_cpu'] * 100:4.1f}%)"
+              f" {row['first_s_per_1000']:5.2f}/{row['first_cpu_s_per_1000']:<5.2f}"
+              f" {row['growth_vs_smallest']:5.2f}/{row['growth_vs_smallest_cpu']:<5.2f}")
+    startup = measure_startup()
+    print("start-up, best of 5 (wall):")
+    for name, seconds in startup.items():
+        extra = seconds - startup["python -c pass"]
+        print(f"  {name:<22} {seconds * 1e3:7.1f} ms  (+{extra * 1e3:.1f} ms over python -c pass)")
+    return {"sizes": rows, "startup_s": startup}
+
+
+def in_process(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``check_pipeline`` in this process: cold, warm, one prompt changed; memory; tokens."""
+    generate(tmp, args.pipelines, args.prompts, args.bases)
+    paths = [p for p in find_pipelines(tmp) if p.name.startswith("flow")]
+    texts = [p.read_text("utf-8") for p in sorted((tmp / "prompts").iterdir())]
+    size = sum(len(t.encode()) for t in texts)
+    print(f"workspace: {len(paths)} pipelines, {len(texts)} prompt files"
+          f" ({size / 1e6:.1f} MB of prompts)")
+    get_tokenizer("cl100k_base")  # load the encoding outside every timing
+
+    cache = BudgetCache()
+    cold, (steps, diags, unfit) = timed(check_all, paths, cache)
+    warm, _ = timed(check_all, paths, cache)
+    target = tmp / "prompts" / "p0000.txt"
+    target.write_text(target.read_text("utf-8") + "One more sentence.\n", "utf-8")
+    one, _ = timed(check_all, paths, cache)
+    n = len(paths)
+    print(f"check, cold cache:          {cold:7.2f} s  ({cold / n * 1e3:6.2f} ms/pipeline;"
+          f" {steps} call_model steps, {unfit} not fitting, {diags} diagnostics)")
+    print(f"check, warm cache:          {warm:7.2f} s  ({warm / n * 1e3:6.2f} ms/pipeline;"
+          f" {cold / warm:.0f}x faster than cold)")
+    print(f"check, one prompt changed:  {one:7.2f} s  ({one / n * 1e3:6.2f} ms/pipeline)")
+
+    tracemalloc.start()
+    check_all(paths, BudgetCache())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_mb = rss / 1024 if sys.platform != "darwin" else rss / 1024 / 1024
+    print(f"peak memory, cold check:    {peak / 1e6:7.1f} MB Python heap (tracemalloc);"
+          f" process peak RSS {rss_mb:.0f} MB")
+
+    encoding = get_tokenizer("cl100k_base")._encoding  # type: ignore[attr-defined]
+    raw, raw_total = timed(lambda: sum(len(encoding.encode_ordinary(t)) for t in texts))
+    counter = TokenCounter(get_tokenizer("cl100k_base"))
+    ours_cold, ours_total = timed(lambda: sum(counter.count(t) for t in texts))
+    ours_warm, _ = timed(lambda: sum(counter.count(t) for t in texts))
+    assert ours_total == raw_total, (ours_total, raw_total)
+    print(f"tokens of {len(texts)} prompts: {raw_total} tokens")
+    print(f"  raw tiktoken encode_ordinary: {raw * 1e3:8.1f} ms  (1.00x)")
+    print(f"  TokenCounter.count, cold:     {ours_cold * 1e3:8.1f} ms"
+          f"  ({ours_cold / raw:.2f}x raw)")
+    print(f"  TokenCounter.count, warm:     {ours_warm * 1e3:8.1f} ms"
+          f"  ({ours_warm / raw:.3f}x raw)")
+    return {"pipelines": n, "cold_s": cold, "warm_s": warm, "one_prompt_changed_s": one,
+            "peak_heap_mb": peak / 1e6, "peak_rss_mb": rss_mb,
+            "tiktoken_ms": raw * 1e3, "counter_cold_ms": ours_cold * 1e3,
+            "counter_warm_ms": ours_warm * 1e3}
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pipelines", type=int, default=1000)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sizes", help="pipelines per workspace, comma-separated"
+                                        " (default 500,1000,2000,5000)")
+    parser.add_argument("--quick", action="store_true", help="sizes 100,200,400")
+    parser.add_argument("--json", metavar="FILE", help="write every figure to FILE")
+    parser.add_argument("--pipelines", type=int)
     parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--bases", type=int, default=10)
     args = parser.parse_args()
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    elif args.quick:
+        sizes = [100, 200, 400]
+    elif args.pipelines is not None:
+        sizes = [args.pipelines]
+    else:
+        sizes = [500, 1000, 2000, 5000]
+    if args.pipelines is None:
+        args.pipelines = 200 if args.quick else 1000
+        args.prompts = min(args.prompts, 2 * args.pipelines)
     tmp = Path(tempfile.mkdtemp(prefix="budgetlens-bench-"))
+    figures: dict[str, Any] = {}
     try:
-        started = time.perf_counter()
-        generate(tmp, args.pipelines, args.prompts, args.bases)
-        paths = [p for p in find_pipelines(tmp) if p.name.startswith("flow")]
-        texts = [p.read_text("utf-8") for p in sorted((tmp / "prompts").iterdir())]
-        size = sum(len(t.encode()) for t in texts)
-        print(f"workspace: {len(paths)} pipelines, {len(texts)} prompt files"
-              f" ({size / 1e6:.1f} MB of prompts), generated in"
-              f" {time.perf_counter() - started:.1f} s")
-        get_tokenizer("cl100k_base")  # load the encoding outside every timing
-
-        cache = BudgetCache()
-        cold, (steps, diags, unfit) = timed(check_all, paths, cache)
-        warm, _ = timed(check_all, paths, cache)
-        target = tmp / "prompts" / "p0000.txt"
-        target.write_text(target.read_text("utf-8") + "One more sentence.\n", "utf-8")
-        one, _ = timed(check_all, paths, cache)
-        n = len(paths)
-        print(f"check, cold cache:          {cold:7.2f} s  ({cold / n * 1e3:6.2f} ms/pipeline;"
-              f" {steps} call_model steps, {unfit} not fitting, {diags} diagnostics)")
-        print(f"check, warm cache:          {warm:7.2f} s  ({warm / n * 1e3:6.2f} ms/pipeline;"
-              f" {cold / warm:.0f}x faster than cold)")
-        print(f"check, one prompt changed:  {one:7.2f} s  ({one / n * 1e3:6.2f} ms/pipeline)")
-
-        tracemalloc.start()
-        check_all(paths, BudgetCache())
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        rss_mb = rss / 1024 if sys.platform != "darwin" else rss / 1024 / 1024
-        print(f"peak memory, cold check:    {peak / 1e6:7.1f} MB Python heap (tracemalloc);"
-              f" process peak RSS {rss_mb:.0f} MB")
-
-        encoding = get_tokenizer("cl100k_base")._encoding  # type: ignore[attr-defined]
-        raw, raw_total = timed(lambda: sum(len(encoding.encode_ordinary(t)) for t in texts))
-        counter = TokenCounter(get_tokenizer("cl100k_base"))
-        ours_cold, ours_total = timed(lambda: sum(counter.count(t) for t in texts))
-        ours_warm, _ = timed(lambda: sum(counter.count(t) for t in texts))
-        assert ours_total == raw_total, (ours_total, raw_total)
-        print(f"tokens of {len(texts)} prompts: {raw_total} tokens")
-        print(f"  raw tiktoken encode_ordinary: {raw * 1e3:8.1f} ms  (1.00x)")
-        print(f"  TokenCounter.count, cold:     {ours_cold * 1e3:8.1f} ms"
-              f"  ({ours_cold / raw:.2f}x raw)")
-        print(f"  TokenCounter.count, warm:     {ours_warm * 1e3:8.1f} ms"
-              f"  ({ours_warm / raw:.3f}x raw)")
+        figures["in_process"] = in_process(tmp / "in-process", args)
+        figures["command"] = command_figures(tmp, sizes, args.bases)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     assert not os.path.exists(tmp)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", "utf-8")
+        print(f"figures written to {args.json}")
     return 0
 
 

@@ -13,33 +13,31 @@ status: 0 without errors, 1 with at least one error, 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from budgetlens import (
-    BudgetCache,
-    CheckOptions,
-    Diagnostic,
-    DiskFiles,
-    PipelineReport,
-    TokenizerError,
-    __version__,
-    check_pipeline,
-    codes,
-    get_tokenizer,
-)
+from budgetlens import __version__, codes
+from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.discovery import find_pipelines
-from budgetlens.contract.policy import Policy
-from budgetlens.contract.report_text import budget_table, display_width
-from budgetlens.files import FileSource, SourceError
+from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
+from budgetlens.files import DiskFiles, FileSource, SourceError
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import LineIndex, Range, Related, Severity, unique_diagnostics
-from budgetlens_cli import ci_formats, targets_out
+from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity, unique_diagnostics
+from budgetlens.tokens.core import SHIPPED_ENCODINGS, TokenizerError, get_tokenizer
+from budgetlens_cli import cache as result_cache
+from budgetlens_cli import ci_formats
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
+    from budgetlens.contract.targets import TargetMatrix
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -57,7 +55,14 @@ def register(sub: Any) -> None:
                    help="output format (default text)")
     p.add_argument("--no-table", action="store_true",
                    help="text format: print the diagnostics only, not the budget tables")
-    targets_out.add_arguments(p)
+    p.add_argument("--target", action="append", metavar="MODEL", dest="targets",
+                   help="also check every step against this registry model (repeatable;"
+                        " default: config.json's targets)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the result cache (also: BUDGETLENS_NO_CACHE=1)")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="the result cache folder (default: the BUDGETLENS_CACHE_DIR environment"
+                        f" variable, else {result_cache.CACHE_DIR_NAME} in the current folder)")
     p.set_defaults(run=run)
 
 
@@ -71,8 +76,8 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="use this config.json for every pipeline")
 
 
-def options_from(args: argparse.Namespace) -> CheckOptions:
-    """The check options of the command line; a bad --tokenizer or --config is bad usage."""
+def check_usage(args: argparse.Namespace) -> None:
+    """A bad --tokenizer or --config is bad usage (UsageError)."""
     if args.tokenizer is not None:
         try:
             get_tokenizer(args.tokenizer)
@@ -80,6 +85,15 @@ def options_from(args: argparse.Namespace) -> CheckOptions:
             raise UsageError(f"--tokenizer: {exc}") from None
     if args.config is not None and not Path(args.config).is_file():
         raise UsageError(f"--config {args.config}: no such file")
+
+
+def options_from(args: argparse.Namespace) -> CheckOptions:
+    """The check options of the command line; a bad --tokenizer or --config is bad usage."""
+    check_usage(args)
+    # lazy for start-up speed: a check whose results all come from the result cache never
+    # loads the contract's models (pydantic)
+    from budgetlens.contract.model import CheckOptions
+
     return CheckOptions(policy=args.policy, tokenizer=args.tokenizer,
                         config_path=args.config)
 
@@ -87,6 +101,7 @@ def options_from(args: argparse.Namespace) -> CheckOptions:
 def collect_pipelines(paths: Iterable[str]) -> list[Path]:
     """Every pipeline named or found under the PATH arguments; UsageError when none."""
     found: list[Path] = []
+    seen: set[Path] = set()
     for name in paths:
         path = Path(name)
         if not path.exists() and not path.is_symlink():
@@ -95,7 +110,10 @@ def collect_pipelines(paths: Iterable[str]) -> list[Path]:
         if not pipelines:
             raise UsageError(f"{name}: no pipelines/*.yaml found under this folder"
                              + _workspace_hint(path))
-        found.extend(p for p in pipelines if p not in found)
+        for p in pipelines:  # in order, each once (a set: 5,000 pipelines stay linear)
+            if p not in seen:
+                seen.add(p)
+                found.append(p)
     return found
 
 
@@ -115,53 +133,227 @@ def _workspace_hint(folder: Path) -> str:
     return ""
 
 
-def check_all(paths: Iterable[str], options: CheckOptions,
-              files: FileSource | None = None) -> list[PipelineReport]:
-    files = files or DiskFiles()
-    cache = BudgetCache()
-    return [check_pipeline(p, files=files, options=options, cache=cache)
-            for p in collect_pipelines(paths)]
+def check_pipeline(path: Path | str, *, files: FileSource, options: CheckOptions,
+                   cache: BudgetCache) -> PipelineReport:
+    """The core's ``check_pipeline``, imported on first use: a run whose results all come
+    from the result cache never loads the checker (PyYAML, the pipeline models)."""
+    from budgetlens.contract.check import check_pipeline as check  # lazy: start-up speed
+
+    return check(path, files=files, options=options, cache=cache)
+
+
+class _DepsCache(BudgetCache):
+    """The run's ``BudgetCache``, which also keeps the inputs (path -> stat fingerprint) of
+    the last report the core stored: what the result cache keys an entry by."""
+
+    last_deps: dict[str, str] | None = None
+
+    def store_report(self, key: Any, deps: Mapping[str, str], report: Any) -> None:
+        self.last_deps = dict(deps)
+        super().store_report(key, deps, report)
+
+
+@dataclass
+class PipelineResult:
+    """What the output needs of one pipeline: its diagnostics, step counts and the rendered
+    pieces of the formats used so far (``FRAGMENT``). The CLI cache keeps it between runs;
+    both a fresh and a cached run print from it, so their outputs are the same bytes."""
+
+    pipeline: str
+    diagnostics: tuple[Diagnostic, ...]
+    steps: int
+    unfit: int
+    fragments: dict[str, Any] = field(default_factory=dict)
+    matrix: TargetMatrix | None = None
+    """The pipeline against every target (``--target`` or config.json's ``targets``), when it
+    has targets; kept in the result cache with the rest (the targets are part of its key,
+    config.json is one of the pipeline's inputs)."""
+
+
+#: The piece of a pipeline's output each format needs (the others need only diagnostics).
+FRAGMENT = {"text": "tables", "json": "steps", "junit": "junit"}
+
+
+def fragment_of(args: argparse.Namespace) -> str | None:
+    if args.format == "text" and getattr(args, "no_table", False):
+        return None
+    return FRAGMENT.get(args.format)
+
+
+def pipeline_result(report: PipelineReport, piece: str | None) -> PipelineResult:
+    result = PipelineResult(report.pipeline, tuple(report.diagnostics), len(report.steps),
+                            sum(not s.fits for s in report.steps))
+    if piece == "tables":
+        result.fragments[piece] = table_text(report)
+    elif piece == "steps":
+        result.fragments[piece] = [json.dumps(_step_json(report, i), indent=2,
+                                              ensure_ascii=False)
+                                   for i in range(len(report.steps))]
+    elif piece == "junit":
+        result.fragments[piece] = ci_formats.junit_suite(report)
+    return result
+
+
+@contextlib.contextmanager
+def young_collections_only() -> Iterator[None]:
+    """No full garbage collections while results pile up (each would walk every result kept
+    so far: quadratic over a run); the caller collects the young generations now and then."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _deps_of(cache: _DepsCache, report: PipelineReport, files: DiskFiles) -> dict[str, str] | None:
+    deps = cache.last_deps
+    if deps is None:
+        return None
+    tokenizer = report.tokenizer
+    if tokenizer and tokenizer not in SHIPPED_ENCODINGS and os.path.isabs(tokenizer):
+        deps[tokenizer] = files.fingerprint(Path(tokenizer))  # a tokenizer.json is an input
+    return deps
+
+
+def check_results(pipelines: Sequence[Path], make_options: Callable[[], CheckOptions],
+                  piece: str | None,
+                  store: result_cache.ResultCache | None = None,
+                  targets: list[str] | None = None) -> list[PipelineResult]:
+    """The result of every pipeline: from ``store`` when none of its inputs changed, else
+    checked (one ``BudgetCache``, one ``DiskFiles`` and ``make_options()`` for the run) and
+    put in ``store``."""
+    files = DiskFiles()
+    cache = _DepsCache()
+    results: list[PipelineResult] = []
+    options: CheckOptions | None = None
+    with young_collections_only():
+        for n, path in enumerate(pipelines, start=1):
+            name = os.path.normpath(str(path))
+            kept = store.get(name) if store is not None else None
+            if isinstance(kept, PipelineResult) and (piece is None or piece in kept.fragments):
+                results.append(kept)
+            else:
+                cache.last_deps = None
+                options = options if options is not None else make_options()
+                report = check_pipeline(path, files=files, options=options, cache=cache)
+                got = pipeline_result(report, piece)
+                if isinstance(kept, PipelineResult):  # still valid: the other formats' pieces
+                    got.fragments = {**kept.fragments, **got.fragments}
+                deps = _deps_of(cache, report, files)  # before the target checks store theirs
+                got.matrix = target_matrix(path, targets, files, options, cache)
+                if store is not None and deps is not None:
+                    store.put(name, deps, got)
+                results.append(got)
+            if n % 256 == 0:
+                gc.collect(1)
+    return results
+
+
+def target_matrix(path: Path, targets: list[str] | None, files: FileSource,
+                  options: CheckOptions, cache: BudgetCache) -> TargetMatrix | None:
+    """The target matrix of a pipeline (``targets``, else its config.json's); None when it
+    has no targets."""
+    from budgetlens_cli import targets_out  # lazy: start-up speed (the registry, the checker)
+
+    return targets_out.matrix(path, targets, files, options, cache)
+
+
+#: Arguments of ``check`` that do not change a pipeline's result (every other one is part of
+#: the result cache's key, so an option added later is in it without a word here).
+NOT_IN_KEY = frozenset({"paths", "format", "no_table", "no_cache", "cache_dir", "run",
+                        "command"})
+
+
+def options_key(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """What the check options of ``args`` are made of: the options that change a result and
+    the policy variables of the environment (as ``CheckOptions.key``)."""
+    chosen = sorted((k, repr(v)) for k, v in vars(args).items() if k not in NOT_IN_KEY)
+    return (repr(chosen), environ.get(POLICY_ENV, ""), environ.get(DEVELOPMENT_ENV, ""))
+
+
+def open_store(args: argparse.Namespace) -> result_cache.ResultCache | None:
+    """The result cache of this run (None with ``--no-cache``), loaded."""
+    if result_cache.cache_disabled(args.no_cache, os.environ):
+        return None
+    folder, explicit = result_cache.cache_dir(args.cache_dir, os.environ)
+    try:
+        key = result_cache.run_key(options_key(args, os.environ))
+    except OSError:  # no current folder (removed): run without the cache
+        return None
+    store = result_cache.ResultCache(folder, key, explicit,
+                                     result_cache.ContentHashes(_stat_fingerprint))
+    store.load()
+    return store
+
+
+def _stat_fingerprint(path: str) -> str:
+    return DiskFiles().fingerprint(Path(path))
+
+
+def save_store(store: result_cache.ResultCache | None) -> None:
+    """Write the result cache; a failure is one warning line, never a failed run."""
+    if store is None:
+        return
+    try:
+        store.save()
+    except (OSError, result_cache.CacheDirError) as exc:
+        print(f"budgetlens: warning: result cache not written ({exc}); --no-cache skips it",
+              file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    targets = targets_out.validate(args)
-    options = options_from(args)
-    reports = check_all(args.paths, options)
-    matrices = targets_out.matrices(reports, targets, options)  # --target / config targets
-    diagnostics = unique_diagnostics([*(d for r in reports for d in r.diagnostics),
-                                      *targets_out.diagnostics(matrices)])
-    args.target_matrices = matrices
-    write_output(sys.stdout, args, reports, diagnostics)
+    check_usage(args)  # before anything is read
+    targets = validate_targets(args)
+    pipelines = collect_pipelines(args.paths)
+    store = open_store(args)
+    results = check_results(pipelines, lambda: options_from(args), fragment_of(args), store,
+                            targets)
+    diagnostics = unique_diagnostics([*(d for r in results for d in r.diagnostics),
+                                      *(d for r in results if r.matrix is not None
+                                        for d in r.matrix.diagnostics)])
+    write_output(sys.stdout, args, results, diagnostics)
+    save_store(store)
     has_error = any(d.severity is Severity.ERROR for d in diagnostics)
     return EXIT_FINDINGS if has_error else EXIT_OK
 
 
-def write_output(out: TextIO, args: argparse.Namespace, reports: list[PipelineReport],
+def validate_targets(args: argparse.Namespace) -> list[str] | None:
+    """The --target names as the registry spells them (bad usage for an unknown one)."""
+    if not getattr(args, "targets", None):
+        return None
+    from budgetlens_cli import targets_out  # lazy: start-up speed (the registry)
+
+    return targets_out.validate(args)
+
+
+def write_output(out: TextIO, args: argparse.Namespace, results: list[PipelineResult],
                  diagnostics: list[Diagnostic]) -> None:
     """Print the result in ``args.format``."""
-    matrices = getattr(args, "target_matrices", [])
+    matrices = [r.matrix for r in results if r.matrix is not None]
     if args.format == "text":
-        write_text(out, reports, diagnostics, tables=not args.no_table,
-                   then=lambda o: targets_out.write_text(o, matrices))
+        write_text(out, results, diagnostics, tables=not args.no_table, matrices=matrices)
     elif args.format == "github":
         out.write(ci_formats.github_output(diagnostics))
     elif args.format == "junit":
-        out.write(ci_formats.junit_output(reports))
+        out.write(ci_formats.junit_document(
+            [(r.fragments["junit"], r.steps + 1) for r in results]))
+    elif args.format == "json":
+        out.write(json_text(results, diagnostics, matrices) + "\n")
     else:
-        document = _json_document(args.format, reports, diagnostics)
-        targets_out.attach(document, args.format, matrices)
+        document = _json_document(args.format, diagnostics)
+        if matrices and args.format == "sarif":  # the matrix as the run's properties
+            document["runs"][0].setdefault("properties", {})["targets"] = to_jsonable(matrices)
         json.dump(document, out, indent=2, ensure_ascii=False)
         out.write("\n")
 
 
-def _json_document(fmt: str, reports: list[PipelineReport],
-                   diagnostics: list[Diagnostic]) -> Any:
-    """The document of a JSON-based format: ``json``, ``sarif`` or ``gitlab``."""
+def _json_document(fmt: str, diagnostics: list[Diagnostic]) -> Any:
+    """The document of a JSON-based format of diagnostics only: ``sarif`` or ``gitlab``."""
     if fmt == "sarif":
         return sarif_output(diagnostics)
-    if fmt == "gitlab":
-        return ci_formats.gitlab_output(diagnostics)
-    return json_output(reports, diagnostics)
+    return ci_formats.gitlab_output(diagnostics)
 
 
 # ---------------------------------------------------------------------------- JSON
@@ -169,6 +361,23 @@ def json_output(reports: list[PipelineReport], diagnostics: list[Diagnostic]) ->
     return {"version": JSON_SCHEMA_VERSION,
             "diagnostics": [_diagnostic_json(d) for d in diagnostics],
             "steps": [_step_json(r, i) for r in reports for i in range(len(r.steps))]}
+
+
+def json_text(results: list[PipelineResult], diagnostics: list[Diagnostic],
+              matrices: Sequence[TargetMatrix] = ()) -> str:
+    """``json.dumps(json_output(...), indent=2, ensure_ascii=False)``, its steps put together
+    from each pipeline's rendered steps (indented one level deeper: the same bytes), and the
+    target matrices last (``targets``) when there are any."""
+    head = json.dumps({"version": JSON_SCHEMA_VERSION,
+                       "diagnostics": [_diagnostic_json(d) for d in diagnostics]},
+                      indent=2, ensure_ascii=False)
+    steps = [text.replace("\n", "\n    ") for r in results for text in r.fragments["steps"]]
+    listed = "[\n    " + ",\n    ".join(steps) + "\n  ]" if steps else "[]"
+    tail = ""
+    if matrices:
+        tail = ',\n  "targets": ' + json.dumps(to_jsonable(list(matrices)), indent=2,
+                                               ensure_ascii=False).replace("\n", "\n  ")
+    return head[:-2] + ',\n  "steps": ' + listed + tail + "\n}"
 
 
 def _diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -185,7 +394,7 @@ def _step_json(report: PipelineReport, index: int) -> dict[str, Any]:
     step = report.steps[index]
     out: dict[str, Any] = to_jsonable(step.summary)
     out["terms"] = {label: to_jsonable(term) for label, term in step.terms().items()}
-    out.update(targets_out.step_model_json(step))  # a step's own model, approximate counts
+    out.update(step_model_json(step))  # a step's own model, approximate counts
     split = report.injection.step(index) if report.injection else None
     if split is not None:
         out["injection"] = to_jsonable(split)
@@ -246,6 +455,13 @@ def _pad(prefix: str) -> str:
     return "".join("\t" if ch == "\t" else " " * display_width(ch) for ch in prefix)
 
 
+def display_width(text: str) -> int:
+    """``report_text.display_width``, imported when a diagnostic is printed."""
+    from budgetlens.contract.report_text import display_width as width  # lazy: start-up speed
+
+    return width(text)
+
+
 class SourceLines:
     """The text of the files diagnostics point into, read once each."""
 
@@ -284,7 +500,7 @@ def _notes(d: Diagnostic) -> list[str]:
         for label, term in terms.items():
             loc = term.get("location")
             inherited = " (inherited)" if term.get("inherited") else ""
-            inherited += targets_out.term_origin(term)  # `from model gpt-4o (registry ...)`
+            inherited += term_origin(term)  # `from model gpt-4o (registry ...)`
             if loc is not None and term.get("value"):
                 start = loc["range"]["start"]
                 notes.append(f"{label}: {term['value']}{inherited} at {loc['file']}:"
@@ -330,8 +546,8 @@ def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | No
     return first if (first.location.file, first.location.range) in shown else None
 
 
-def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Diagnostic],
-               *, tables: bool = True, then: Callable[[TextIO], None] | None = None) -> None:
+def write_text(out: TextIO, results: list[PipelineResult], diagnostics: list[Diagnostic],
+               *, tables: bool = True, matrices: Sequence[TargetMatrix] = ()) -> None:
     lines = SourceLines()
     shown = full_places(diagnostics)
     pointers = 0
@@ -346,39 +562,66 @@ def write_text(out: TextIO, reports: list[PipelineReport], diagnostics: list[Dia
     if diagnostics:
         out.write("\n")
     if tables:
-        write_tables(out, reports)
-    if then is not None:  # the target matrix (targets_out)
-        then(out)
-    out.write(summary_line(reports, diagnostics, pointers) + "\n")
+        out.write("".join(r.fragments["tables"] for r in results))
+    if matrices:
+        from budgetlens_cli import targets_out  # lazy: start-up speed
+
+        targets_out.write_text(out, matrices)
+    out.write(summary_line(results, diagnostics, pointers) + "\n")
 
 
-def write_tables(out: TextIO, reports: list[PipelineReport]) -> None:
-    """The budget table of every pipeline with steps, and its injection split if any."""
-    for r in reports:
-        if not r.steps:
-            continue
-        window = r.window.value if r.window else "?"
-        out.write(f"{r.pipeline}: window {window}, policy {r.policy.value}"
-                  f" ({r.policy_source}), tokenizer {r.tokenizer}"
-                  f"{targets_out.model_note(r)}\n")
-        for row in budget_table(r):
-            out.write(row + "\n")
-        for split in r.injection.steps if r.injection else ():
-            out.write(f"  {split.step}: {split.label}\n")
-        out.write("\n")
+def term_origin(term: dict[str, Any]) -> str:
+    """`` from model gpt-4o (registry 2026-11-23)`` for a term the registry or the server
+    set (the place alone does not say it); empty for the others."""
+    source = str(term.get("source", ""))
+    return f" from {source}" if source.startswith(("model ", "config.json serving.")) else ""
 
 
-def summary_line(reports: list[PipelineReport], diagnostics: list[Diagnostic],
+def model_note(report: PipelineReport) -> str:
+    """``, model gpt-4o`` (``≈`` counts approximate) for a pipeline that names a model."""
+    if report.model is None:
+        return ""
+    return f", model {report.model}" + (" (≈ approximate counts)" if report.approximate
+                                         else "")
+
+
+def step_model_json(step: StepBudget) -> dict[str, Any]:
+    """``model`` (a step's own) and ``approximate: true`` for a step's JSON, when they
+    apply (absent otherwise, so the output without models is unchanged)."""
+    out: dict[str, Any] = {}
+    if step.model is not None:
+        out["model"] = step.model
+    if step.approximate:
+        out["approximate"] = True
+    return out
+
+
+def table_text(r: PipelineReport) -> str:
+    """The budget table of a pipeline with steps, and its injection split if any."""
+    if not r.steps:
+        return ""
+    # lazy for start-up speed: needed only when a pipeline was checked in this run
+    from budgetlens.contract.report_text import budget_table
+
+    window = r.window.value if r.window else "?"
+    rows = [f"{r.pipeline}: window {window}, policy {r.policy.value}"
+            f" ({r.policy_source}), tokenizer {r.tokenizer}{model_note(r)}", *budget_table(r)]
+    rows.extend(f"  {split.step}: {split.label}"
+                for split in (r.injection.steps if r.injection else ()))
+    return "\n".join(rows) + "\n\n"
+
+
+def summary_line(results: list[PipelineResult], diagnostics: list[Diagnostic],
                  pointers: int) -> str:
     """The last line: pipelines, steps, errors (a child pointing at its parent's error is not
     counted again) and warnings."""
     errors = sum(d.severity is Severity.ERROR for d in diagnostics) - pointers
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
-    steps = sum(len(r.steps) for r in reports)
-    unfit = sum(not s.fits for r in reports for s in r.steps)
+    steps = sum(r.steps for r in results)
+    unfit = sum(r.unfit for r in results)
     blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
                f"{'s' if pointers == 1 else ''} a parent with errors" if pointers else "")
-    return (f"{len(reports)} pipeline{'s' if len(reports) != 1 else ''}, {steps} call_model"
+    return (f"{len(results)} pipeline{'s' if len(results) != 1 else ''}, {steps} call_model"
             f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
             f" {errors} error{'s' if errors != 1 else ''},"
             f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}")

@@ -23,10 +23,12 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from budgetlens import Diagnostic, PipelineReport
-from budgetlens.source import Severity, unique_diagnostics
+from budgetlens.source import Diagnostic, Severity, unique_diagnostics
+
+if TYPE_CHECKING:
+    from budgetlens.contract.model import PipelineReport
 
 GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning",
                   Severity.INFORMATION: "notice", Severity.HINT: "notice"}
@@ -122,12 +124,12 @@ def _testcase(suite: ET.Element, name: str, errors: list[Diagnostic],
     return True
 
 
-def _suite(root: ET.Element, report: PipelineReport) -> int:
+def junit_suite(report: PipelineReport) -> tuple[ET.Element, int]:
     """The testsuite of one pipeline (its own errors and those of the files it reads, such as
-    a parent's); the number of failed testcases."""
+    a parent's) and the number of its failed testcases."""
     mine = [d for d in unique_diagnostics(report.diagnostics) if d.severity is Severity.ERROR]
     names = [s.summary.step for s in report.steps]
-    suite = ET.SubElement(root, "testsuite", name=relative_path(report.pipeline))
+    suite = ET.Element("testsuite", name=relative_path(report.pipeline))
     failed = 0
     for step in report.steps:
         name, fits = step.summary.step, step.summary.fits
@@ -137,13 +139,21 @@ def _suite(root: ET.Element, report: PipelineReport) -> int:
     failed += _testcase(suite, FILE_CASE, [d for d in mine if d.step not in names])
     suite.attrib.update(tests=str(len(names) + 1), failures=str(failed), errors="0",
                         skipped="0")
-    return failed
+    return suite, failed
 
 
 def junit_output(reports: list[PipelineReport]) -> str:
+    return junit_document([(junit_suite(r), len(r.steps) + 1) for r in reports])
+
+
+def junit_document(suites: list[tuple[tuple[ET.Element, int], int]]) -> str:
+    """The JUnit XML of the testsuites (each with its failures) and their test counts."""
     root = ET.Element("testsuites", name="budgetlens")
-    failed = sum(_suite(root, r) for r in reports)
-    tests = sum(len(r.steps) + 1 for r in reports)
+    failed = 0
+    for (suite, failures), _ in suites:
+        root.append(suite)
+        failed += failures
+    tests = sum(count for _, count in suites)
     root.attrib.update(tests=str(tests), failures=str(failed), errors="0")
     ET.indent(root, space="  ")
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'

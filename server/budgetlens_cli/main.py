@@ -23,20 +23,24 @@ EXIT_USAGE = 2
 #: Set to 1 to print the traceback of an internal failure after its one-line message.
 TRACEBACK_VARIABLE = "BUDGETLENS_TRACEBACK"
 
-# Each name is a module of this package defining ``register(subparsers)``; the parser it adds
-# sets ``run`` (a callable taking the parsed args and returning an exit status).
-SUBCOMMANDS: tuple[str, ...] = (
-    "check",
-    "clamp",
-    "diff",
-    "tokens",
-    "contexts",
-    "merge",
-    "inject",
-    "pack",
-    "serve",
-    "schema",
-)
+# Each name is a module of this package (``<name>_cmd``) defining ``register(subparsers)``; the
+# parser it adds sets ``run`` (a callable taking the parsed args and returning an exit status).
+# The one-line help of each is repeated here so that ``budgetlens --help`` and a run of one
+# subcommand import only the module they need (start-up speed; tests/cli/test_startup.py
+# checks that this table says what each module registers).
+SUBCOMMAND_HELP: dict[str, str] = {
+    "check": "check pipelines against the token budget contract",
+    "clamp": "show or apply the clamp plan of pipelines",
+    "diff": "the budget diff of a change: every step before and after",
+    "tokens": "count the tokens of files",
+    "contexts": "show where a JSON text was cut off and how to continue it",
+    "merge": "append a continuation fragment to a cut text, removing the overlap",
+    "inject": "plan a unified injection of knowledge cards and bucket content",
+    "pack": "prioritize, trim and cap documents into a context for an intent",
+    "serve": "run the language server (stdio by default)",
+    "schema": "print the JSON Schema of pipeline files",
+}
+SUBCOMMANDS: tuple[str, ...] = tuple(SUBCOMMAND_HELP)
 
 
 class UsageError(Exception):
@@ -55,19 +59,36 @@ def non_negative_int(value: str) -> int:
     return number
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand; with ``only``, that subcommand's module is imported and
+    registered and the others are listed by name and help alone (``main`` parses with it)."""
     parser = argparse.ArgumentParser(
         prog="budgetlens",
         description="Token budgets of LLM pipelines: check, clamp, count, and read cut JSON.")
     parser.add_argument("--version", action="version", version=f"budgetlens {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"budgetlens_cli.{name}_cmd").register(sub)
+    for name, summary in SUBCOMMAND_HELP.items():
+        if only is None or name == only:
+            importlib.import_module(f"budgetlens_cli.{name}_cmd").register(sub)
+        else:
+            sub.add_parser(name, help=summary)
     return parser
 
 
+def chosen_subcommand(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names (its first word that is not an option), else ``""``:
+    the top-level parser has options without values only (``--help``, ``--version``)."""
+    for arg in argv:
+        if arg == "--":
+            break
+        if not arg.startswith("-"):
+            return arg if arg in SUBCOMMAND_HELP else ""
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=chosen_subcommand(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help

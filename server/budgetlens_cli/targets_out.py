@@ -1,6 +1,7 @@
 """``budgetlens check --target MODEL``: the target matrix of each pipeline in the output.
 
-Every ``call_model`` step is checked against every target model (``--target``, repeatable;
+Imported when a pipeline is checked, not for a result from the cache (start-up speed). Every
+``call_model`` step is checked against every target model (``--target``, repeatable;
 else config.json's ``targets``) with the target's window, output ceiling and tokenizer. A
 step that does not fit a target is a BL063 warning (so SARIF and the CI formats carry it);
 text output adds a table per pipeline, JSON a ``targets`` list, SARIF the matrix as the
@@ -11,23 +12,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any, TextIO
+from pathlib import Path
+from typing import TextIO
 
-from budgetlens import BudgetCache, CheckOptions, DiskFiles, PipelineReport
+from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.limits import unknown_model_message
-from budgetlens.contract.model import StepBudget
+from budgetlens.contract.model import CheckOptions
 from budgetlens.contract.report_text import display_width
 from budgetlens.contract.targets import TargetFit, TargetMatrix, target_matrix
+from budgetlens.files import FileSource
 from budgetlens.models import load_registry
-from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic
 from budgetlens_cli.main import UsageError
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", action="append", metavar="MODEL", dest="targets",
-                   help="also check every step against this registry model (repeatable;"
-                        " default: config.json's targets)")
 
 
 def validate(args: argparse.Namespace) -> list[str] | None:
@@ -46,55 +41,11 @@ def validate(args: argparse.Namespace) -> list[str] | None:
     return out
 
 
-def matrices(reports: Sequence[PipelineReport], targets: list[str] | None,
-             options: CheckOptions) -> list[TargetMatrix]:
-    """The matrix of each pipeline that has targets (from --target or its config.json)."""
-    files, cache = DiskFiles(), BudgetCache()
-    found = (target_matrix(r.pipeline, targets, files=files, options=options, cache=cache)
-             for r in reports)
-    return [m for m in found if m.targets or m.diagnostics]
-
-
-def diagnostics(found: Sequence[TargetMatrix]) -> list[Diagnostic]:
-    return [d for m in found for d in m.diagnostics]
-
-
-def attach(document: Any, fmt: str, found: Sequence[TargetMatrix]) -> None:
-    """Put the matrices into a JSON (``targets``) or SARIF (the run's
-    ``properties.targets``) document; other formats and no targets: nothing."""
-    if not found or fmt not in ("json", "sarif"):
-        return
-    data = to_jsonable(list(found))
-    if fmt == "json":
-        document["targets"] = data
-    else:
-        document["runs"][0].setdefault("properties", {})["targets"] = data
-
-
-def term_origin(term: dict[str, Any]) -> str:
-    """`` from model gpt-4o (registry 2026-11-23)`` for a term the registry or the server
-    set (the place alone does not say it); empty for the others."""
-    source = str(term.get("source", ""))
-    return f" from {source}" if source.startswith(("model ", "config.json serving.")) else ""
-
-
-def model_note(report: PipelineReport) -> str:
-    """``, model gpt-4o`` (``≈`` counts approximate) for a pipeline that names a model."""
-    if report.model is None:
-        return ""
-    return f", model {report.model}" + (" (≈ approximate counts)" if report.approximate
-                                         else "")
-
-
-def step_model_json(step: StepBudget) -> dict[str, Any]:
-    """``model`` (a step's own) and ``approximate: true`` for a step's JSON, when they
-    apply (absent otherwise, so the output without models is unchanged)."""
-    out: dict[str, Any] = {}
-    if step.model is not None:
-        out["model"] = step.model
-    if step.approximate:
-        out["approximate"] = True
-    return out
+def matrix(path: Path, targets: list[str] | None, files: FileSource, options: CheckOptions,
+           cache: BudgetCache) -> TargetMatrix | None:
+    """The matrix of a pipeline that has targets (from --target or its config.json)."""
+    found = target_matrix(path, targets, files=files, options=options, cache=cache)
+    return found if found.targets or found.diagnostics else None
 
 
 def _cell(fit: TargetFit) -> str:

@@ -31,34 +31,84 @@ Everything else stays importable from the subpackage that owns it:
 - ``budgetlens.source`` (positions, ranges, diagnostics, text edits), ``budgetlens.codes``
   (the diagnostic codes), ``budgetlens.files`` (where files are read from) and
   ``budgetlens.writes`` (all-or-nothing writes of edited files).
+
+The names above are exported lazily (a module ``__getattr__``, PEP 562): ``import budgetlens``
+loads none of its submodules, and a name imports the module that owns it on first use. So the
+language server's start, ``budgetlens --version`` and ``budgetlens --help`` do not wait for
+pydantic, PyYAML or tiktoken before they need them.
 """
 
-from budgetlens.context.history import HistoryTrim, trim_history
-from budgetlens.context.injection import InjectionPlan, InjectionRequest, plan_injection
-from budgetlens.context.packer import PackResult, pack_context
-from budgetlens.context.unified_budget import (
-    UnifiedBudget,
-    UnifiedContextBudgetPolicy,
-    compute_unified_budget,
-)
-from budgetlens.continuation.contexts import JsonContexts, get_contexts
-from budgetlens.continuation.loop import (
-    Case,
-    ContinuationResult,
-    Iteration,
-    ModelReplyError,
-    Outcome,
-    continue_json,
-    continue_json_async,
-)
-from budgetlens.continuation.merge import MergeResult, merge_with_overlap
-from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions, ClampValues, PipelineReport
-from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
-from budgetlens.files import DiskFiles
-from budgetlens.source import Diagnostic
-from budgetlens.tokens.core import TokenCounter, TokenizerError, TokenizerLike, get_tokenizer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time see __getattr__
+    from budgetlens.context.history import HistoryTrim, trim_history
+    from budgetlens.context.injection import InjectionPlan, InjectionRequest, plan_injection
+    from budgetlens.context.packer import PackResult, pack_context
+    from budgetlens.context.unified_budget import (
+        UnifiedBudget,
+        UnifiedContextBudgetPolicy,
+        compute_unified_budget,
+    )
+    from budgetlens.continuation.contexts import JsonContexts, get_contexts
+    from budgetlens.continuation.loop import (
+        Case,
+        ContinuationResult,
+        Iteration,
+        ModelReplyError,
+        Outcome,
+        continue_json,
+        continue_json_async,
+    )
+    from budgetlens.continuation.merge import MergeResult, merge_with_overlap
+    from budgetlens.contract.cache import BudgetCache
+    from budgetlens.contract.check import check_pipeline
+    from budgetlens.contract.model import CheckOptions, ClampValues, PipelineReport
+    from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
+    from budgetlens.files import DiskFiles
+    from budgetlens.source import Diagnostic
+    from budgetlens.tokens.core import TokenCounter, TokenizerError, TokenizerLike, get_tokenizer
+
+#: Each public name and the module that defines it (imported on first use, for start-up speed).
+_EXPORTS: dict[str, str] = {
+    "BudgetCache": "budgetlens.contract.cache",
+    "Case": "budgetlens.continuation.loop",
+    "CheckOptions": "budgetlens.contract.model",
+    "ClampPlan": "budgetlens.contract.plan",
+    "ClampValues": "budgetlens.contract.model",
+    "ContinuationResult": "budgetlens.continuation.loop",
+    "Diagnostic": "budgetlens.source",
+    "DiskFiles": "budgetlens.files",
+    "HistoryTrim": "budgetlens.context.history",
+    "InjectionPlan": "budgetlens.context.injection",
+    "InjectionRequest": "budgetlens.context.injection",
+    "Iteration": "budgetlens.continuation.loop",
+    "JsonContexts": "budgetlens.continuation.contexts",
+    "MergeResult": "budgetlens.continuation.merge",
+    "ModelReplyError": "budgetlens.continuation.loop",
+    "Outcome": "budgetlens.continuation.loop",
+    "PackResult": "budgetlens.context.packer",
+    "PipelineReport": "budgetlens.contract.model",
+    "TokenCounter": "budgetlens.tokens.core",
+    "TokenizerError": "budgetlens.tokens.core",
+    "TokenizerLike": "budgetlens.tokens.core",
+    "UnifiedBudget": "budgetlens.context.unified_budget",
+    "UnifiedContextBudgetPolicy": "budgetlens.context.unified_budget",
+    "apply_plan": "budgetlens.contract.plan",
+    "check_pipeline": "budgetlens.contract.check",
+    "clamp_plan": "budgetlens.contract.plan",
+    "compute_unified_budget": "budgetlens.context.unified_budget",
+    "continue_json": "budgetlens.continuation.loop",
+    "continue_json_async": "budgetlens.continuation.loop",
+    "get_contexts": "budgetlens.continuation.contexts",
+    "get_tokenizer": "budgetlens.tokens.core",
+    "merge_with_overlap": "budgetlens.continuation.merge",
+    "pack_context": "budgetlens.context.packer",
+    "plan_injection": "budgetlens.context.injection",
+    "trim_history": "budgetlens.context.history",
+}
 
 #: The version of the distribution (the one home of the number: the CLI's ``--version`` and
 #: the language server's ``serverInfo`` read it from here).
@@ -101,3 +151,17 @@ __all__ = [
     "plan_injection",
     "trim_history",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use (lazy, for start-up speed)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

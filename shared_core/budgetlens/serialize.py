@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
-
-from pydantic import BaseModel
 
 JSON_KEY = "json"
 
@@ -33,7 +32,9 @@ def to_jsonable(value: Any) -> Any:
                 continue
             out[str(name)] = to_jsonable(getattr(value, f.name))
         return out
-    if isinstance(value, BaseModel):
+    # pydantic is not imported here (start-up speed): a model exists only once it is loaded
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}

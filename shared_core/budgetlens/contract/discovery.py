@@ -5,18 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
-from budgetlens.contract.config import (
-    CONFIG_NAME,
-    LoadedConfig,
-    find_config,
-    load_config,
-    read_config_if_present,
-    unreadable_config,
-)
-from budgetlens.contract.model import CheckOptions
 from budgetlens.files import MISSING_FINGERPRINT, SourceError
+
+if TYPE_CHECKING:
+    from budgetlens.contract.config import LoadedConfig
+    from budgetlens.contract.model import CheckOptions
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
@@ -54,6 +50,8 @@ def project_root(pipeline: str, workspace_root: str | None,
     version-control root) sees the same config.json, prompts and numbers as the CLI.
     ``None`` when ``workspace_root`` is None (the search then has no limit anyway).
     """
+    from budgetlens.contract.config import CONFIG_NAME  # lazy: start-up, as below
+
     if workspace_root is None:
         return None
     root = os.path.abspath(workspace_root)
@@ -71,6 +69,8 @@ def project_root(pipeline: str, workspace_root: str | None,
 
 def _explicit_config(path: str, files: RecordingFiles, cache: BudgetCache) -> LoadedConfig:
     """The config.json given by the user (``--config``): an unreadable one is a diagnostic."""
+    from budgetlens.contract.config import load_config, unreadable_config  # lazy: start-up
+
     def load() -> LoadedConfig:
         try:
             return load_config(path, files.read_text(Path(path)))
@@ -84,6 +84,9 @@ def pipeline_config(pipeline: str, files: RecordingFiles, options: CheckOptions,
     """The config.json of ``pipeline`` and its path: ``options.config_path``, else the
     nearest at or above the pipeline's folder (not above the workspace root). Every path
     probed is recorded in ``files`` (a config.json created there later counts)."""
+    # lazy for start-up speed: find_pipelines (`budgetlens check`) needs no config model
+    from budgetlens.contract.config import find_config, read_config_if_present
+
     if options.config_path is not None:
         path = os.path.normpath(str(options.config_path))
         return _explicit_config(path, files, cache), path

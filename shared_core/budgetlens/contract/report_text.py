@@ -7,14 +7,14 @@ report), so it lives below them.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.enums import (
     OutputSource,
 )
-from budgetlens.contract.model import (
-    PipelineReport,
-)
+
+if TYPE_CHECKING:  # (the CLI prints a cached result's diagnostics without loading the models)
+    from budgetlens.contract.model import PipelineReport
 
 
 def display_width(text: str) -> int:

@@ -21,8 +21,13 @@ Counting treats special-token text such as ``<|endoftext|>`` as plain text
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
+import marshal
+import os
+import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -75,18 +80,105 @@ class HuggingFaceTokenizer:
         return len(self.encode(text))
 
 
+def _parse_ranks(data: bytes) -> dict[bytes, int]:
+    """The ranks of a ``.tiktoken`` text (one ``base64-token rank`` a line)."""
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split(b" ")
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+#: The per-user folder of parsed rank tables (``$XDG_CACHE_HOME/budgetlens``, else
+#: ``~/.cache/budgetlens``): marshal files that load in a fraction of the text parse. Set
+#: ``BUDGETLENS_RANK_CACHE=0`` to neither read nor write it.
+RANK_CACHE_ENV = "BUDGETLENS_RANK_CACHE"
+_RANK_MAGIC = b"budgetlens-ranks 1\n"
+
+
+def rank_cache_dir() -> Path | None:
+    """Where parsed rank tables are kept, or None when that is turned off or unknown."""
+    if os.environ.get(RANK_CACHE_ENV, "") == "0":
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):
+        home = os.path.expanduser("~")
+        if home == "~" or not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "budgetlens"
+
+
+def _rank_cache_file(name: str, digest: str) -> Path | None:
+    folder = rank_cache_dir()
+    if folder is None:
+        return None
+    version = f"py{sys.version_info[0]}{sys.version_info[1]}-m{marshal.version}"
+    return folder / f"{name}-{digest[:32]}-{version}.marshal"
+
+
+def _cached_ranks(file: Path, count: int) -> dict[bytes, int] | None:
+    """The ranks kept in ``file`` if it is whole (its checksum matches) and holds ``count``
+    of them; None for anything else (missing, damaged, another format): parse the text."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    head = len(_RANK_MAGIC) + 33
+    if not data.startswith(_RANK_MAGIC) or len(data) < head:
+        return None
+    payload = memoryview(data)[head:]
+    if hashlib.blake2b(payload, digest_size=16).hexdigest().encode() != \
+            data[len(_RANK_MAGIC):head - 1]:
+        return None
+    try:
+        ranks = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(ranks, dict) or len(ranks) != count:
+        return None
+    return ranks
+
+
+def _store_ranks(file: Path, ranks: dict[bytes, int]) -> None:
+    """Keep ``ranks`` in ``file`` (a temporary file renamed over it: a reader never sees half
+    a file); any failure (read-only home, full disk) only means the next start parses."""
+    payload = marshal.dumps(ranks)
+    checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
+    tmp = None
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=file.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_RANK_MAGIC + checksum + b"\n" + payload)
+        os.replace(tmp, file)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
 def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
+    """The ranks of a shipped encoding, its text verified against its published sha256; from
+    the per-user rank cache when it holds them (keyed by that hash), else parsed (and kept
+    there for the next start)."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected_sha256:
         raise TokenizerError(
             f"{path.name} is damaged (sha256 {digest[:12]}..., expected {expected_sha256[:12]}...);"
             " reinstall budgetlens or run scripts/vendor_encodings.py")
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split(b" ")
-            ranks[base64.b64decode(token)] = int(rank)
+    file = _rank_cache_file(path.stem, digest)
+    count = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    ranks = _cached_ranks(file, count) if file is not None else None
+    if ranks is None:
+        ranks = _parse_ranks(data)
+        if file is not None and len(ranks) == count:
+            _store_ranks(file, ranks)
     return ranks
 
 

@@ -1,0 +1,134 @@
+"""Start-up imports only what it needs: ``import budgetlens`` loads no submodule, the CLI's
+``--version``/``--help`` no subcommand module, a cached ``check`` no checker (counted in
+``sys.modules`` of a fresh interpreter, never timed)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import budgetlens
+from budgetlens_cli.main import SUBCOMMAND_HELP, SUBCOMMANDS, build_parser, chosen_subcommand
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HEAVY = ("pydantic", "yaml", "tiktoken", "regex")
+# the 35 public names the package has always exported, written out by hand
+PUBLIC = {
+    "BudgetCache", "Case", "CheckOptions", "ClampPlan", "ClampValues", "ContinuationResult",
+    "Diagnostic", "DiskFiles", "HistoryTrim", "InjectionPlan", "InjectionRequest", "Iteration",
+    "JsonContexts", "MergeResult", "ModelReplyError", "Outcome", "PackResult",
+    "PipelineReport", "TokenCounter", "TokenizerError", "TokenizerLike", "UnifiedBudget",
+    "UnifiedContextBudgetPolicy", "apply_plan", "check_pipeline", "clamp_plan",
+    "compute_unified_budget", "continue_json", "continue_json_async", "get_contexts",
+    "get_tokenizer", "merge_with_overlap", "pack_context", "plan_injection", "trim_history"}
+
+
+def _modules_after(code: str, cwd: Path | None = None,
+                   env: dict[str, str] | None = None) -> dict[str, object]:
+    """Run ``code`` in a fresh interpreter; the loaded modules (and what it printed) after."""
+    script = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    *printed, last = proc.stdout.splitlines()
+    return {"modules": set(json.loads(last)), "printed": printed, "stderr": proc.stderr}
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+def test_import_budgetlens_loads_no_submodule_and_no_library() -> None:
+    got = _modules_after("import budgetlens\nprint(budgetlens.__version__)")
+    modules = got["modules"]
+    assert isinstance(modules, set)
+    assert _heavy(modules) == []
+    assert sorted(m for m in modules if m.startswith("budgetlens.")) == []
+    assert got["printed"] == [budgetlens.__version__]
+
+
+def test_each_name_loads_its_module_on_first_use() -> None:
+    got = _modules_after("import budgetlens\nbudgetlens.get_tokenizer\n"
+                         "import sys\nprint('tiktoken' in sys.modules, 'yaml' in sys.modules)\n"
+                         "budgetlens.check_pipeline\nprint('yaml' in sys.modules)")
+    # get_tokenizer's module loads tiktoken only with the first encoding
+    assert got["printed"] == ["False False", "True"]
+
+
+def test_the_public_names_all_resolve_and_stay_listed() -> None:
+    assert set(budgetlens.__all__) == PUBLIC and len(budgetlens.__all__) == 35
+    assert set(dir(budgetlens)) >= PUBLIC
+    for name in PUBLIC:
+        assert getattr(budgetlens, name) is not None
+    from budgetlens.contract.check import check_pipeline
+    from budgetlens.tokens.core import get_tokenizer
+    assert budgetlens.check_pipeline is check_pipeline
+    assert budgetlens.get_tokenizer is get_tokenizer
+    namespace: dict[str, object] = {}
+    exec("from budgetlens import *", namespace)
+    assert set(namespace) >= PUBLIC
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        budgetlens.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:  # pragma: no cover - the failure
+        raise AssertionError("no AttributeError")
+
+
+def test_version_and_help_import_no_subcommand_and_no_library() -> None:
+    for argv in (["--version"], ["--help"]):
+        got = _modules_after("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+                             "with contextlib.redirect_stdout(io.StringIO()):\n"
+                             f"    assert main({argv!r}) == 0\n")
+        modules = got["modules"]
+        assert isinstance(modules, set)
+        assert _heavy(modules) == [], argv
+        assert sorted(m for m in modules if m.endswith("_cmd")) == [], argv
+
+
+def test_a_subcommand_run_imports_only_its_module() -> None:
+    got = _modules_after("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+                         "with contextlib.redirect_stdout(io.StringIO()):\n"
+                         "    main(['merge', '--help'])\n")
+    modules = got["modules"]
+    assert isinstance(modules, set)
+    assert sorted(m for m in modules if m.endswith("_cmd")) == ["budgetlens_cli.merge_cmd"]
+
+
+def test_a_cached_check_loads_no_checker_no_model_and_no_library(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES, tmp_path / "ws")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n    print(main(['check', 'ws']))\n")
+    first = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(first, set) and "budgetlens.contract.check" in first
+    second = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(second, set)
+    # the examples have an error: its text output (display widths) loads no model either
+    assert {"budgetlens.contract.check", "budgetlens.contract.model",
+            "budgetlens.contract.config"} & second == set()
+    assert _heavy(second) == []
+
+
+def test_the_help_table_says_what_each_module_registers() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    registered = {a.dest: a.help for a in sub._choices_actions}
+    assert registered == SUBCOMMAND_HELP
+    assert tuple(SUBCOMMAND_HELP) == SUBCOMMANDS
+
+
+def test_the_chosen_subcommand_is_the_first_word() -> None:
+    assert chosen_subcommand(["check", "--format", "json", "x"]) == "check"
+    assert chosen_subcommand(["--version"]) == ""
+    assert chosen_subcommand(["-h", "clamp"]) == "clamp"
+    assert chosen_subcommand(["nope"]) == ""
+    assert chosen_subcommand([]) == ""
