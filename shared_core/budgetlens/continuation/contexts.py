@@ -20,7 +20,6 @@ from budgetlens.continuation.cut import (
     Scan,
     close,
     cut_path,
-    partial_hints,
     path_text,
     position_at,
     scan,
@@ -147,8 +146,7 @@ def _scan_from(text: str, start: int) -> Scan:
             if root is not None:
                 return Scan(text=text, start=start, stop=root.end, frames=[], complete=True,
                             root=root, value_started=True)
-        return scan(text, start, partial_hints(text, start))
-    return scan(text, start, None)
+    return scan(text, start)
 
 
 def _acceptable(result: Scan) -> bool:

@@ -37,7 +37,7 @@ from budgetlens.continuation.cut import (
     CutKind,
     Frame,
     ValueKind,
-    expand_run,
+    split_run,
     string_keep_end,
 )
 
@@ -270,7 +270,7 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             break
         child = children[ci]
         if child.kind == RUN:
-            single = expand_run(text, child)
+            single = split_run(text, child, 4 * alloc.remaining + 1024)
             children[ci:ci + 1] = single
             shift = len(single) - 1  # decisions made after the run move along
             layout.decisions[fi] = {k + shift if k > ci else k: v
