@@ -169,21 +169,49 @@ def expand_run(text: str, run: Child) -> list[Child]:
     return out
 
 
+def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
+    """The array items that exactly fill ``text[start:end]``, comma-separated, or None. After
+    a comma inside a string an odd number of quotes is left, and after one inside a nested
+    container a closer comes unopened: either way the items cannot fill the span."""
+    out: list[Child] = []
+    at = start
+    try:
+        while True:
+            value, stop = _scan_once(text, at)
+            kind = _KIND_OF_TYPE.get(type(value), NUMBER)
+            out.append(Child(at, stop, kind, len(value) if kind in (OBJECT, ARRAY) else 0))
+            if stop >= end:
+                return out if stop == end else None
+            m = _ARRAY_SEP.match(text, stop, end)
+            if m is None:
+                return None
+            at = m.end()
+    except (StopIteration, ValueError, RecursionError):
+        return None
+
+
 def split_run(text: str, run: Child, chars: int) -> list[Child]:
     """The children a RUN stands for: all single, or, for a long run, a RUN of its first items
-    followed by the single children of (about) its last ``chars`` characters."""
+    followed by the single children of (about) its last ``chars`` characters. The split point
+    is a separator like the one after the run (with the characters around it), found by
+    ``str.rfind`` and checked by reading the items after it."""
     if run.end - run.start > 2 * chars and run.size >= 2 * RUN_MIN_ITEMS:
-        at = text.rfind(",", run.start, run.end - chars)
+        m = _ARRAY_SEP.match(text, run.end)
+        after = m.end() if m is not None else run.end
+        lead = text[run.end - 1] if text[run.end - 1] in '}]"' else ""
+        trail = text[after] if m is not None and after < len(text) and text[after] in '{["' \
+            else ""
+        pattern = lead + text[run.end:after] + trail if m is not None else ","
+        at = text.rfind(pattern, run.start, run.end - chars + len(pattern))
         for _ in range(_BULK_TRIES + 2):
             if at <= run.start:
                 break
-            count = _probe_items(text, at + 1, run.end)
-            if count >= 1 and run.size - count >= RUN_MIN_ITEMS:
-                first = _WS.match(text, at + 1).end()  # type: ignore[union-attr]
-                tail = expand_run(text, Child(first, run.end, RUN, count))
-                head_end = _strip_end(text, run.start, at)
-                return [Child(run.start, head_end, RUN, run.size - count), *tail]
-            at = text.rfind(",", run.start, at)
+            first = _WS.match(text, text.index(",", at + len(lead)) + 1).end()  # type: ignore[union-attr]
+            tail = _expand_checked(text, first, run.end)
+            if tail is not None and run.size - len(tail) >= RUN_MIN_ITEMS:
+                head_end = _strip_end(text, run.start, at + len(lead))
+                return [Child(run.start, head_end, RUN, run.size - len(tail)), *tail]
+            at = text.rfind(pattern, run.start, at + len(pattern) - 1)
     return expand_run(text, run)
 
 
@@ -548,7 +576,7 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
         if c == closer:
             frames.pop()
             add_child(Child(frame.start, pos + 1, OBJECT if frame.is_object else ARRAY,
-                            frame.items))
+                            _distinct_keys(text, frame) if frame.is_object else frame.items))
             pos += 1
             continue
         if c == "," and frame.state == _AFTER:
@@ -565,6 +593,15 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
         return result
     result.kind = state_kind(frames)
     return result
+
+
+def _distinct_keys(text: str, frame: Frame) -> int:
+    """The size of an object read member by member: its distinct keys, as the C scanner (and
+    ``json.loads``) counts them for a value it reads whole."""
+    keys = {text[c.key_start:c.key_end] for c in frame.children}
+    if len(keys) == len(frame.children) and "\\" not in "".join(keys):
+        return len(keys)
+    return len({_key(text, c.key_start, c.key_end) for c in frame.children})
 
 
 def state_kind(frames: list[Frame]) -> CutKind | None:
@@ -703,8 +740,10 @@ def close(result: Scan) -> str:
         # end of the last complete child (or the opening bracket).
         keep = inner.last_value_end
     if result.start == 0 and keep == len(text):
-        return text + suffix + closers(frames) if suffix else text + closers(frames)
-    return "".join((text[result.start:keep], suffix, closers(frames)))
+        return "".join((text, suffix, closers(frames)))  # one copy of a long text
+    closed = text[result.start:keep]
+    closed += suffix + closers(frames)  # in place: this is the only reference
+    return closed
 
 
 def _close_top_level(result: Scan, kind: CutKind | None) -> str:

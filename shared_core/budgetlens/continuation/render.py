@@ -89,6 +89,19 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
+def decoded_chars(text: str, start: int, end: int) -> int:
+    """Characters of the decoded value of the valid JSON string content ``text[start:end]``
+    (no quotes), counted without decoding when it holds no ``\\u`` escape: every other escape
+    is two characters for one, and a run of L backslashes starts L - L // 2 escapes (its
+    pairs, plus one more when L is odd)."""
+    backslashes = text.count("\\", start, end)
+    if backslashes == 0:
+        return end - start
+    if text.find("\\u", start, end) < 0:
+        return end - start - (backslashes - text.count("\\\\", start, end))
+    return string_chars('"' + text[start:end] + '"')
+
+
 def string_chars(literal: str) -> int:
     """Characters of a JSON string literal's decoded value."""
     try:
@@ -111,7 +124,7 @@ def type_hint(kind: ValueKind, count: int = 0, chars: int = 0, first: str = "") 
 
 
 def _child_hint(text: str, child: Child) -> str:
-    chars = string_chars(text[child.start:child.end]) if child.kind == STRING else 0
+    chars = decoded_chars(text, child.start + 1, child.end - 1) if child.kind == STRING else 0
     return type_hint(child.kind, child.size, chars, text[child.start:child.start + 1])
 
 
@@ -336,10 +349,9 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     if kind is CutKind.KEY and token_start >= 0:
         return [pad + text[token_start:stop] + marker]
     if kind in _PARTIAL_KINDS and token_start >= 0:
-        partial = text[token_start:stop]
         if decision == _FULL:
-            return [pad + key + partial + marker]
-        return [pad + key + _partial_hint(kind, partial) + marker]
+            return [pad + key + text[token_start:stop] + marker]
+        return [pad + key + _partial_hint(kind, text, token_start) + marker]
     if cut_child is not None and frame is not None:
         body = _render_child(text, cut_child, decision, depth)
         if frame.is_object:
@@ -350,10 +362,10 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     return [pad + key + marker]
 
 
-def _partial_hint(kind: CutKind, partial: str) -> str:
+def _partial_hint(kind: CutKind, text: str, token_start: int) -> str:
     if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
-        literal = partial[:string_keep_end(partial, 0)] + '"'
-        return type_hint(STRING, chars=string_chars(literal))
+        keep = string_keep_end(text, token_start)
+        return type_hint(STRING, chars=decoded_chars(text, token_start + 1, keep))
     if kind is CutKind.NUMBER:
         return type_hint(NUMBER)
-    return type_hint(LITERAL, first=partial[:1])
+    return type_hint(LITERAL, first=text[token_start:token_start + 1])
