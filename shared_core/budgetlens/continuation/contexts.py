@@ -138,7 +138,8 @@ def _scan_from(text: str, start: int) -> Scan:
         while last > start and text[last] in " \t\n\r":
             last -= 1
         # a complete document ends with its closer (or with text after it); brackets balance
-        balanced = (text[last] not in ",:[{" and
+        # (a text that ends otherwise, e.g. with prose after the JSON, is read by the scan)
+        balanced = (text[last] in "}]" and
                     text.count("{", start) == text.count("}", start)
                     and text.count("[", start) == text.count("]", start))
         if balanced:

@@ -52,11 +52,12 @@ _FULL, _HINT, _STRUCT = 0, 1, 2
 _PARTIAL_KINDS = (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL)
 
 _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-# findall gives the scalar literals of values; a key (string then colon) gives "", and so
-# does a string cut by the end of a measuring window (so a window never over-counts).
+# findall gives the scalar literals of values, one match per value with the structure and the
+# key before it (a key gives nothing, and so does a string cut by the end of a measuring
+# window, so a window never over-counts); a match per value, not per character.
 _COST_SCALARS = re.compile(
-    r"(?:" + _STR + r"[ \t\n\r]*:)|(?:\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)"
-    r"|(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)")
+    r"[ \t\n\r,:\[\]{}]*(?:" + _STR + r"[ \t\n\r]*:)?"
+    r"(?:(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)|\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)?")
 _PRETTY_TOKEN = re.compile(
     r"[ \t\n\r]*(?:(?P<key>" + _STR + r")[ \t\n\r]*:|(?P<open>[\[{])|(?P<close>[\]}])"
     r"|(?P<comma>,)|(?P<scalar>" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+))")
@@ -76,7 +77,7 @@ def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> 
     """
     if kind != OBJECT and kind != ARRAY:
         return end - start
-    window = 2 * max(limit, 0) + 64
+    window = 4 * max(limit, 0) + 256
     while True:
         stop = min(end, start + window)
         total = sum(map(len, _COST_SCALARS.findall(text, start, stop)))
@@ -94,6 +95,10 @@ def decoded_chars(text: str, start: int, end: int) -> int:
     (no quotes), counted without decoding when it holds no ``\\u`` escape: every other escape
     is two characters for one, and a run of L backslashes starts L - L // 2 escapes (its
     pairs, plus one more when L is odd)."""
+    if end - start > 4096:  # one C string scan of a copy beats three counting passes
+        literal = text[start - 1:end]
+        literal += '"'
+        return string_chars(literal)
     backslashes = text.count("\\", start, end)
     if backslashes == 0:
         return end - start

@@ -226,8 +226,10 @@ def test_get_contexts_reads_the_document_once(shape: str) -> None:
         # one pass: every character read about once (windows that failed at the open child
         # re-read a bounded part; long runs are read once, by the bulk check)
         assert len(cut) * 0.9 <= counts["read"] <= len(cut) * 1.25 + 8192, counts
-        # json.loads only decodes keys and short values, never the document or the cut string
-        assert counts["loads_chars"] <= 4096
+        # json.loads decodes keys and short values; never the document. A long cut string is
+        # decoded once more for the length its type hint states (and only that string)
+        long_string = len(cut) - cut.find('"text": "') if shape == "text" else 0
+        assert counts["loads_chars"] <= 4096 + long_string, counts
         scan_reads = counts["read"]
         for budget in (200, 1000, 10_000):
             with _counting() as counts:
