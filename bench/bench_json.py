@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     print("references: pydantic_core / jiter partial parse of the same cuts, worst ratio")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
-            json.dump({"goal_ratio": GOAL, "clock": args.clock, "cuts": args.cuts, "repeat": args.repeat,
+            json.dump({"goal_ratio": GOAL, "clock": args.clock, "cuts": args.cuts,
+                       "repeat": args.repeat,
                        "budgets": budgets, "worst_ratio": worst, "cells_over_goal": over,
                        "cells": results}, out, indent=2)
         print(f"wrote {args.json}")
