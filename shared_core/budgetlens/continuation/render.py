@@ -141,12 +141,44 @@ def _child_structure(child: Child) -> str:
     return "..."
 
 
+_GROUP = (r"(?:" + _STR + r": )?(?:" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+|\{\}|\[\]|[\[\]{}]),?")
+# A value already laid out one member or item per line (as json.dumps(indent=...) writes it):
+# every line is indentation and one group (a key and ": ", a scalar, an opener, a closer or an
+# empty container, a comma); an opener whose closer follows on the next line is not such a
+# layout ("{}" is written on one line).
+_LINE_LAYOUT = re.compile(_GROUP + r"(?:\n *" + _GROUP + r")*")
+_SPLIT_EMPTY = re.compile(r"[\[{]\n *[\]}]")
+
+
+def _relaid_lines(text: str, start: int, end: int, depth: int) -> list[str] | None:
+    """``pretty_lines`` for a value whose source already has its layout: its lines with the
+    indentation recomputed, one step per line instead of per token; None for another layout."""
+    if _LINE_LAYOUT.fullmatch(text, start, end) is None \
+            or _SPLIT_EMPTY.search(text, start, end) is not None:
+        return None
+    lines = text[start:end].split("\n")
+    first = lines[0]
+    if first[-1] in "[{":
+        depth += 1
+    for i in range(1, len(lines)):
+        line = lines[i].lstrip(" ")
+        if line[0] in "]}":
+            depth -= 1
+        lines[i] = _indent(depth) + line
+        if line[-1] in "[{":
+            depth += 1
+    return lines
+
+
 def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
     """A complete value's source, one scalar or member per line (literals verbatim).
 
     The first line carries no indentation (it follows a key or an indent); nested lines are
     indented for ``depth + 1`` and deeper. Iterative: any nesting depth.
     """
+    relaid = _relaid_lines(text, start, end, depth)
+    if relaid is not None:
+        return relaid
     lines: list[str] = []
     cur = ""
     pending_open = False
