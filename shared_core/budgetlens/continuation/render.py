@@ -56,15 +56,18 @@ _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 # key before it (a key gives nothing, and so does a string cut by the end of a measuring
 # window, so a window never over-counts); a match per value, not per character.
 _COST_SCALARS = re.compile(
-    r"[ \t\n\r,:\[\]{}]*(?:" + _STR + r"[ \t\n\r]*:)?"
+    r"[ \t\n\r,:\[\]{}]*(?:" + _STR + r"[ \t\n\r]*:[ \t\n\r]*)?"
     r"(?:(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)|\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)?")
 _PRETTY_TOKEN = re.compile(
     r"[ \t\n\r]*(?:(?P<key>" + _STR + r")[ \t\n\r]*:|(?P<open>[\[{])|(?P<close>[\]}])"
     r"|(?P<comma>,)|(?P<scalar>" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+))")
 
 
+_PADS = [INDENT * level for level in range(MAX_INDENT_LEVELS + 1)]
+
+
 def _indent(depth: int) -> str:
-    return INDENT * min(depth, MAX_INDENT_LEVELS)
+    return _PADS[depth] if depth <= MAX_INDENT_LEVELS else _PADS[MAX_INDENT_LEVELS]
 
 
 def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> int:
@@ -77,7 +80,7 @@ def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> 
     """
     if kind != OBJECT and kind != ARRAY:
         return end - start
-    window = 4 * max(limit, 0) + 256
+    window = 2 * max(limit, 0) + 64
     while True:
         stop = min(end, start + window)
         total = sum(map(len, _COST_SCALARS.findall(text, start, stop)))
@@ -320,7 +323,10 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             break
         child = children[ci]
         if child.kind == RUN:
-            single = split_run(text, child, 4 * alloc.remaining + 1024)
+            # split off enough items for the misses this level may still measure
+            each = (child.end - child.start) // max(child.size, 1) + 1
+            single = split_run(text, child, max(4 * alloc.remaining + 1024,
+                                                (MAX_MISSES_PER_LEVEL + 16) * each))
             children[ci:ci + 1] = single
             shift = len(single) - 1  # decisions made after the run move along
             layout.decisions[fi] = {k + shift if k > ci else k: v
