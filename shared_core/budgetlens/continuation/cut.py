@@ -195,7 +195,7 @@ def split_run(text: str, run: Child, chars: int) -> list[Child]:
     followed by the single children of (about) its last ``chars`` characters. The split point
     is a separator like the one after the run (with the characters around it), found by
     ``str.rfind`` and checked by reading the items after it."""
-    if run.end - run.start > 2 * chars and run.size >= 2 * RUN_MIN_ITEMS:
+    if run.end - run.start > chars + chars // 2 and run.size >= 2 * RUN_MIN_ITEMS:
         m = _ARRAY_SEP.match(text, run.end)
         after = m.end() if m is not None else run.end
         lead = text[run.end - 1] if text[run.end - 1] in '}]"' else ""
@@ -222,7 +222,7 @@ _GREEDY = 1 << 62
 # The C scanner reads container siblings on windows of the text: _WINDOW_STREAM characters
 # (or four times the largest sibling seen on the level), shared by consecutive siblings; a
 # sibling that does not end inside the window is tried again on one of the largest size (a
-# sixteenth of the text), and one that still does not end is taken as the open child on the
+# thirty-second of the text), and one that still does not end is taken as the open child on the
 # path to the cut: the scan descends into it. What failed windows read in all is bounded by
 # half the text (then containers are descended into without a try).
 _WINDOW_MIN = 1024
@@ -351,7 +351,7 @@ class _Windows:
 
     def __init__(self, n: int) -> None:
         self.budget = n // 2 + 4 * _WINDOW_MIN
-        self.largest = max(_WINDOW_MIN, n // 16)
+        self.largest = max(_WINDOW_MIN, n // 32)
         self.base = 0
         self.chunk = ""
 

@@ -325,7 +325,7 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
         if child.kind == RUN:
             # split off enough items for the misses this level may still measure
             each = (child.end - child.start) // max(child.size, 1) + 1
-            single = split_run(text, child, max(4 * alloc.remaining + 1024,
+            single = split_run(text, child, max(2 * alloc.remaining + 1024,
                                                 (MAX_MISSES_PER_LEVEL + 16) * each))
             children[ci:ci + 1] = single
             shift = len(single) - 1  # decisions made after the run move along

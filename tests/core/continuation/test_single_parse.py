@@ -235,8 +235,9 @@ def test_get_contexts_reads_the_document_once(shape: str) -> None:
             with _counting() as counts:
                 get_contexts(cut, budget=budget)
             assert counts["pydantic_core"] == 0
-            # what the rendering reads again depends on its budget, not on the document
-            assert counts["read"] - scan_reads <= 16 * budget + 8192, (budget, counts)
+            # what the rendering reads again (the side branches it measures: what its budget
+            # reaches, and up to 64 misses per level) does not grow with the document
+            assert counts["read"] - scan_reads <= 6 * budget + 40_000, (budget, counts)
 
 
 def test_a_complete_document_is_read_once() -> None:
