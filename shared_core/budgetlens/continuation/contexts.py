@@ -139,9 +139,9 @@ def _scan_from(text: str, start: int) -> Scan:
             last -= 1
         # a complete document ends with its closer (or with text after it); brackets balance
         # (a text that ends otherwise, e.g. with prose after the JSON, is read by the scan)
-        balanced = (text[last] in "}]" and
-                    text.count("{", start) == text.count("}", start)
-                    and text.count("[", start) == text.count("]", start))
+        pairs = ("{}", "[]") if text[start] == "{" else ("[]", "{}")
+        balanced = text[last] == pairs[0][1] and all(
+            text.count(pair[0], start) == text.count(pair[1], start) for pair in pairs)
         if balanced:
             root = try_complete(text, start)
             if root is not None:
