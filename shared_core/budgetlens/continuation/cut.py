@@ -164,7 +164,7 @@ def expand_run(text: str, run: Child) -> list[Child]:
     while at < run.end:
         value, end = _scan_once(text, at)
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-        out.append(Child(at, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0))
+        out.append(_child((at, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0, -1, -1)))
         at = _SEPARATOR.match(text, end).end()  # type: ignore[union-attr]  # always matches
     return out
 
@@ -179,7 +179,8 @@ def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
         while True:
             value, stop = _scan_once(text, at)
             kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-            out.append(Child(at, stop, kind, len(value) if kind in (OBJECT, ARRAY) else 0))
+            out.append(_child((at, stop, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
+                               -1, -1)))
             if stop >= end:
                 return out if stop == end else None
             m = _ARRAY_SEP.match(text, stop, end)

@@ -314,6 +314,7 @@ def _cut_decision(text: str, alloc: _Allocator, kind: CutKind | None, token_star
 def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> None:
     """Step 3 on one level: its side branches from the cut backwards, while budget lasts."""
     children = layout.levels[fi]
+    decisions = layout.decisions[fi]
     ci = layout.shown(fi)
     misses = 0
     while ci > 0 and not alloc.summary:
@@ -329,13 +330,15 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
                                                 (MAX_MISSES_PER_LEVEL + 16) * each))
             children[ci:ci + 1] = single
             shift = len(single) - 1  # decisions made after the run move along
-            layout.decisions[fi] = {k + shift if k > ci else k: v
-                                    for k, v in layout.decisions[fi].items()}
+            decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
+                                                for k, v in decisions.items()}
             ci += len(single)
             continue
+        kind = child.kind
         decision = alloc.take(
-            value_cost(text, child.start, child.end, child.kind, alloc.remaining))
-        layout.decisions[fi][ci] = decision
+            value_cost(text, child.start, child.end, kind, alloc.remaining)
+            if kind in (OBJECT, ARRAY) else child.end - child.start)
+        decisions[ci] = decision
         misses = misses + 1 if decision == _HINT else 0
 
 
@@ -361,6 +364,10 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
                 continue
         child = children[ci]
         prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
+        if decision == _FULL and child.kind != OBJECT and child.kind != ARRAY:
+            lines.append(prefix + text[child.start:child.end] + ",")  # a scalar in full
+            ci += 1
+            continue
         body = _render_child(text, child, decision, depth)
         body[0] = prefix + body[0]
         body[-1] += ","
