@@ -20,7 +20,6 @@ from budgetlens.continuation.cut import (
     Scan,
     close,
     cut_path,
-    partial_hints,
     path_text,
     position_at,
     scan,
@@ -139,16 +138,16 @@ def _scan_from(text: str, start: int) -> Scan:
         while last > start and text[last] in " \t\n\r":
             last -= 1
         # a complete document ends with its closer (or with text after it); brackets balance
-        balanced = (text[last] not in ",:[{" and
-                    text.count("{", start) == text.count("}", start)
-                    and text.count("[", start) == text.count("]", start))
+        # (a text that ends otherwise, e.g. with prose after the JSON, is read by the scan)
+        pairs = ("{}", "[]") if text[start] == "{" else ("[]", "{}")
+        balanced = text[last] == pairs[0][1] and all(
+            text.count(pair[0], start) == text.count(pair[1], start) for pair in pairs)
         if balanced:
             root = try_complete(text, start)
             if root is not None:
                 return Scan(text=text, start=start, stop=root.end, frames=[], complete=True,
                             root=root, value_started=True)
-        return scan(text, start, partial_hints(text, start))
-    return scan(text, start, None)
+    return scan(text, start)
 
 
 def _acceptable(result: Scan) -> bool:

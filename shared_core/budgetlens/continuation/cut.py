@@ -4,13 +4,14 @@ One forward scan over the text finds the JSON start (skipping a code fence or a 
 prose), the stack of containers still open at the end, the children each open container has
 completed so far, and what was being written when the text stopped (the cut kind).
 
-Speed: complete sibling values are skipped at C speed by the standard library's JSON scanner
-(``json.scanner``), one call per sibling; only the containers on the path to the cut and the
-last token are tokenized with compiled regular expressions. The number of children to skip on
-each open container comes from pydantic_core's partial parser (Rust). When that parser
-refuses the text (invalid JSON, nesting deeper than it allows), siblings are still tried with
-the C scanner on the first levels and the rest is tokenized; nothing here recurses, so
-any nesting depth works.
+Speed: the text is read once. Complete sibling values are skipped at C speed by the standard
+library's JSON scanner (``json.scanner``), one call per sibling, on windows of the text: a
+sibling that does not end inside its window is the open child on the path to the cut (or a
+very large one), and the scan descends into it instead of reading the rest of the text to
+fail at its end. Long arrays are skipped in bulk: one call of the C scanner on a run of
+items, ending at a separator found by ``str.rfind``. Only the containers on the path to the
+cut and the last token are tokenized with compiled regular expressions; nothing here
+recurses, so any nesting depth works.
 
 Offsets are code-point indices into the text (Python ``str`` indices).
 """
@@ -25,8 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
-
-import pydantic_core
 
 from budgetlens.source import Position
 
@@ -100,70 +99,62 @@ _OBJECT_SEP = re.compile(
     r'[^"\\\x00-\x1f]*)*")[ \t\n\r]*:[ \t\n\r]*')
 _VALUE_END = frozenset(" \t\n\r,]}")
 
-# A long array is skipped in bulk: the position of the separator after its first items is
-# found by counting commas (C speed), and those items are checked by one call of the C scanner
-# on them alone; the last RUN_KEEP items stay single children. The renderer splits a run only
-# if its budget reaches it.
+# A long array is skipped in bulk: a run of its items is checked by one call of the C scanner
+# (see ``_bulk_run``) and kept as one RUN child; the renderer splits a run only if its budget
+# reaches it (``split_run``).
 RUN = ValueKind.RUN
-RUN_MIN = 512
-RUN_KEEP = 256
+RUN_MIN_ITEMS = 4          # a RUN stands for at least this many items
+_BULK_AFTER = 2            # single items scanned before a bulk skip is tried
+_BULK_TAIL = 2048          # the last characters of the text are never skipped in bulk
+_BULK_CHUNK = 1 << 20      # the most characters one bulk skip covers
+_BULK_TRIES = 2            # separators tried per bulk skip before giving up on the array
 
 
-def _nth_comma(text: str, pos: int, count: int) -> int:
-    """Offset of the ``count``-th ',' at or after ``pos``, or -1 (C-speed counting)."""
-    n = len(text)
-    start, need, chunk = pos, count, 4096
-    while True:
-        stop = min(n, start + chunk)
-        found = text.count(",", start, stop)
-        if found >= need:
-            break
-        if stop >= n:
-            return -1
-        need -= found
-        start, chunk = stop, chunk * 2
-    lo, hi = start, stop - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if text.count(",", start, mid + 1) >= need:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def _skip_items(text: str, pos: int, count: int) -> int:
-    """End of the separator after ``count`` complete array items starting at ``pos``, or -1.
-
-    Succeeds only when every comma up to there separates items (none inside a string or a
-    nested container) and the items are valid JSON: the C scanner must read exactly ``count``
-    of them.
-    """
-    comma = _nth_comma(text, pos, count)
-    if comma < 0:
-        return -1
+def _probe_items(text: str, start: int, end: int) -> int:
+    """How many complete array items ``text[start:end]`` holds (one C scanner call), or -1
+    when it is not a comma-separated list of complete values. A cut inside a string leaves an
+    odd number of quotes and one inside a nested container leaves its brackets unbalanced, so
+    a wrong separator never passes."""
     probe = "["
-    probe += text[pos:comma]
+    probe += text[start:end]
     probe += "]"
     try:
-        value, end = _scan_once(probe, 0)
+        value, stop = _scan_once(probe, 0)
     except (StopIteration, ValueError, RecursionError):
         return -1
-    if end != len(probe) or type(value) is not list or len(value) != count:
+    if stop != len(probe) or type(value) is not list:
         return -1
-    return comma + 1
+    return len(value)
 
 
-_SCALAR = (r'(?:"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
-           r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)")
+def _strip_end(text: str, start: int, end: int) -> int:
+    """``end`` moved back over whitespace (not before ``start``)."""
+    while end > start and text[end - 1] in " \t\n\r":
+        end -= 1
+    return end
 
 
-def _skip_scalars(text: str, pos: int, count: int) -> int:
-    """Like ``_skip_items`` for ``count`` scalar items whose strings may hold commas: one
-    regular-expression match (validating each item), or -1."""
-    run = re.compile(r"(?:" + _SCALAR + r"[ \t\n\r]*,[ \t\n\r]*){" + str(count) + "}")
-    m = run.match(text, pos)
-    return -1 if m is None else m.end()
+def _bulk_run(text: str, pos: int, prev: Child, n: int) -> tuple[Child, int] | None:
+    """Skip many items of an array at once: the separator seen before ``pos`` (with the
+    closing and opening characters around it, when the items are strings or containers) is
+    looked for far ahead with ``str.rfind``, and the items up to it are checked by one C
+    scanner call. Returns the RUN child and where the next item starts, or None."""
+    sep = text[prev.end:pos]
+    lead = text[prev.end - 1] if prev.kind in (OBJECT, ARRAY, STRING) else ""
+    trail = text[pos] if text[pos] in '{["' else ""
+    pattern = lead + sep + trail
+    stop = min(n - _BULK_TAIL, pos + _BULK_CHUNK)
+    for _ in range(_BULK_TRIES):
+        at = text.rfind(pattern, pos, stop)
+        if at <= pos:
+            return None
+        item_end = _strip_end(text, pos, at + len(lead))
+        count = _probe_items(text, pos, item_end)
+        if count >= RUN_MIN_ITEMS:
+            return (_child((pos, item_end, RUN, count, -1, -1)),
+                    at + len(lead) + len(sep))
+        stop = at + len(pattern) - 1
+    return None
 
 
 def expand_run(text: str, run: Child) -> list[Child]:
@@ -173,15 +164,70 @@ def expand_run(text: str, run: Child) -> list[Child]:
     while at < run.end:
         value, end = _scan_once(text, at)
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-        out.append(Child(at, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0))
+        out.append(_child((at, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0, -1, -1)))
         at = _SEPARATOR.match(text, end).end()  # type: ignore[union-attr]  # always matches
     return out
 
 
-# Levels on which complete siblings are tried with the C scanner when pydantic_core gave no
-# hint (each failed try re-reads that subtree once, so this bounds the extra work).
+def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
+    """The array items that exactly fill ``text[start:end]``, comma-separated, or None. After
+    a comma inside a string an odd number of quotes is left, and after one inside a nested
+    container a closer comes unopened: either way the items cannot fill the span."""
+    out: list[Child] = []
+    at = start
+    try:
+        while True:
+            value, stop = _scan_once(text, at)
+            kind = _KIND_OF_TYPE.get(type(value), NUMBER)
+            out.append(_child((at, stop, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
+                               -1, -1)))
+            if stop >= end:
+                return out if stop == end else None
+            m = _ARRAY_SEP.match(text, stop, end)
+            if m is None:
+                return None
+            at = m.end()
+    except (StopIteration, ValueError, RecursionError):
+        return None
+
+
+def split_run(text: str, run: Child, chars: int) -> list[Child]:
+    """The children a RUN stands for: all single, or, for a long run, a RUN of its first items
+    followed by the single children of (about) its last ``chars`` characters. The split point
+    is a separator like the one after the run (with the characters around it), found by
+    ``str.rfind`` and checked by reading the items after it."""
+    if run.end - run.start > chars + chars // 2 and run.size >= 2 * RUN_MIN_ITEMS:
+        m = _ARRAY_SEP.match(text, run.end)
+        after = m.end() if m is not None else run.end
+        lead = text[run.end - 1] if text[run.end - 1] in '}]"' else ""
+        trail = text[after] if m is not None and after < len(text) and text[after] in '{["' \
+            else ""
+        pattern = lead + text[run.end:after] + trail if m is not None else ","
+        at = text.rfind(pattern, run.start, run.end - chars + len(pattern))
+        for _ in range(_BULK_TRIES + 2):
+            if at <= run.start:
+                break
+            first = _WS.match(text, text.index(",", at + len(lead)) + 1).end()  # type: ignore[union-attr]
+            tail = _expand_checked(text, first, run.end)
+            if tail is not None and run.size - len(tail) >= RUN_MIN_ITEMS:
+                head_end = _strip_end(text, run.start, at + len(lead))
+                return [Child(run.start, head_end, RUN, run.size - len(tail)), *tail]
+            at = text.rfind(pattern, run.start, at + len(pattern) - 1)
+    return expand_run(text, run)
+
+
+# Levels on which complete siblings are skipped with the C scanner (deeper levels are
+# tokenized: a very deep text would otherwise pay a window per level).
 _GREEDY_LEVELS = 32
 _GREEDY = 1 << 62
+# The C scanner reads container siblings on windows of the text: _WINDOW_STREAM characters
+# (or four times the largest sibling seen on the level), shared by consecutive siblings; a
+# sibling that does not end inside the window is tried again on one of the largest size (a
+# thirty-second of the text), and one that still does not end is taken as the open child on the
+# path to the cut: the scan descends into it. What failed windows read in all is bounded by
+# half the text (then containers are descended into without a try).
+_WINDOW_MIN = 1024
+_WINDOW_STREAM = 1 << 16
 
 
 def reject_constant(name: str) -> Any:
@@ -226,8 +272,13 @@ class Frame:
     state: int = _OPEN
     key_start: int = -1                 # key of the member in progress
     key_end: int = -1
-    skip: int = 0                       # complete children still to skip with the C scanner
+    skip: int = 0                       # > 0: complete children are skipped with the C scanner
     extra: int = 0                      # items stood for by RUN children beyond one each
+    largest: int = 0                    # the largest container child skipped so far
+    descend_at: int = -1                # the child there is tokenized (its window failed)
+    failed_string: str | None = None    # why the string at descend_at did not end
+    bulk: bool = True                   # bulk skipping may still be tried (arrays)
+    singles: int = 0                    # children skipped one by one since the last bulk try
 
     @property
     def items(self) -> int:
@@ -269,28 +320,6 @@ def position_at(text: str, offset: int) -> Position:
     return Position(line, offset - (text.rfind("\n", 0, offset) + 1))
 
 
-def partial_hints(text: str, start: int) -> list[int] | None:
-    """How many children each container on the last-child chain holds, per pydantic_core.
-
-    ``[3, 2]`` means: the top-level container has 3 children (at least 2 are complete), its
-    last child has 2. None when pydantic_core refuses the text.
-    """
-    try:
-        node = pydantic_core.from_json(text[start:] if start else text, allow_partial=True)
-    except (ValueError, TypeError):  # TypeError: lone surrogates cannot be encoded
-        return None
-    hints: list[int] = []
-    while True:
-        if type(node) is dict and node:
-            hints.append(len(node))
-            node = next(reversed(node.values()))
-        elif type(node) is list and node:
-            hints.append(len(node))
-            node = node[-1]
-        else:
-            return hints
-
-
 def try_complete(text: str, start: int) -> Child | None:
     """The top-level value at ``start`` when it parses whole at C speed, else None."""
     try:
@@ -315,25 +344,132 @@ def _describe_bad_string(text: str, pos: int) -> tuple[int, str]:
     return at, "invalid string"
 
 
+class _Windows:
+    """The window the C scanner reads container siblings on (shared by consecutive siblings,
+    so the text is copied about once), and what failed windows may still read."""
+
+    __slots__ = ("base", "budget", "chunk", "largest")
+
+    def __init__(self, n: int) -> None:
+        self.budget = n // 2 + 4 * _WINDOW_MIN
+        self.largest = max(_WINDOW_MIN, n // 32)
+        self.base = 0
+        self.chunk = ""
+
+    def move(self, text: str, pos: int, width: int) -> None:
+        self.base = pos
+        self.chunk = text[pos:pos + min(width, self.largest)]
+
+
+def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
+                  n: int) -> tuple[Any, int] | None:
+    """The complete value at ``pos`` and its end, read by the C scanner; None when it does not
+    end inside the largest window (the open child) or is not valid there."""
+    c = text[pos]
+    if c == '"':
+        try:
+            value, end = _scanstring(text, pos + 1, True)
+        except json.JSONDecodeError as exc:  # the cut string (or an invalid one): read once
+            frame.failed_string = exc.msg
+            return None
+        return value, end
+    if c not in "{[" or n - pos <= _WINDOW_MIN:
+        value, end = _scan_once(text, pos)
+        if type(value) in (int, float) and (end >= n or text[end] not in _VALUE_END):
+            return None  # a number that may go on: tokenize it
+        return value, end
+    return _read_windowed(text, pos, frame, windows, n)
+
+
+def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
+                   n: int) -> tuple[Any, int] | None:
+    """``_read_sibling`` for a container: on the shared window, then on the largest one."""
+    if not w.base <= pos < w.base + len(w.chunk):
+        w.move(text, pos, max(4 * frame.largest, _WINDOW_STREAM))
+    while w.budget > 0:
+        try:
+            value, end = _scan_once(w.chunk, pos - w.base)
+        except RecursionError:
+            return None
+        except (StopIteration, ValueError):
+            size = len(w.chunk)
+            w.budget -= w.base + size - pos
+            if w.base + size >= n or (w.base == pos and size >= w.largest):
+                return None  # it does not end before the text does: the open child
+            w.move(text, pos, w.largest if w.base == pos else max(4 * frame.largest,
+                                                                   _WINDOW_STREAM))
+            continue
+        size = end - (pos - w.base)
+        if size > frame.largest:
+            frame.largest = size
+        return value, w.base + end
+    return None
+
+
+# long-function: one loop over the complete siblings of an open container, the C scanner
+# inlined for speed (a call per helper would cost more than the scanner call itself).
+def _skip_siblings(text: str, pos: int, frame: Frame, windows: _Windows,  # noqa: C901
+                   n: int) -> int:
+    """Skip complete children of ``frame`` from ``pos``; returns where the scan goes on."""
+    children = frame.children
+    is_object = frame.is_object
+    while True:
+        if (not is_object and frame.bulk and frame.singles >= _BULK_AFTER
+                and n - pos > 2 * _BULK_TAIL):
+            frame.singles = 0
+            bulk = _bulk_run(text, pos, children[-1], n)
+            if bulk is None:
+                frame.bulk = False
+            else:
+                children.append(bulk[0])
+                frame.extra += bulk[0].size - 1
+                pos = bulk[1]
+        try:
+            read = _read_sibling(text, pos, frame, windows, n)
+        except (StopIteration, ValueError, RecursionError):
+            read = None
+        if read is None:
+            if text[pos] != '"':
+                frame.failed_string = None
+            frame.descend_at = pos
+            return pos
+        value, end = read
+        kind = _KIND_OF_TYPE.get(type(value), NUMBER)
+        children.append(_child((
+            pos, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
+            frame.key_start if is_object else -1, frame.key_end if is_object else -1)))
+        frame.state = _AFTER
+        frame.singles += 1
+        if is_object:
+            m = _OBJECT_SEP.match(text, end)
+            if m is None:
+                return end
+            frame.key_start, frame.key_end = m.span(1)
+        else:
+            m = _ARRAY_SEP.match(text, end)
+            if m is None:
+                return end
+        frame.state = _VALUE
+        pos = m.end()
+        if pos >= n:
+            return pos
+
+
 # long-function: the JSON scanner is one state machine over the text (states _OPEN.._AFTER,
 # a frame stack, C-speed sibling skipping inlined for speed); split up, its hot loop would pay a
 # call per token and its states would be spread over functions that share every local.
-def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # noqa: C901
+def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
     """Scan the JSON value beginning at ``start``; never raises, never recurses."""
     n = len(text)
     frames: list[Frame] = []
     result = Scan(text=text, start=start, stop=n, frames=frames)
-    scan_once = _scan_once
     ws = _WS.match
     pos = start
 
+    windows = _Windows(n - start)
+
     def new_frame(is_object: bool, at: int) -> Frame:
-        depth = len(frames)
-        if hints is not None:
-            skip = hints[depth] - 1 if depth < len(hints) else 0
-        else:
-            skip = _GREEDY if depth < _GREEDY_LEVELS else 0
-        return Frame(is_object, at, skip=max(skip, 0))
+        return Frame(is_object, at, skip=_GREEDY if len(frames) < _GREEDY_LEVELS else 0)
 
     def add_child(child: Child) -> None:
         if frames:
@@ -368,58 +504,8 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # 
             else:
                 state = _VALUE
                 frame.state = _VALUE
-        if frame is not None and frame.skip > 0 and state == _VALUE:
-            # Skip complete siblings at C speed.
-            children = frame.children
-            try:
-                if frame.is_object:
-                    while True:
-                        value, end = scan_once(text, pos)
-                        kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-                        if kind == NUMBER and (end >= n or text[end] not in _VALUE_END):
-                            raise StopIteration  # a number that may go on: tokenize it
-                        children.append(_child((
-                            pos, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
-                            frame.key_start, frame.key_end)))
-                        frame.skip -= 1
-                        frame.state = _AFTER
-                        pos = end
-                        m = _OBJECT_SEP.match(text, end)
-                        if m is None or frame.skip <= 0:
-                            break
-                        frame.key_start, frame.key_end = m.span(1)
-                        frame.state = _VALUE
-                        pos = m.end()
-                else:
-                    if RUN_MIN <= frame.skip < _GREEDY and c not in "{[":
-                        # a counted hint (not greedy), and items that are not containers
-                        count = frame.skip - RUN_KEEP
-                        end = _skip_items(text, pos, count)
-                        if end < 0:
-                            end = _skip_scalars(text, pos, count)
-                        if end > 0:
-                            children.append(_child((pos, end, RUN, count, -1, -1)))
-                            frame.extra += count - 1
-                            frame.skip -= count
-                            pos = ws(text, end).end()  # type: ignore[union-attr]
-                    while True:
-                        value, end = scan_once(text, pos)
-                        kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-                        if kind == NUMBER and (end >= n or text[end] not in _VALUE_END):
-                            raise StopIteration  # a number that may go on: tokenize it
-                        children.append(_child((
-                            pos, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
-                            -1, -1)))
-                        frame.skip -= 1
-                        frame.state = _AFTER
-                        pos = end
-                        m = _ARRAY_SEP.match(text, end)
-                        if m is None or frame.skip <= 0:
-                            break
-                        frame.state = _VALUE
-                        pos = m.end()
-            except (StopIteration, ValueError, RecursionError):
-                frame.skip = 0
+        if frame is not None and frame.skip > 0 and state == _VALUE and pos != frame.descend_at:
+            pos = _skip_siblings(text, pos, frame, windows, n)
             continue
         if state == _VALUE:
             result.value_started = True
@@ -428,12 +514,14 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # 
                 pos += 1
                 continue
             if c == '"':
-                end = _string_end(text, pos)
+                failed = frame.failed_string if frame is not None and pos == frame.descend_at \
+                    else None
+                end, why = (-1, failed) if failed is not None else _string_end(text, pos)
                 if end > 0:
                     add_child(Child(pos, end, STRING))
                     pos = end
                     continue
-                return _cut_string(result, pos, CutKind.STRING)
+                return _cut_string(result, pos, CutKind.STRING, why)
             if c == "-" or "0" <= c <= "9":
                 m = _NUMBER.match(text, pos)
                 end = m.end() if m is not None else pos
@@ -468,13 +556,13 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # 
         assert frame is not None
         if state == _KEY:
             if c == '"':
-                end = _string_end(text, pos)
+                end, why = _string_end(text, pos)
                 if end > 0:
                     frame.key_start, frame.key_end = pos, end
                     frame.state = _COLON
                     pos = end
                     continue
-                return _cut_string(result, pos, CutKind.KEY)
+                return _cut_string(result, pos, CutKind.KEY, why)
             fail(pos, f"expected a key (a string in double quotes), found {c!r}")
             return result
         if state == _COLON:
@@ -489,7 +577,7 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # 
         if c == closer:
             frames.pop()
             add_child(Child(frame.start, pos + 1, OBJECT if frame.is_object else ARRAY,
-                            frame.items))
+                            _distinct_keys(text, frame) if frame.is_object else frame.items))
             pos += 1
             continue
         if c == "," and frame.state == _AFTER:
@@ -506,6 +594,15 @@ def scan(text: str, start: int = 0, hints: list[int] | None = None) -> Scan:  # 
         return result
     result.kind = state_kind(frames)
     return result
+
+
+def _distinct_keys(text: str, frame: Frame) -> int:
+    """The size of an object read member by member: its distinct keys, as the C scanner (and
+    ``json.loads``) counts them for a value it reads whole."""
+    keys = {text[c.key_start:c.key_end] for c in frame.children}
+    if len(keys) == len(frame.children) and "\\" not in "".join(keys):
+        return len(keys)
+    return len({_key(text, c.key_start, c.key_end) for c in frame.children})
 
 
 def state_kind(frames: list[Frame]) -> CutKind | None:
@@ -535,9 +632,13 @@ def _cut_at(result: Scan, token_start: int, kind: CutKind) -> Scan:
     return result
 
 
-def _cut_string(result: Scan, pos: int, kind: CutKind) -> Scan:
-    """A string (value or key) at ``pos`` that does not end: cut inside it, or an error."""
-    if valid_partial_string(result.text, pos):
+def _cut_string(result: Scan, pos: int, kind: CutKind, why: str) -> Scan:
+    """A string (value or key) at ``pos`` that does not end: cut inside it, or an error.
+
+    ``why`` is the C string scanner's message: "Unterminated string" means every character
+    up to the end of the text was valid (a dangling backslash included), so the string is not
+    read again."""
+    if why.startswith("Unterminated string") or valid_partial_string(result.text, pos):
         return _cut_at(result, pos, kind)
     at, message = _describe_bad_string(result.text, pos)
     result.error = ScanError(at, message)
@@ -545,12 +646,12 @@ def _cut_string(result: Scan, pos: int, kind: CutKind) -> Scan:
     return result
 
 
-def _string_end(text: str, pos: int) -> int:
-    """End of the complete string token starting at ``pos`` (C speed), or -1."""
+def _string_end(text: str, pos: int) -> tuple[int, str]:
+    """End of the complete string token starting at ``pos`` (C speed), or -1 and why not."""
     try:
-        return int(_scanstring(text, pos + 1, True)[1])
-    except ValueError:
-        return -1
+        return int(_scanstring(text, pos + 1, True)[1]), ""
+    except json.JSONDecodeError as exc:
+        return -1, exc.msg
 
 
 def _dangling_escape_start(text: str, token_start: int) -> int:
@@ -640,8 +741,10 @@ def close(result: Scan) -> str:
         # end of the last complete child (or the opening bracket).
         keep = inner.last_value_end
     if result.start == 0 and keep == len(text):
-        return text + suffix + closers(frames) if suffix else text + closers(frames)
-    return "".join((text[result.start:keep], suffix, closers(frames)))
+        return "".join((text, suffix, closers(frames)))  # one copy of a long text
+    closed = text[result.start:keep]
+    closed += suffix + closers(frames)  # in place: this is the only reference
+    return closed
 
 
 def _close_top_level(result: Scan, kind: CutKind | None) -> str:

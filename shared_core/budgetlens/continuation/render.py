@@ -37,7 +37,7 @@ from budgetlens.continuation.cut import (
     CutKind,
     Frame,
     ValueKind,
-    expand_run,
+    split_run,
     string_keep_end,
 )
 
@@ -52,18 +52,22 @@ _FULL, _HINT, _STRUCT = 0, 1, 2
 _PARTIAL_KINDS = (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL)
 
 _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-# findall gives the scalar literals of values; a key (string then colon) gives "", and so
-# does a string cut by the end of a measuring window (so a window never over-counts).
+# findall gives the scalar literals of values, one match per value with the structure and the
+# key before it (a key gives nothing, and so does a string cut by the end of a measuring
+# window, so a window never over-counts); a match per value, not per character.
 _COST_SCALARS = re.compile(
-    r"(?:" + _STR + r"[ \t\n\r]*:)|(?:\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)"
-    r"|(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)")
+    r"[ \t\n\r,:\[\]{}]*(?:" + _STR + r"[ \t\n\r]*:[ \t\n\r]*)?"
+    r"(?:(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)|\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)?")
 _PRETTY_TOKEN = re.compile(
     r"[ \t\n\r]*(?:(?P<key>" + _STR + r")[ \t\n\r]*:|(?P<open>[\[{])|(?P<close>[\]}])"
     r"|(?P<comma>,)|(?P<scalar>" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+))")
 
 
+_PADS = [INDENT * level for level in range(MAX_INDENT_LEVELS + 1)]
+
+
 def _indent(depth: int) -> str:
-    return INDENT * min(depth, MAX_INDENT_LEVELS)
+    return _PADS[depth] if depth <= MAX_INDENT_LEVELS else _PADS[MAX_INDENT_LEVELS]
 
 
 def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> int:
@@ -89,6 +93,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
+def decoded_chars(text: str, start: int, end: int) -> int:
+    """Characters of the decoded value of the valid JSON string content ``text[start:end]``
+    (no quotes), counted without decoding when it holds no ``\\u`` escape: every other escape
+    is two characters for one, and a run of L backslashes starts L - L // 2 escapes (its
+    pairs, plus one more when L is odd)."""
+    if end - start > 4096:  # one C string scan of a copy beats three counting passes
+        literal = text[start - 1:end]
+        literal += '"'
+        return string_chars(literal)
+    backslashes = text.count("\\", start, end)
+    if backslashes == 0:
+        return end - start
+    if text.find("\\u", start, end) < 0:
+        return end - start - (backslashes - text.count("\\\\", start, end))
+    return string_chars('"' + text[start:end] + '"')
+
+
 def string_chars(literal: str) -> int:
     """Characters of a JSON string literal's decoded value."""
     try:
@@ -111,7 +132,7 @@ def type_hint(kind: ValueKind, count: int = 0, chars: int = 0, first: str = "") 
 
 
 def _child_hint(text: str, child: Child) -> str:
-    chars = string_chars(text[child.start:child.end]) if child.kind == STRING else 0
+    chars = decoded_chars(text, child.start + 1, child.end - 1) if child.kind == STRING else 0
     return type_hint(child.kind, child.size, chars, text[child.start:child.start + 1])
 
 
@@ -123,12 +144,44 @@ def _child_structure(child: Child) -> str:
     return "..."
 
 
+_GROUP = (r"(?:" + _STR + r": )?(?:" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+|\{\}|\[\]|[\[\]{}]),?")
+# A value already laid out one member or item per line (as json.dumps(indent=...) writes it):
+# every line is indentation and one group (a key and ": ", a scalar, an opener, a closer or an
+# empty container, a comma); an opener whose closer follows on the next line is not such a
+# layout ("{}" is written on one line).
+_LINE_LAYOUT = re.compile(_GROUP + r"(?:\n *" + _GROUP + r")*")
+_SPLIT_EMPTY = re.compile(r"[\[{]\n *[\]}]")
+
+
+def _relaid_lines(text: str, start: int, end: int, depth: int) -> list[str] | None:
+    """``pretty_lines`` for a value whose source already has its layout: its lines with the
+    indentation recomputed, one step per line instead of per token; None for another layout."""
+    if _LINE_LAYOUT.fullmatch(text, start, end) is None \
+            or _SPLIT_EMPTY.search(text, start, end) is not None:
+        return None
+    lines = text[start:end].split("\n")
+    first = lines[0]
+    if first[-1] in "[{":
+        depth += 1
+    for i in range(1, len(lines)):
+        line = lines[i].lstrip(" ")
+        if line[0] in "]}":
+            depth -= 1
+        lines[i] = _indent(depth) + line
+        if line[-1] in "[{":
+            depth += 1
+    return lines
+
+
 def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
     """A complete value's source, one scalar or member per line (literals verbatim).
 
     The first line carries no indentation (it follows a key or an indent); nested lines are
     indented for ``depth + 1`` and deeper. Iterative: any nesting depth.
     """
+    relaid = _relaid_lines(text, start, end, depth)
+    if relaid is not None:
+        return relaid
     lines: list[str] = []
     cur = ""
     pending_open = False
@@ -261,6 +314,7 @@ def _cut_decision(text: str, alloc: _Allocator, kind: CutKind | None, token_star
 def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> None:
     """Step 3 on one level: its side branches from the cut backwards, while budget lasts."""
     children = layout.levels[fi]
+    decisions = layout.decisions[fi]
     ci = layout.shown(fi)
     misses = 0
     while ci > 0 and not alloc.summary:
@@ -270,16 +324,21 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             break
         child = children[ci]
         if child.kind == RUN:
-            single = expand_run(text, child)
+            # split off enough items for the misses this level may still measure
+            each = (child.end - child.start) // max(child.size, 1) + 1
+            single = split_run(text, child, max(2 * alloc.remaining + 1024,
+                                                (MAX_MISSES_PER_LEVEL + 16) * each))
             children[ci:ci + 1] = single
             shift = len(single) - 1  # decisions made after the run move along
-            layout.decisions[fi] = {k + shift if k > ci else k: v
-                                    for k, v in layout.decisions[fi].items()}
+            decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
+                                                for k, v in decisions.items()}
             ci += len(single)
             continue
+        kind = child.kind
         decision = alloc.take(
-            value_cost(text, child.start, child.end, child.kind, alloc.remaining))
-        layout.decisions[fi][ci] = decision
+            value_cost(text, child.start, child.end, kind, alloc.remaining)
+            if kind in (OBJECT, ARRAY) else child.end - child.start)
+        decisions[ci] = decision
         misses = misses + 1 if decision == _HINT else 0
 
 
@@ -305,6 +364,10 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
                 continue
         child = children[ci]
         prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
+        if decision == _FULL and child.kind != OBJECT and child.kind != ARRAY:
+            lines.append(prefix + text[child.start:child.end] + ",")  # a scalar in full
+            ci += 1
+            continue
         body = _render_child(text, child, decision, depth)
         body[0] = prefix + body[0]
         body[-1] += ","
@@ -336,10 +399,9 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     if kind is CutKind.KEY and token_start >= 0:
         return [pad + text[token_start:stop] + marker]
     if kind in _PARTIAL_KINDS and token_start >= 0:
-        partial = text[token_start:stop]
         if decision == _FULL:
-            return [pad + key + partial + marker]
-        return [pad + key + _partial_hint(kind, partial) + marker]
+            return [pad + key + text[token_start:stop] + marker]
+        return [pad + key + _partial_hint(kind, text, token_start) + marker]
     if cut_child is not None and frame is not None:
         body = _render_child(text, cut_child, decision, depth)
         if frame.is_object:
@@ -350,10 +412,10 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     return [pad + key + marker]
 
 
-def _partial_hint(kind: CutKind, partial: str) -> str:
+def _partial_hint(kind: CutKind, text: str, token_start: int) -> str:
     if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
-        literal = partial[:string_keep_end(partial, 0)] + '"'
-        return type_hint(STRING, chars=string_chars(literal))
+        keep = string_keep_end(text, token_start)
+        return type_hint(STRING, chars=decoded_chars(text, token_start + 1, keep))
     if kind is CutKind.NUMBER:
         return type_hint(NUMBER)
-    return type_hint(LITERAL, first=partial[:1])
+    return type_hint(LITERAL, first=text[token_start:token_start + 1])

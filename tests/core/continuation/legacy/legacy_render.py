@@ -1,0 +1,359 @@
+"""The budgeted hierarchy context: the structure around a cut, for a continuation prompt.
+
+Budget is allocated bottom-up (from the cut towards the root) and the text is printed
+top-down (docs/json-continuation.md):
+
+1. the cut element (the partial value, or the value just completed at the cut) costs its size:
+   rendered in full when it fits the remaining budget (deducted), else a type hint (free);
+2. the containers on the path from the cut to the root cost nothing (keys, braces);
+3. side branches (the complete children of those containers) get the leftover, nearest to
+   the cut first: cut level in reverse order, then the parent's level, and so on up;
+   a branch that fits is rendered in full and deducted, one that does not is a type hint;
+   after ``MAX_MISSES_PER_LEVEL`` branches in a row did not fit, the rest of that level is
+   taken as not fitting without measuring it (this bounds the work on huge arrays);
+4. whenever the remaining budget is under ``SUMMARY_BELOW`` (50) it becomes 0: summary
+   mode. From then on the cut element's level shows type hints and higher levels show
+   structure only (``{...}``, ``[...]``, ``...``).
+
+Cost of a value = the characters of the scalar literals it holds (strings with their quotes,
+numbers, true/false/null) as they appear in the source; keys, braces, brackets, commas,
+colons, whitespace, type hints and the marker are structure and cost nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from tests.core.continuation.legacy.legacy_cut import (
+    ARRAY,
+    LITERAL,
+    NUMBER,
+    OBJECT,
+    RUN,
+    STRING,
+    Child,
+    CutKind,
+    Frame,
+    ValueKind,
+    expand_run,
+    string_keep_end,
+)
+
+SUMMARY_BELOW = 50
+COLLAPSE_RUN = 4          # this many or more consecutive array items not shown in full: one line
+MAX_INDENT_LEVELS = 32    # deeper levels are indented like level 32
+MAX_MISSES_PER_LEVEL = 64  # after this many side branches in a row did not fit, the rest of
+                           # that level is taken as not fitting (type hints) unmeasured
+INDENT = "  "
+
+_FULL, _HINT, _STRUCT = 0, 1, 2
+_PARTIAL_KINDS = (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL)
+
+_STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+# findall gives the scalar literals of values; a key (string then colon) gives "", and so
+# does a string cut by the end of a measuring window (so a window never over-counts).
+_COST_SCALARS = re.compile(
+    r"(?:" + _STR + r"[ \t\n\r]*:)|(?:\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)"
+    r"|(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)")
+_PRETTY_TOKEN = re.compile(
+    r"[ \t\n\r]*(?:(?P<key>" + _STR + r")[ \t\n\r]*:|(?P<open>[\[{])|(?P<close>[\]}])"
+    r"|(?P<comma>,)|(?P<scalar>" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+))")
+
+
+def _indent(depth: int) -> str:
+    return INDENT * min(depth, MAX_INDENT_LEVELS)
+
+
+def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> int:
+    """Budget cost of the complete value ``text[start:end]``.
+
+    Exact when it is at most ``limit``; otherwise some number above ``limit``: large values
+    are measured on a window that grows until it holds more than ``limit`` (what a window
+    holds is never more than the whole value costs) or the whole value, so a huge sibling
+    costs little to turn down.
+    """
+    if kind != OBJECT and kind != ARRAY:
+        return end - start
+    window = 2 * max(limit, 0) + 64
+    while True:
+        stop = min(end, start + window)
+        total = sum(map(len, _COST_SCALARS.findall(text, start, stop)))
+        if total > limit or stop >= end:
+            return total
+        window *= 4
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def string_chars(literal: str) -> int:
+    """Characters of a JSON string literal's decoded value."""
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return max(len(literal) - 2, 0)
+    return len(value) if isinstance(value, str) else 0
+
+
+def type_hint(kind: ValueKind, count: int = 0, chars: int = 0, first: str = "") -> str:
+    if kind == OBJECT:
+        return "{}" if count == 0 else f"<object: {_plural(count, 'key')}>"
+    if kind == ARRAY:
+        return "[]" if count == 0 else f"<array: {_plural(count, 'item')}>"
+    if kind == STRING:
+        return f"<string: {_plural(chars, 'char')}>"
+    if kind == NUMBER:
+        return "<number>"
+    return "<null>" if first == "n" else "<boolean>"
+
+
+def _child_hint(text: str, child: Child) -> str:
+    chars = string_chars(text[child.start:child.end]) if child.kind == STRING else 0
+    return type_hint(child.kind, child.size, chars, text[child.start:child.start + 1])
+
+
+def _child_structure(child: Child) -> str:
+    if child.kind == OBJECT:
+        return "{...}" if child.size else "{}"
+    if child.kind == ARRAY:
+        return "[...]" if child.size else "[]"
+    return "..."
+
+
+def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
+    """A complete value's source, one scalar or member per line (literals verbatim).
+
+    The first line carries no indentation (it follows a key or an indent); nested lines are
+    indented for ``depth + 1`` and deeper. Iterative: any nesting depth.
+    """
+    lines: list[str] = []
+    cur = ""
+    pending_open = False
+    for m in _PRETTY_TOKEN.finditer(text, start, end):
+        group = m.lastgroup
+        if pending_open:
+            pending_open = False
+            if group == "close":
+                cur += m.group("close")
+                depth -= 1
+                continue
+            lines.append(cur)
+            cur = _indent(depth)
+        if group == "key":
+            cur += m.group("key") + ": "
+        elif group == "scalar":
+            cur += m.group("scalar")
+        elif group == "open":
+            cur += m.group("open")
+            depth += 1
+            pending_open = True
+        elif group == "close":
+            lines.append(cur)
+            depth -= 1
+            cur = _indent(depth) + m.group("close")
+        elif group == "comma":
+            lines.append(cur + ",")
+            cur = _indent(depth)
+    lines.append(cur)
+    return lines
+
+
+class _Allocator:
+    def __init__(self, budget: int) -> None:
+        self.remaining = max(budget, 0)
+        self.summary = False
+        self._check()
+
+    def _check(self) -> None:
+        if self.remaining < SUMMARY_BELOW:
+            self.remaining = 0
+            self.summary = True
+
+    def take(self, cost_of: int) -> int:
+        if cost_of <= self.remaining:
+            self.remaining -= cost_of
+            decision = _FULL
+        else:
+            decision = _HINT
+        self._check()
+        return decision
+
+
+@dataclass
+class _Layout:
+    """What the allocation decided, per open container (level) from the root down."""
+
+    frames: list[Frame]
+    cut_child: Child | None
+    levels: list[list[Child]]        # the children of each level (RUN children get expanded)
+    decisions: list[dict[int, int]]  # per level: child index -> _FULL / _HINT
+    defaults: list[int]              # per level: the decision of a child not measured
+
+    @property
+    def innermost(self) -> int:
+        return len(self.frames) - 1
+
+    def shown(self, fi: int) -> int:
+        """How many children of level ``fi`` are printed as side branches (not the cut's)."""
+        cut_own = fi == self.innermost and self.cut_child is not None
+        return len(self.levels[fi]) - (1 if cut_own else 0)
+
+
+def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
+                     token_start: int, stop: int, budget: int, marker: str,
+                     header: str) -> str:
+    """The budgeted rendering of ``text`` cut at ``stop`` (see the module docstring).
+
+    ``kind`` is the cut kind (or the state at an error); ``token_start`` is where the partial
+    token at the cut starts (-1 when none).
+    """
+    cut_child: Child | None = None
+    if kind is CutKind.AFTER_VALUE and frames and frames[-1].children:
+        cut_child = frames[-1].children[-1]
+    alloc = _Allocator(budget)
+    # 1. the cut element
+    cut_decision = _cut_decision(text, alloc, kind, token_start, stop, cut_child)
+    # 2. path containers are structure; 3. side branches, nearest to the cut first
+    layout = _Layout(frames, cut_child, [list(frame.children) for frame in frames],
+                     [{} for _ in frames],
+                     [_HINT if fi == len(frames) - 1 else _STRUCT for fi in range(len(frames))])
+    for fi in range(layout.innermost, -1, -1):
+        if alloc.summary:
+            break
+        _allocate_level(text, layout, fi, alloc)
+    # printing, top-down
+    lines: list[str] = [header] if header else []
+    for fi, frame in enumerate(frames):
+        if fi == 0:
+            lines.append("{" if frame.is_object else "[")
+        depth = fi + 1
+        pad = _indent(depth)
+        lines.extend(_side_branch_lines(text, layout, fi, pad, depth))
+        if fi < layout.innermost:
+            nxt = frames[fi + 1]
+            key = text[frame.key_start:frame.key_end] + ": " if frame.is_object else ""
+            lines.append(pad + key + ("{" if nxt.is_object else "["))
+            continue
+        lines.extend(_cut_lines(text, frame, kind, token_start, stop, cut_child, cut_decision,
+                                pad, depth, marker))
+    if not frames:
+        lines.extend(_cut_lines(text, None, kind, token_start, stop, None, cut_decision,
+                                "", 0, marker))
+    return "\n".join(lines)
+
+
+def _cut_decision(text: str, alloc: _Allocator, kind: CutKind | None, token_start: int,
+                  stop: int, cut_child: Child | None) -> int:
+    """Step 1: the partial token or the value completed at the cut, in full if it fits."""
+    if alloc.summary:
+        return _HINT
+    if kind in _PARTIAL_KINDS and token_start >= 0:
+        return alloc.take(stop - token_start)
+    if cut_child is not None:
+        return alloc.take(
+            value_cost(text, cut_child.start, cut_child.end, cut_child.kind, alloc.remaining))
+    return _HINT
+
+
+def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> None:
+    """Step 3 on one level: its side branches from the cut backwards, while budget lasts."""
+    children = layout.levels[fi]
+    ci = layout.shown(fi)
+    misses = 0
+    while ci > 0 and not alloc.summary:
+        ci -= 1
+        if misses >= MAX_MISSES_PER_LEVEL:
+            layout.defaults[fi] = _HINT  # the rest of this level is taken as not fitting
+            break
+        child = children[ci]
+        if child.kind == RUN:
+            single = expand_run(text, child)
+            children[ci:ci + 1] = single
+            shift = len(single) - 1  # decisions made after the run move along
+            layout.decisions[fi] = {k + shift if k > ci else k: v
+                                    for k, v in layout.decisions[fi].items()}
+            ci += len(single)
+            continue
+        decision = alloc.take(
+            value_cost(text, child.start, child.end, child.kind, alloc.remaining))
+        layout.decisions[fi][ci] = decision
+        misses = misses + 1 if decision == _HINT else 0
+
+
+def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
+                       depth: int) -> list[str]:
+    """The printed side branches of level ``fi``; in an array, a run of ``COLLAPSE_RUN`` or
+    more items not shown in full is one line."""
+    frame, children = layout.frames[fi], layout.levels[fi]
+    count = layout.shown(fi)
+    default, chosen = layout.defaults[fi], layout.decisions[fi]
+    lines: list[str] = []
+    ci = 0
+    while ci < count:
+        decision = chosen.get(ci, default)
+        if not frame.is_object and decision != _FULL:
+            run, items = ci, 0
+            while run < count and chosen.get(run, default) != _FULL:
+                items += children[run].size if children[run].kind == RUN else 1
+                run += 1
+            if items >= COLLAPSE_RUN:
+                lines.append(f"{pad}<{items:,} items not shown>,")
+                ci = run
+                continue
+        child = children[ci]
+        prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
+        body = _render_child(text, child, decision, depth)
+        body[0] = prefix + body[0]
+        body[-1] += ","
+        lines.extend(body)
+        ci += 1
+    return lines
+
+
+def _render_child(text: str, child: Child, decision: int, depth: int) -> list[str]:
+    if decision == _FULL:
+        if child.kind == OBJECT or child.kind == ARRAY:
+            return pretty_lines(text, child.start, child.end, depth)
+        return [text[child.start:child.end]]
+    if decision == _HINT:
+        return [_child_hint(text, child)]
+    return [_child_structure(child)]
+
+
+def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start: int,
+               stop: int, cut_child: Child | None, decision: int, pad: str, depth: int,
+               marker: str) -> list[str]:
+    key = ""
+    if frame is not None and frame.is_object and frame.key_start >= 0 and kind in (
+            CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL,
+            CutKind.AFTER_COLON):
+        key = text[frame.key_start:frame.key_end] + ": "
+    if kind is CutKind.AFTER_KEY and frame is not None:
+        return [pad + text[frame.key_start:frame.key_end] + marker]
+    if kind is CutKind.KEY and token_start >= 0:
+        return [pad + text[token_start:stop] + marker]
+    if kind in _PARTIAL_KINDS and token_start >= 0:
+        partial = text[token_start:stop]
+        if decision == _FULL:
+            return [pad + key + partial + marker]
+        return [pad + key + _partial_hint(kind, partial) + marker]
+    if cut_child is not None and frame is not None:
+        body = _render_child(text, cut_child, decision, depth)
+        if frame.is_object:
+            body[0] = text[cut_child.key_start:cut_child.key_end] + ": " + body[0]
+        body[0] = pad + body[0]
+        body[-1] += marker
+        return body
+    return [pad + key + marker]
+
+
+def _partial_hint(kind: CutKind, partial: str) -> str:
+    if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
+        literal = partial[:string_keep_end(partial, 0)] + '"'
+        return type_hint(STRING, chars=string_chars(literal))
+    if kind is CutKind.NUMBER:
+        return type_hint(NUMBER)
+    return type_hint(LITERAL, first=partial[:1])
