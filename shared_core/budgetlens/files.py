@@ -243,15 +243,18 @@ class RunFiles:
         self.base = base
         self._fingerprints: dict[str, str] = {}
         self._real: dict[str, str] = {}
+        self._inside: dict[tuple[str, str], bool] = {}
 
     def read_text(self, path: Path) -> str:
         return self.base.read_text(path)
 
-    def fingerprint(self, path: Path) -> str:
+    def fingerprint(self, path: Path | str) -> str:
+        """The base source's fingerprint of ``path``, once per path (a ``str`` is taken as
+        well as a ``Path``)."""
         key = str(path)
         fp = self._fingerprints.get(key)
         if fp is None:
-            fp = self._fingerprints[key] = self.base.fingerprint(path)
+            fp = self._fingerprints[key] = self.base.fingerprint(Path(path))
         return fp
 
     def realpath(self, path: str) -> str:
@@ -262,5 +265,9 @@ class RunFiles:
         return real
 
     def is_inside(self, path: Path | str, root: Path | str) -> bool:
-        """``is_inside(path, root)`` with the realpaths memoised."""
-        return is_inside(path, root, realpath=self.realpath)
+        """``is_inside(path, root)``, once per (path, root), with the realpaths memoised."""
+        key = (str(path), str(root))
+        inside = self._inside.get(key)
+        if inside is None:
+            inside = self._inside[key] = is_inside(path, root, realpath=self.realpath)
+        return inside

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from budgetlens.contract.template import ParsedTemplate, parse_template
-from budgetlens.files import FileSource, SourceError
+from budgetlens.files import FileSource, RunFiles, SourceError
 from budgetlens.tokens.core import TokenCounter, Tokenizer
 
 T = TypeVar("T")
@@ -49,12 +49,22 @@ class RecordingFiles:
         self.fingerprint(path)
         return self.base.read_text(path)
 
-    def fingerprint(self, path: Path) -> str:
+    def fingerprint(self, path: Path | str) -> str:
+        """The base source's fingerprint of ``path`` (a ``str`` is taken as well as a
+        ``Path``), recorded."""
         key = str(path)
         fp = self.seen.get(key)
         if fp is None:
-            fp = self.seen[key] = self.base.fingerprint(path)
+            fp = self.seen[key] = _fingerprint(self.base, key)
         return fp
+
+
+def _fingerprint(files: FileSource, path: str) -> str:
+    """``files.fingerprint(path)``: the memoising sources of a run take the path as it is,
+    any other source gets a ``Path``."""
+    if isinstance(files, (RunFiles, RecordingFiles)):
+        return files.fingerprint(path)
+    return files.fingerprint(Path(path))
 
 
 class _Generations:
@@ -115,7 +125,7 @@ class BudgetCache:
             return None
         deps, value = entry
         for path, fp in deps.items():
-            if files.fingerprint(Path(path)) != fp:
+            if _fingerprint(files, path) != fp:
                 return None
         return value
 
@@ -156,7 +166,7 @@ class BudgetCache:
     # -- parsed files ----------------------------------------------------------------
     def parsed(self, kind: str, path: str, files: FileSource, load: Callable[[], T]) -> T:
         """``load()`` once per (kind, path, fingerprint); only the newest is kept."""
-        fp = files.fingerprint(Path(path))
+        fp = _fingerprint(files, path)
         key = (kind, path)
         with self._lock:
             entry = self._files.get(key)

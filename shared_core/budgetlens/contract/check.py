@@ -501,6 +501,13 @@ class _Planner:
                  if ceiling.location else ())
 
 
+class _Outside:
+    """A prompt file that resolves outside the workspace root (not read)."""
+
+
+_OUTSIDE = _Outside()
+
+
 class _Checker:
     """Checks a pipeline from its ``_Plan``: counts the prompts (cached by fingerprint), adds
     up every step, computes the clamp and reports the contract."""
@@ -514,6 +521,8 @@ class _Checker:
         self.options = options
         self.cache = cache
         self.diags: list[Diagnostic] = list(plan.head_diags)
+        #: each prompt file's tokens in this run (or why it has none), looked up once
+        self.prompts: dict[str, int | SourceError | _Outside] = {}
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
@@ -615,12 +624,16 @@ class _Checker:
         counted)."""
         key_loc = sp.prompt_key_location or sp.name_location
         name, root = sp.at.name, self.plan.prompt_root
-        if not self.run_files.is_inside(path, root):
+        result = self.prompts.get(path)
+        if result is None:
+            result = self.prompts[path] = (
+                self.cache.prompt_tokens(path, self.files, counter)
+                if self.run_files.is_inside(path, root) else _OUTSIDE)
+        if isinstance(result, _Outside):
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file {path} of step {name!r} resolves outside the workspace"
                      f" root {root}", name)
             return sp.prompt
-        result = self.cache.prompt_tokens(path, self.files, counter)
         if isinstance(result, FileMissing):
             self.add(key_loc, Severity.ERROR, codes.PROMPT_MISSING,
                      f"prompt file {path} of step {name!r} does not exist", name)
