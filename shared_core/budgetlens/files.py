@@ -116,13 +116,15 @@ def within(path: str, root: str) -> bool:
 
 
 def is_inside(path: Path | str, root: Path | str, *,
-              realpath: Callable[[str], str] = os.path.realpath) -> bool:
+              realpath: Callable[[str], str] | None = None) -> bool:
     """Whether ``path`` is inside ``root`` both as written and after resolving symlinks
-    (with ``realpath``: a memo of ``os.path.realpath``, see ``RunFiles``)."""
+    (with ``realpath``, default ``os.path.realpath``; ``RunFiles`` passes its memo)."""
     p = os.path.abspath(path)
     r = os.path.abspath(root)
     if not within(p, r):
         return False
+    if realpath is None:
+        realpath = os.path.realpath
     try:
         return within(realpath(p), realpath(r))
     except (OSError, ValueError):  # pragma: no cover - realpath does not raise on loops

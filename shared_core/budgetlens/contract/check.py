@@ -110,12 +110,10 @@ def _context_floor(context: Term, settings: dict[str, Setting],
     return replace(set_floor, value=floor_below(context.value, set_floor.value))
 
 
-def _output_floor(limit: int, source: OutputSource, settings: dict[str, Setting],
-                  config: LoadedConfig | None) -> Term:
+def _output_floor(limit: int, source: OutputSource, set_floor: Term | None) -> Term:
     """The lowest output limit a clamp may set for a step whose limit (after the model's
-    ceiling) is ``limit``: ``min_output_tokens``, default half of that limit, never above
-    it."""
-    set_floor = _floor_setting("min_output_tokens", settings, config)
+    ceiling) is ``limit``: ``min_output_tokens`` as set (``set_floor``, see
+    ``_floor_setting``), default half of that limit, never above it."""
     if set_floor is None:
         return Term(floor_below(limit, None), f"half of {source} {limit}")
     return replace(set_floor, value=floor_below(limit, set_floor.value))
@@ -274,6 +272,9 @@ class _Planner:
         self.cache = cache
         self.diags: list[Diagnostic] = []
         self.inputs: set[str] = {pipeline}
+        self.output_floor: Term | None = None  # min_output_tokens as set, for every step
+        #: the prompt file of each prompt_key, with why it names no file (or None)
+        self.prompt_paths: dict[str, tuple[str, str | None]] = {}
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
@@ -377,8 +378,8 @@ class _Planner:
         if owner is None or owner.model is None or owner.model.steps is None:
             return (), shared
         shared = replace(shared, inherited=owner.path != self.pipe)
-        return tuple(self.step_plan(_At(owner, index, step, step_name(step, index)), shared,
-                                    settings)
+        self.output_floor = _floor_setting("min_output_tokens", settings, shared.config)
+        return tuple(self.step_plan(_At(owner, index, step, step_name(step, index)), shared)
                      for index, step in enumerate(owner.model.steps)
                      if step.type == CALL_MODEL), shared
 
@@ -389,7 +390,7 @@ class _Planner:
         return pf.location(("extends",))
 
     # ------------------------------------------------------------------------ one step
-    def step_plan(self, at: _At, shared: _Shared, settings: dict[str, Setting]) -> _StepPlan:
+    def step_plan(self, at: _At, shared: _Shared) -> _StepPlan:
         prompt_file, prompt, key_location = self.prompt_term(at, shared)
         before = self.take()
         template, template_location = self.template_term(at)
@@ -403,7 +404,7 @@ class _Planner:
             prompt_file=prompt_file, prompt=prompt, prompt_key_location=key_location,
             template=template, template_location=template_location, history=history,
             output=output, output_source=source,
-            output_floor=_output_floor(limit, source, settings, shared.config),
+            output_floor=_output_floor(limit, source, self.output_floor),
             before=before, after=self.take())
 
     def prompt_term(self, at: _At, shared: _Shared,
@@ -425,9 +426,12 @@ class _Planner:
         if config is None or cfg is None:
             return None, Term(0, TermSource.PROMPT_FILE_NO_CONFIG), None
         key_loc, name = at.location("prompt_key"), at.name
-        prompts_dir = os.path.normpath(os.path.join(config.directory, cfg.prompts_dir))
-        path = os.path.normpath(os.path.join(prompts_dir, f"{key}.txt"))
-        problem = path_problem(path)
+        found = self.prompt_paths.get(key)
+        if found is None:
+            prompts_dir = os.path.normpath(os.path.join(config.directory, cfg.prompts_dir))
+            path = os.path.normpath(os.path.join(prompts_dir, f"{key}.txt"))
+            found = self.prompt_paths[key] = (path, path_problem(path))
+        path, problem = found
         if problem is not None:
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file {path!r} of step {name!r} cannot be used: {problem}", name)
@@ -654,8 +658,10 @@ class _Checker:
     def step_contract(self, i: int, s: StepBudget, policy: Policy, clamp: ClampValues,
                       window: Term, context_floor: Term | None) -> None:
         """The contract diagnostic of one step (none when it fits)."""
-        label = f"step {s.step!r}" + (f" (from {s.defined_in})" if s.inherited else "")
         minimum = s.fixed.value + s.history.value + s.margin.value + 1
+        if s.fits and minimum <= window.value:
+            return
+        label = f"step {s.step!r}" + (f" (from {s.defined_in})" if s.inherited else "")
         severity, code = Severity.ERROR, codes.CANNOT_FIT
         extra: tuple[Related, ...] = ()
         if minimum > window.value:
