@@ -19,7 +19,13 @@ Then the work one edit does, counted (a separate pass, so the counting does not 
 timings): YAML parses, template parses and tokenizer encodes per round.
 
 To compare with another checkout, run the same script with that checkout's core first on
-the path: ``PYTHONPATH=/path/to/checkout/shared_core .venv/bin/python bench/bench_engine.py``.
+the path and keep its figures, then pass them as ``--baseline``: the ratios are printed::
+
+    PYTHONPATH=/path/to/checkout/shared_core .venv/bin/python bench/bench_engine.py \
+        --json before.json
+    .venv/bin/python bench/bench_engine.py --baseline before.json
+
+On a shared machine the CPU times (this process only) are steadier than the wall times.
 """
 
 from __future__ import annotations
@@ -221,6 +227,15 @@ def count_work(fn: Callable[[], Any]) -> dict[str, int]:
     return tally
 
 
+def print_ratios(out: dict[str, Any], base: dict[str, Any]) -> None:
+    """This run's figures next to the baseline's, with the ratio (below 1: faster now)."""
+    print(f"against {base['core']} (ratio = this run / baseline):")
+    for section, title in (("big", "one-character edit"), ("dependents", "dependents")):
+        for key in ("median_ms", "p95_ms", "cpu_median_ms", "cpu_p95_ms"):
+            now, then = out[section][key], base[section][key]
+            print(f"  {title:>18} {key:>14}: {then:8.1f} -> {now:8.1f}  ({now / then:.2f}x)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=500)
@@ -228,7 +243,9 @@ def main() -> int:
     parser.add_argument("--pipelines", type=int, default=1000)
     parser.add_argument("--dependents", type=int, default=200)
     parser.add_argument("--edits", type=int, default=20)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="figures of an earlier run (--json) to print ratios against")
     args = parser.parse_args()
     get_tokenizer("cl100k_base").count("warm up")  # load the encoding outside every timing
     tmp = Path(tempfile.mkdtemp(prefix="budgetlens-bench-engine-"))
@@ -237,8 +254,9 @@ def main() -> int:
         deps = bench_dependents(tmp / "many", args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = {"core": str(Path(budgetlens.__file__).parent), "args": {
-        k: v for k, v in vars(args).items() if k != "json"}, "big": big, "dependents": deps}
+    settings = {k: v for k, v in vars(args).items() if k not in ("json", "baseline")}
+    out = {"core": str(Path(budgetlens.__file__).parent), "args": settings, "big": big,
+           "dependents": deps}
     print(f"core under test: {out['core']}")
     print(f"{args.steps}-step pipeline, {args.levels}-level extends, one-character edit"
           f" ({args.edits} edits): median {big['median_ms']:.1f} ms, p95"
@@ -251,6 +269,8 @@ def main() -> int:
           f" {deps['p95_ms']:.1f} ms; CPU median {deps['cpu_median_ms']:.1f} ms"
           f" ({deps['cpu_median_ms'] / max(n, 1):.3f} ms/pipeline), p95"
           f" {deps['cpu_p95_ms']:.1f} ms; per round {deps['work_per_round']}")
+    if args.baseline is not None:
+        print_ratios(out, json.loads(args.baseline.read_text()))
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0

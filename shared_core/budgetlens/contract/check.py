@@ -17,6 +17,15 @@ point into the parent file), validates every rule, and reports diagnostics with 
 warning that says what the run time clamps to (see ``compute_clamp``). A step that fits only
 below the clamp's floors (``min_context_tokens``, ``min_output_tokens``) is an error under
 both policies (BL052), naming its largest term and the setting to change.
+
+A check runs in two parts. ``_Planner`` reads the pipeline, its extends chain and config.json
+into a ``_Plan``: the merged settings, every step's terms except token counts (``_StepPlan``:
+locations, the emptied template, history, output limit and its floor) and the diagnostics
+those files alone give; the ``BudgetCache`` keeps it on their fingerprints. ``_Checker`` then,
+on every check, resolves the tokenizer, counts the prompt files (cached by fingerprint) and
+templates (once per tokenizer), adds up each step, computes the clamp and reports the
+contract. So a pipeline whose only changed input is a prompt is re-counted without reading
+its structure again.
 """
 
 from __future__ import annotations
