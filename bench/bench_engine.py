@@ -10,7 +10,8 @@ at the end; every check goes through one ``BudgetCache`` and, like the server, a
 1. **big**: a ``--steps``-step pipeline at the end of a ``--levels``-level extends chain; each
    of ``--edits`` edits changes one character of the pipeline buffer (a digit of a step's
    ``max_output_tokens``) and checks it again. Printed: median and p95 per edit, and the
-   Python heap growth (tracemalloc) over the edits, so a cache that keeps every version shows.
+   Python heap kept (tracemalloc, after a full collection) over the edits, so a cache that
+   keeps every version shows.
 2. **dependents**: ``--pipelines`` pipelines, ``--dependents`` of them using
    ``prompts/shared.txt``; each of ``--edits`` edits changes that prompt's buffer and checks
    its dependents again. Printed: median and p95 per round (all dependents), per pipeline.
@@ -31,6 +32,7 @@ On a shared machine the CPU times (this process only) are steadier than the wall
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import statistics
@@ -44,6 +46,7 @@ from typing import Any
 
 import budgetlens
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, check_pipeline
+from budgetlens import files as files_module
 from budgetlens.contract import cache as cache_module
 from budgetlens.contract import check as check_module
 from budgetlens.contract import config as config_module
@@ -168,9 +171,11 @@ def bench_big(root: Path, args: argparse.Namespace) -> dict[str, Any]:
         times.append(timed(lambda e=edited: check(root, big, {big: e}, cache)))  # type: ignore[misc]
     tracemalloc.start()
     check(root, big, {big: big_edit(text, 0)}, cache)
+    gc.collect()  # count what is kept, not garbage waiting for the collector
     start, _ = tracemalloc.get_traced_memory()
     for i in range(args.edits):
         check(root, big, {big: big_edit(text, i + 1) + f"# {i}\n"}, cache)
+    gc.collect()
     end, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     counts = count_work(lambda: check(root, big, {big: big_edit(text, 7) + "#x\n"}, cache))
@@ -191,8 +196,18 @@ def bench_dependents(root: Path, args: argparse.Namespace) -> dict[str, Any]:
                                               for p in users]))
     overlay = {shared: prompt_text(base, args.edits + 1)}
     counts = count_work(lambda: [check(root, p, overlay, cache) for p in users])
-    return {"cold_all_ms": cold[0] * 1e3, "dependents": len(users), **stats(times),
-            "work_per_round": counts}
+    out = {"cold_all_ms": cold[0] * 1e3, "dependents": len(users), **stats(times),
+           "work_per_round": counts}
+    run_files = getattr(files_module, "RunFiles", None)
+    if run_files is not None:  # one memo of file-system facts for the whole round
+        batch = []
+        options = CheckOptions(environ={}, workspace_root=root)
+        for i in range(args.edits):
+            files = run_files(OverlayFiles(DiskFiles(root), {shared: prompt_text(base, 100 + i)}))
+            batch.append(timed(lambda f=files: [  # type: ignore[misc]
+                check_pipeline(p, files=f, options=options, cache=cache) for p in users]))
+        out["one_run_files"] = stats(batch)
+    return out
 
 
 @contextmanager
@@ -261,7 +276,7 @@ def main() -> int:
     print(f"{args.steps}-step pipeline, {args.levels}-level extends, one-character edit"
           f" ({args.edits} edits): median {big['median_ms']:.1f} ms, p95"
           f" {big['p95_ms']:.1f} ms; CPU median {big['cpu_median_ms']:.1f} ms, p95"
-          f" {big['cpu_p95_ms']:.1f} ms (cold {big['cold_ms']:.0f} ms); heap growth over the"
+          f" {big['cpu_p95_ms']:.1f} ms (cold {big['cold_ms']:.0f} ms); heap kept over the"
           f" edits {big['heap_growth_mb_over_edits']:+.2f} MB; per edit {big['work_per_edit']}")
     n = deps["dependents"]
     print(f"prompt used by {n} of {args.pipelines} pipelines edited ({args.edits} edits):"
@@ -269,6 +284,11 @@ def main() -> int:
           f" {deps['p95_ms']:.1f} ms; CPU median {deps['cpu_median_ms']:.1f} ms"
           f" ({deps['cpu_median_ms'] / max(n, 1):.3f} ms/pipeline), p95"
           f" {deps['cpu_p95_ms']:.1f} ms; per round {deps['work_per_round']}")
+    if "one_run_files" in deps:
+        one = deps["one_run_files"]
+        print(f"  the same with one RunFiles for the round (as a server may pass per update):"
+              f" median {one['median_ms']:.1f} ms, p95 {one['p95_ms']:.1f} ms; CPU median"
+              f" {one['cpu_median_ms']:.1f} ms, p95 {one['cpu_p95_ms']:.1f} ms")
     if args.baseline is not None:
         print_ratios(out, json.loads(args.baseline.read_text()))
     if args.json is not None:

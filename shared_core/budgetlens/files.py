@@ -183,7 +183,7 @@ class DiskFiles:
                                      " for a text input")
         return data
 
-    def fingerprint(self, path: Path) -> str:
+    def fingerprint(self, path: Path | str) -> str:
         try:
             st = os.stat(path)
         except OSError:
@@ -220,15 +220,23 @@ class OverlayFiles:
             raise NotText(path, f"{path}: binary text (contains NUL characters)")
         return text[1:] if text.startswith("\ufeff") else text
 
-    def fingerprint(self, path: Path) -> str:
+    def fingerprint(self, path: Path | str) -> str:
         key = path_key(path)
         text = self._texts.get(key)
         if text is None:
-            return self.base.fingerprint(path)
+            return _fingerprint(self.base, path)
         fp = self._hashes.get(key)
         if fp is None:
             fp = self._hashes[key] = "mem:" + content_hash(text)
         return fp
+
+
+def _fingerprint(files: FileSource, path: Path | str) -> str:
+    """``files.fingerprint(path)``; the sources of this module take a ``str`` as it is (no
+    ``Path`` made for it), any other source gets a ``Path``."""
+    if isinstance(path, str) and not isinstance(files, (DiskFiles, OverlayFiles, RunFiles)):
+        return files.fingerprint(Path(path))
+    return files.fingerprint(path)  # type: ignore[arg-type]  # these take a str too
 
 
 class RunFiles:
@@ -256,7 +264,7 @@ class RunFiles:
         key = str(path)
         fp = self._fingerprints.get(key)
         if fp is None:
-            fp = self._fingerprints[key] = self.base.fingerprint(Path(path))
+            fp = self._fingerprints[key] = _fingerprint(self.base, path)
         return fp
 
     def realpath(self, path: str) -> str:
