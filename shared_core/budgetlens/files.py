@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
@@ -115,14 +115,18 @@ def within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def is_inside(path: Path | str, root: Path | str) -> bool:
-    """Whether ``path`` is inside ``root`` both as written and after resolving symlinks."""
+def is_inside(path: Path | str, root: Path | str, *,
+              realpath: Callable[[str], str] | None = None) -> bool:
+    """Whether ``path`` is inside ``root`` both as written and after resolving symlinks
+    (with ``realpath``, default ``os.path.realpath``; ``RunFiles`` passes its memo)."""
     p = os.path.abspath(path)
     r = os.path.abspath(root)
     if not within(p, r):
         return False
+    if realpath is None:
+        realpath = os.path.realpath
     try:
-        return within(os.path.realpath(p), os.path.realpath(r))
+        return within(realpath(p), realpath(r))
     except (OSError, ValueError):  # pragma: no cover - realpath does not raise on loops
         return False
 
@@ -179,7 +183,7 @@ class DiskFiles:
                                      " for a text input")
         return data
 
-    def fingerprint(self, path: Path) -> str:
+    def fingerprint(self, path: Path | str) -> str:
         try:
             st = os.stat(path)
         except OSError:
@@ -200,6 +204,7 @@ class OverlayFiles:
         self.base = base
         self.max_chars = max_chars
         self._texts: dict[str, str] = {path_key(p): t for p, t in overlay.items()}
+        self._hashes: dict[str, str] = {}  # the texts never change: each is hashed once
 
     def __contains__(self, path: object) -> bool:
         return isinstance(path, (str, Path)) and path_key(path) in self._texts
@@ -215,8 +220,64 @@ class OverlayFiles:
             raise NotText(path, f"{path}: binary text (contains NUL characters)")
         return text[1:] if text.startswith("\ufeff") else text
 
-    def fingerprint(self, path: Path) -> str:
-        text = self._texts.get(path_key(path))
+    def fingerprint(self, path: Path | str) -> str:
+        key = path_key(path)
+        text = self._texts.get(key)
         if text is None:
-            return self.base.fingerprint(path)
-        return "mem:" + content_hash(text)
+            return _fingerprint(self.base, path)
+        fp = self._hashes.get(key)
+        if fp is None:
+            fp = self._hashes[key] = "mem:" + content_hash(text)
+        return fp
+
+
+def _fingerprint(files: FileSource, path: Path | str) -> str:
+    """``files.fingerprint(path)``; the sources of this module take a ``str`` as it is (no
+    ``Path`` made for it), any other source gets a ``Path``."""
+    if isinstance(path, str) and not isinstance(files, (DiskFiles, OverlayFiles, RunFiles)):
+        return files.fingerprint(Path(path))
+    return files.fingerprint(path)  # type: ignore[arg-type]  # these take a str too
+
+
+class RunFiles:
+    """Another ``FileSource`` with its file-system facts memoised for one run.
+
+    Within a run (one ``check_pipeline`` call, or a batch of them that a caller knows sees
+    one unchanging state of the files, e.g. one editor update) every path is fingerprinted
+    (``stat``) at most once and resolved (``os.path.realpath``) at most once; the texts are
+    read through to the base source. Make a new one for the next run: nothing it memoised is
+    ever checked again, so a ``RunFiles`` that outlives its run goes stale.
+    """
+
+    def __init__(self, base: FileSource) -> None:
+        self.base = base
+        self._fingerprints: dict[str, str] = {}
+        self._real: dict[str, str] = {}
+        self._inside: dict[tuple[str, str], bool] = {}
+
+    def read_text(self, path: Path) -> str:
+        return self.base.read_text(path)
+
+    def fingerprint(self, path: Path | str) -> str:
+        """The base source's fingerprint of ``path``, once per path (a ``str`` is taken as
+        well as a ``Path``)."""
+        key = str(path)
+        fp = self._fingerprints.get(key)
+        if fp is None:
+            fp = self._fingerprints[key] = _fingerprint(self.base, path)
+        return fp
+
+    def realpath(self, path: str) -> str:
+        """``os.path.realpath(path)``, once per path."""
+        real = self._real.get(path)
+        if real is None:
+            real = self._real[path] = os.path.realpath(path)
+        return real
+
+    def is_inside(self, path: Path | str, root: Path | str) -> bool:
+        """``is_inside(path, root)``, once per (path, root), with the realpaths memoised."""
+        key = (str(path), str(root))
+        inside = self._inside.get(key)
+        if inside is None:
+            inside = self._inside[key] = is_inside(path, root, realpath=self.realpath)
+        return inside

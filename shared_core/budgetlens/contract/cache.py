@@ -1,11 +1,22 @@
 """The budget cache: results kept for as long as their inputs do not change.
 
 A ``BudgetCache`` is owned by its caller (an editor session, one CLI run, a pipeline runner)
-and holds: whole pipeline reports keyed by a fingerprint of every file they read (pipeline,
-extends chain, prompt files, config.json and the places probed for it); parsed pipeline and
-config files keyed by their own fingerprint; and one token counter per tokenizer, whose
-counts are keyed by content hash. Disk files are fingerprinted by mtime/size, in-memory
-buffers by content hash (see ``budgetlens.files``). Safe to share between threads.
+and holds, each bounded:
+
+- whole pipeline reports, one per (pipeline, options), keyed by a fingerprint of every file
+  they read (pipeline, extends chain, prompt files, config.json and the places probed for it);
+- the structure of each pipeline (its parsed chain, merged settings, config, templates and
+  locations: everything but the prompts' token counts), one per (pipeline, options), keyed by
+  the fingerprints of the pipeline, its extends chain and config.json only, so a pipeline
+  whose only changed input is a prompt file gets its arithmetic and diagnostics recomputed
+  without parsing any YAML again;
+- parsed files (pipelines, configs, prompt token counts): only the newest version per
+  (kind, path), so an edited buffer never piles up one parsed copy per keystroke;
+- parsed templates by their text, and one token counter per tokenizer, whose counts are keyed
+  by content hash.
+
+Disk files are fingerprinted by mtime/size, in-memory buffers by content hash (see
+``budgetlens.files``). Safe to share between threads.
 """
 
 from __future__ import annotations
@@ -15,7 +26,8 @@ from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from budgetlens.files import FileSource, SourceError
+from budgetlens.contract.template import ParsedTemplate, parse_template
+from budgetlens.files import FileSource, RunFiles, SourceError
 from budgetlens.tokens.core import TokenCounter, Tokenizer
 
 T = TypeVar("T")
@@ -25,7 +37,8 @@ class RecordingFiles:
     """A ``FileSource`` that remembers the fingerprint of every file read through it.
 
     The fingerprint is taken before the read, so a file that changes while it is read makes
-    the next lookup miss rather than keeping a stale result.
+    the next lookup miss rather than keeping a stale result. Each path is fingerprinted once:
+    the first fingerprint is the one recorded and returned for the rest of the run.
     """
 
     def __init__(self, base: FileSource) -> None:
@@ -33,67 +46,141 @@ class RecordingFiles:
         self.seen: dict[str, str] = {}
 
     def read_text(self, path: Path) -> str:
-        self.seen.setdefault(str(path), self.base.fingerprint(path))
+        self.fingerprint(path)
         return self.base.read_text(path)
 
-    def fingerprint(self, path: Path) -> str:
-        fp = self.base.fingerprint(path)
-        self.seen.setdefault(str(path), fp)
+    def fingerprint(self, path: Path | str) -> str:
+        """The base source's fingerprint of ``path`` (a ``str`` is taken as well as a
+        ``Path``), recorded."""
+        key = str(path)
+        fp = self.seen.get(key)
+        if fp is None:
+            fp = self.seen[key] = _fingerprint(self.base, key)
         return fp
 
 
+def _fingerprint(files: FileSource, path: str) -> str:
+    """``files.fingerprint(path)``: the memoising sources of a run take the path as it is,
+    any other source gets a ``Path``."""
+    if isinstance(files, (RunFiles, RecordingFiles)):
+        return files.fingerprint(path)
+    return files.fingerprint(Path(path))
+
+
+class _Generations:
+    """A bounded memo: entries used since the last turn-over are kept, the rest dropped.
+
+    Lookups go to the new generation, then the old one (moving the entry up); when the new
+    generation holds ``size`` entries it becomes the old one. At most ``2 * size`` entries.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self.new: dict[Hashable, Any] = {}
+        self.old: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable) -> Any | None:
+        value = self.new.get(key)
+        if value is None:
+            value = self.old.pop(key, None)
+            if value is not None:
+                self.put(key, value)
+        return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if len(self.new) >= self.size:
+            self.old, self.new = self.new, {}
+        self.new[key] = value
+
+    def __len__(self) -> int:
+        return len(self.new) + len(self.old)
+
+    def clear(self) -> None:
+        self.new.clear()
+        self.old.clear()
+
+
 class BudgetCache:
-    """Caches of the budget engine; make one and pass it to every ``check_pipeline`` call."""
+    """Caches of the budget engine; make one and pass it to every ``check_pipeline`` call.
+
+    ``max_entries`` bounds each table (reports, structures, parsed files; templates keep up
+    to twice as many): a table that is full is emptied before it grows further.
+    """
 
     def __init__(self, *, max_entries: int = 8192) -> None:
         self._lock = threading.Lock()
         self._max = max_entries
         self._reports: dict[Hashable, tuple[Mapping[str, str], Any]] = {}
-        self._files: dict[tuple[str, str, str], Any] = {}
+        self._structures: dict[Hashable, tuple[Mapping[str, str], Any]] = {}
+        self._files: dict[tuple[str, str], tuple[str, Any]] = {}
+        self._templates = _Generations(max_entries)
         self._counters: dict[str, TokenCounter] = {}
         self.hits = 0
         self.misses = 0
+
+    # -- results keyed by the fingerprints of the files they read --------------------------
+    @staticmethod
+    def _current(entry: tuple[Mapping[str, str], Any] | None, files: FileSource) -> Any | None:
+        if entry is None:
+            return None
+        deps, value = entry
+        for path, fp in deps.items():
+            if _fingerprint(files, path) != fp:
+                return None
+        return value
+
+    def _store(self, table: dict[Hashable, tuple[Mapping[str, str], Any]], key: Hashable,
+               deps: Mapping[str, str], value: Any) -> None:
+        with self._lock:
+            if len(table) >= self._max and key not in table:
+                table.clear()
+            table[key] = (dict(deps), value)
 
     # -- whole reports ---------------------------------------------------------------
     def report(self, key: Hashable, files: FileSource) -> Any | None:
         """The report stored under ``key`` if none of the files it read changed."""
         with self._lock:
             entry = self._reports.get(key)
-        if entry is None:
+        report = self._current(entry, files)
+        if report is None:
             self.misses += 1
             return None
-        deps, report = entry
-        for path, fp in deps.items():
-            if files.fingerprint(Path(path)) != fp:
-                self.misses += 1
-                return None
         self.hits += 1
         return report
 
     def store_report(self, key: Hashable, deps: Mapping[str, str], report: Any) -> None:
+        """Keep ``report`` under ``key`` (replacing the one before) with the fingerprints
+        ``deps`` of the files it read."""
+        self._store(self._reports, key, deps, report)
+
+    # -- pipeline structures -----------------------------------------------------------
+    def structure(self, key: Hashable, files: FileSource) -> Any | None:
+        """The structure stored under ``key`` if none of the files it read changed."""
         with self._lock:
-            if len(self._reports) >= self._max:
-                self._reports.clear()
-            self._reports[key] = (dict(deps), report)
+            entry = self._structures.get(key)
+        return self._current(entry, files)
+
+    def store_structure(self, key: Hashable, deps: Mapping[str, str], value: Any) -> None:
+        self._store(self._structures, key, deps, value)
 
     # -- parsed files ----------------------------------------------------------------
-    def parsed(self, kind: str, path: str, files: RecordingFiles,
-               load: Callable[[], T]) -> T:
-        """``load()`` once per (kind, path, fingerprint)."""
-        fp = files.fingerprint(Path(path))
-        key = (kind, path, fp)
+    def parsed(self, kind: str, path: str, files: FileSource, load: Callable[[], T]) -> T:
+        """``load()`` once per (kind, path, fingerprint); only the newest is kept."""
+        fp = _fingerprint(files, path)
+        key = (kind, path)
         with self._lock:
-            if key in self._files:
-                value: T = self._files[key]
-                return value
+            entry = self._files.get(key)
+        if entry is not None and entry[0] == fp:
+            value: T = entry[1]
+            return value
         value = load()
         with self._lock:
-            if len(self._files) >= self._max:
+            if len(self._files) >= self._max and key not in self._files:
                 self._files.clear()
-            self._files[key] = value
+            self._files[key] = (fp, value)
         return value
 
-    def prompt_tokens(self, path: str, files: RecordingFiles,
+    def prompt_tokens(self, path: str, files: FileSource,
                       counter: TokenCounter) -> int | SourceError:
         """Token count of a prompt file (or why it cannot be read), cached by fingerprint."""
         def load() -> int | SourceError:
@@ -103,6 +190,17 @@ class BudgetCache:
                 return exc
         return self.parsed(f"tokens:{counter.name}", path, files, load)
 
+    # -- templates -------------------------------------------------------------------
+    def template(self, text: str) -> ParsedTemplate:
+        """``parse_template(text)``, once per text."""
+        with self._lock:
+            parsed: ParsedTemplate | None = self._templates.get(text)
+        if parsed is None:
+            parsed = parse_template(text)
+            with self._lock:
+                self._templates.put(text, parsed)
+        return parsed
+
     # -- token counters --------------------------------------------------------------
     def counter(self, tokenizer: Tokenizer) -> TokenCounter:
         with self._lock:
@@ -111,8 +209,17 @@ class BudgetCache:
                 counter = self._counters[tokenizer.name] = TokenCounter(tokenizer)
             return counter
 
+    def sizes(self) -> dict[str, int]:
+        """How many entries each table holds (for tests and memory checks)."""
+        with self._lock:
+            return {"reports": len(self._reports), "structures": len(self._structures),
+                    "files": len(self._files), "templates": len(self._templates),
+                    "counters": len(self._counters)}
+
     def clear(self) -> None:
         with self._lock:
             self._reports.clear()
+            self._structures.clear()
             self._files.clear()
+            self._templates.clear()
             self._counters.clear()

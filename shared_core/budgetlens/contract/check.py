@@ -17,13 +17,22 @@ point into the parent file), validates every rule, and reports diagnostics with 
 warning that says what the run time clamps to (see ``compute_clamp``). A step that fits only
 below the clamp's floors (``min_context_tokens``, ``min_output_tokens``) is an error under
 both policies (BL052), naming its largest term and the setting to change.
+
+A check runs in two parts. ``_Planner`` reads the pipeline, its extends chain and config.json
+into a ``_Plan``: the merged settings, every step's terms except token counts (``_StepPlan``:
+locations, the emptied template, history, output limit and its floor) and the diagnostics
+those files alone give; the ``BudgetCache`` keeps it on their fingerprints. ``_Checker`` then,
+on every check, resolves the tokenizer, counts the prompt files (cached by fingerprint) and
+templates (once per tokenizer), adds up each step, computes the clamp and reports the
+contract. So a pipeline whose only changed input is a prompt is re-counted without reading
+its structure again.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +69,12 @@ from budgetlens.contract.pipeline import (
     steps_owner,
 )
 from budgetlens.contract.policy import Policy, PolicyChoice, resolve_policy
-from budgetlens.contract.template import parse_template
 from budgetlens.files import (
     DiskFiles,
     FileMissing,
     FileSource,
+    RunFiles,
     SourceError,
-    is_inside,
     path_problem,
 )
 from budgetlens.serialize import to_jsonable
@@ -112,16 +120,12 @@ def _context_floor(context: Term, settings: dict[str, Setting],
     return replace(set_floor, value=floor_below(context.value, set_floor.value))
 
 
-def _output_floor(step: StepBudget, settings: dict[str, Setting], config: LoadedConfig | None,
-                  ceiling: Term | None) -> Term:
-    """The lowest output limit a clamp may set for ``step``: ``min_output_tokens``, default
-    half of the step's limit (after the model's ceiling), never above that limit."""
-    limit = step.output.value
-    if ceiling is not None:
-        limit = min(limit, ceiling.value)
-    set_floor = _floor_setting("min_output_tokens", settings, config)
+def _output_floor(limit: int, source: OutputSource, set_floor: Term | None) -> Term:
+    """The lowest output limit a clamp may set for a step whose limit (after the model's
+    ceiling) is ``limit``: ``min_output_tokens`` as set (``set_floor``, see
+    ``_floor_setting``), default half of that limit, never above it."""
     if set_floor is None:
-        return Term(floor_below(limit, None), f"half of {step.output_source} {limit}")
+        return Term(floor_below(limit, None), f"half of {source} {limit}")
     return replace(set_floor, value=floor_below(limit, set_floor.value))
 
 
@@ -168,7 +172,6 @@ class _Shared:
     """What every ``call_model`` step of one pipeline is checked with."""
 
     config: LoadedConfig | None
-    counter: TokenCounter
     policy: Policy
     overhead: Term
     margin: Term
@@ -199,19 +202,86 @@ class _At:
         return _name_location(self.owner, self.index)
 
 
-class _Checker:
-    def __init__(self, pipeline: str, files: FileSource, options: CheckOptions,
+@dataclass(frozen=True)
+class _StepPlan:
+    """One ``call_model`` step as its pipeline, extends chain and config.json define it:
+    every term but the token counts, and the diagnostics those files alone give."""
+
+    at: _At
+    location: Location
+    name_location: Location
+    prompt_file: str | None  # the prompt file whose tokens count (None: ``prompt`` is all)
+    prompt: Term  # the system prompt's term when no file is counted
+    prompt_key_location: Location | None
+    template: str | None  # the template with its placeholders emptied (None: no template)
+    template_location: Location | None
+    history: Term
+    output: Term
+    output_source: OutputSource
+    output_floor: Term
+    own: ModelLimits | None  # the limits of a step that names its own ``model``
+    before: tuple[Diagnostic, ...]  # the prompt's (no prompt_key, a path that names nothing)
+    after: tuple[Diagnostic, ...]  # the template's, history's, output limit's and ceiling's
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a pipeline's check reads from the pipeline, its extends chain and its config.json
+    (cached by their fingerprints, ``deps``); the prompts' token counts, the arithmetic and
+    the contract are done on every check (``_Checker``)."""
+
+    deps: Mapping[str, str]  # every file read (and place probed) with its fingerprint
+    head: Location
+    config: LoadedConfig | None
+    config_path: str | None
+    chain: Chain
+    choice: PolicyChoice
+    window: Term | None
+    ceiling: Term | None
+    inputs: frozenset[str]
+    limits: ModelLimits  # the model's window, ceiling and tokenizer (limits.py)
+    head_diags: tuple[Diagnostic, ...]  # the files', config's and policy's
+    context_diags: tuple[Diagnostic, ...] = ()  # max_context_tokens missing
+    shared: _Shared | None = None  # None: the steps are not checked (unusable pipeline)
+    context: Term | None = None
+    context_floor: Term | None = None
+    steps: tuple[_StepPlan, ...] = ()
+    prompt_root: str = "."  # prompt files must resolve inside it
+    extends_location: Location | None = None  # the pipeline's own ``extends`` value
+    #: the template terms of ``steps`` per tokenizer name, made on first use
+    template_terms: dict[str, tuple[Term, ...]] = field(default_factory=dict, compare=False,
+                                                        repr=False)
+
+    def templates(self, counter: TokenCounter) -> tuple[Term, ...]:
+        """Each step's template term, counted with ``counter`` (once per tokenizer)."""
+        terms = self.template_terms.get(counter.name)
+        if terms is None:
+            inherited = self.shared is not None and self.shared.inherited
+            terms = tuple(Term(0, TermSource.NO_TEMPLATE) if sp.template is None else
+                          Term(counter.count(sp.template), "user_parts.template", inherited,
+                               sp.template_location) for sp in self.steps)
+            self.template_terms[counter.name] = terms
+        return terms
+
+
+class _Planner:
+    """Builds the ``_Plan`` of a pipeline: reads and parses the pipeline, its extends chain
+    and config.json, merges the settings and finds every step's terms but token counts."""
+
+    def __init__(self, pipeline: str, files: RunFiles, options: CheckOptions,
                  environ: Mapping[str, str], cache: BudgetCache) -> None:
         self.pipe = pipeline
+        self.run_files = files
         self.files = RecordingFiles(files)
         self.options = options
         self.environ = environ
         self.cache = cache
         self.diags: list[Diagnostic] = []
         self.inputs: set[str] = {pipeline}
-        self.first: PipelineFile | None = None
+        self.output_floor: Term | None = None  # min_output_tokens as set, for every step
         self.limits = ModelLimits()  # the model's window, ceiling and tokenizer (limits.py)
-        self.approximate = False
+        #: the prompt file of each prompt_key, with why it names no file (or None)
+        self.prompt_paths: dict[str, tuple[str, str | None]] = {}
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
@@ -223,18 +293,25 @@ class _Checker:
         """Diagnostics of a file the pipeline reads, as this pipeline's."""
         self.diags.extend(replace(d, pipeline=self.pipe) for d in diagnostics)
 
+    def take(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics found since the last call."""
+        out = tuple(self.diags)
+        self.diags.clear()
+        return out
+
     def load_file(self, path: str) -> PipelineFile:
         return self.cache.parsed("pipeline", path, self.files,
                                  lambda: read_pipeline(path, self.files))
 
     # ------------------------------------------------------------- the pipeline as a whole
-    def run(self) -> PipelineReport:
+    def plan(self) -> _Plan:
         config, config_path = pipeline_config(self.pipe, self.files, self.options, self.cache)
         if config_path:
             self.inputs.add(config_path)
-        chain = load_chain(self.pipe, self.files, root=self.root(config), load=self.load_file)
+        chain = load_chain(self.pipe, self.files, root=self.root(config), load=self.load_file,
+                           inside=self.run_files.is_inside)
         self.inputs.update(pf.path for pf in chain.files)
-        first = self.first = chain.pipeline
+        first = chain.pipeline
         self.adopt(first.diagnostics)
         self.adopt(chain.diagnostics)
         head = Location(self.pipe, first.head_range())
@@ -247,17 +324,13 @@ class _Checker:
         self.limits = config_limits(config, self.options.target)
         self.adopt(self.limits.diagnostics)
         choice = self.policy(config, head)
-        tokenizer = self.tokenizer(config, head)
-        report_base: dict[str, Any] = dict(
-            pipeline=self.pipe, policy=choice.policy, policy_source=choice.source,
-            tokenizer=tokenizer.name, config=config_path,
-            chain=tuple(pf.path for pf in chain.files), window=self.limits.window,
-            output_ceiling=self.limits.ceiling, model=self.limits.name,
-            approximate=self.approximate, target=self.options.target)
+        base: dict[str, Any] = dict(
+            head=head, config=config, config_path=config_path, chain=chain, choice=choice,
+            window=self.limits.window, ceiling=self.limits.ceiling, limits=self.limits,
+            head_diags=self.take())
         if not first.usable or (chain.broken and len(chain.files) == 1):
-            return self.finish(steps=[], **report_base)
-        return self.check_steps(chain, config, self.cache.counter(tokenizer), head,
-                                report_base)
+            return _Plan(deps=self.files.seen, inputs=frozenset(self.inputs), **base)
+        return self.plan_steps(base)
 
     def root(self, config: LoadedConfig | None) -> str:
         if self.options.workspace_root is not None:
@@ -272,61 +345,27 @@ class _Checker:
             self.add(head, Severity.WARNING, codes.POLICY_INVALID, choice.problem)
         return choice
 
-    def tokenizer(self, config: LoadedConfig | None, head: Location) -> Tokenizer:
-        cfg = config.config if config is not None else None
-        spec = self.options.tokenizer or (cfg.tokenizer if cfg is not None else None)
-        if self.limits.tokenizer and (self.limits.forced or spec is None):
-            spec = self.limits.tokenizer  # the model's (limits.py): exact or approximate
-            self.approximate = self.limits.approximate
-        base_dir = Path(config.directory) if config is not None else None
-        try:
-            return get_tokenizer(spec, base_dir=base_dir)
-        except TokenizerError as exc:
-            loc = (config.location("tokenizer") if config is not None and not
-                   self.options.tokenizer else head)
-            self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
-                     f"{exc}; counting with {DEFAULT_TOKENIZER} instead")
-            return get_tokenizer(DEFAULT_TOKENIZER)
-
-    def check_steps(self, chain: Chain, config: LoadedConfig | None, counter: TokenCounter,
-                    head: Location, report_base: dict[str, Any]) -> PipelineReport:
+    def plan_steps(self, base: dict[str, Any]) -> _Plan:
+        chain: Chain = base["chain"]
+        config: LoadedConfig | None = base["config"]
+        window: Term | None = base["window"]
         settings = merged_settings(chain)
-        window: Term | None = report_base["window"]
-        ceiling: Term | None = report_base["output_ceiling"]
-        policy: Policy = report_base["policy"]
-        context = self.context_term(chain, settings, head)
-        shared = _Shared(config, counter, policy, _overhead_term(config), _margin_term(settings),
-                         settings.get("max_history_tokens"),
+        context = self.context_term(chain, settings, base["head"])
+        context_diags = self.take()
+        shared = _Shared(config, base["choice"].policy, _overhead_term(config),
+                         _margin_term(settings), settings.get("max_history_tokens"),
                          context or Term(0, TermSource.MISSING),
-                         window or Term(0, TermSource.MISSING), ceiling, False)
-        steps = [replace(s, output_floor=_output_floor(s, settings, config, s.ceiling or ceiling))
-                 for s in self.steps(chain, shared)]
-        floor_term = _context_floor(context, settings, config) if context else None
-        floor = floor_term.value if floor_term else 0
-        clamp = ClampValues()
-        if context is not None and window is not None and steps:
-            clamp = compute_clamp(steps, context=context.value, window=window.value,
-                                  ceiling=ceiling.value if ceiling else None, floor=floor)
-            self.contract(steps, policy, clamp, window, floor_term)
-        report = self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
-                             **report_base)
-        injection = check_injection(report, files=self.files, loaded=chain.files)
-        if injection.policy is None and not injection.diagnostics:
-            return report
-        self.diags.extend(injection.diagnostics)
-        return self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
-                           injection=injection, **report_base)
-
-    def finish(self, **kwargs: Any) -> PipelineReport:
-        seen: set[tuple[Any, ...]] = set()
-        unique: list[Diagnostic] = []
-        for d in self.diags:
-            key = (d.file, d.range, d.code, d.message)
-            if key not in seen:
-                seen.add(key)
-                unique.append(d)
-        unique.sort(key=lambda d: (d.file != self.pipe, d.file, d.range.start, d.code))
-        return PipelineReport(diagnostics=unique, inputs=frozenset(self.inputs), **kwargs)
+                         window or Term(0, TermSource.MISSING), base["ceiling"], False)
+        steps, shared = self.steps(chain, shared, settings)
+        prompt_root = (str(self.options.workspace_root)
+                       if self.options.workspace_root is not None
+                       else config.directory if config is not None else ".")
+        return _Plan(
+            deps=self.files.seen, inputs=frozenset(self.inputs), context_diags=context_diags,
+            shared=shared, context=context,
+            context_floor=_context_floor(context, settings, config) if context else None,
+            steps=steps, prompt_root=prompt_root,
+            extends_location=self.pipe_extends_location(chain.pipeline), **base)
 
     def context_term(self, chain: Chain, settings: dict[str, Setting],
                      head: Location) -> Term | None:
@@ -342,43 +381,41 @@ class _Checker:
                      " parent pipeline (the token limit of the retrieved context)")
         return None
 
-    def steps(self, chain: Chain, shared: _Shared) -> list[StepBudget]:
+    def steps(self, chain: Chain, shared: _Shared, settings: dict[str, Setting],
+              ) -> tuple[tuple[_StepPlan, ...], _Shared]:
         owner = steps_owner(chain)
         if owner is None or owner.model is None or owner.model.steps is None:
-            return []
+            return (), shared
         shared = replace(shared, inherited=owner.path != self.pipe)
-        return [self.step_budget(_At(owner, index, step, step_name(step, index)), shared)
-                for index, step in enumerate(owner.model.steps) if step.type == CALL_MODEL]
+        self.output_floor = _floor_setting("min_output_tokens", settings, shared.config)
+        return tuple(self.step_plan(_At(owner, index, step, step_name(step, index)), shared)
+                     for index, step in enumerate(owner.model.steps)
+                     if step.type == CALL_MODEL), shared
+
+    @staticmethod
+    def pipe_extends_location(pf: PipelineFile) -> Location | None:
+        if pf.doc is None or pf.doc.span(("extends",)) is None:
+            return None
+        return pf.location(("extends",))
 
     # ------------------------------------------------------------------------ one step
-    def step_budget(self, at: _At, shared: _Shared) -> StepBudget:
+    def step_plan(self, at: _At, shared: _Shared) -> _StepPlan:
         own = self.step_model(at, shared)
-        if own is not None:
-            shared = replace(shared, window=own.window or shared.window, ceiling=own.ceiling,
-                             counter=self.step_counter(own, shared))
-        prompt_file, prompt = self.prompt_term(at, shared)
-        template = self.template_term(at, shared)
-        fixed = Term(prompt.value + template.value + shared.overhead.value,
-                     "system prompt + template + format overhead", shared.inherited,
-                     at.location())
+        prompt_file, prompt, key_location = self.prompt_term(at, shared)
+        before = self.take()
+        template, template_location = self.template_term(at)
         history = self.history_term(at, shared)
         output, source = self.output_term(at, shared)
-        self.check_ceiling(at, output, source, shared.ceiling)
-        context, window, margin = shared.context, shared.window, shared.margin
-        total = fixed.value + history.value + context.value + output.value + margin.value
-        headroom = window.value - total
-        fits = (headroom >= 0 and not window.missing and not context.missing
-                and source is not OutputSource.MISSING)
-        return StepBudget(
-            pipeline=self.pipe, step=at.name, index=at.index, location=at.location(),
-            defined_in=at.owner.path, system_prompt=prompt, template=template,
-            format_overhead=shared.overhead, fixed=fixed, history=history, context=context,
-            output=output, output_source=source, margin=margin, window=window, total=total,
-            headroom=headroom, fits=fits, prompt_file=prompt_file,
-            use_history=bool(at.step.use_history), name_location=at.name_location,
-            model=own.name if own else None, ceiling=own.ceiling if own else None,
-            approximate=(own.approximate and not self.explicit_tokenizer(shared)) if own
-            else self.approximate)
+        self.check_ceiling(at, output, source, own.ceiling if own else shared.ceiling)
+        ceiling = (own.ceiling or shared.ceiling) if own else shared.ceiling
+        limit = output.value if ceiling is None else min(output.value, ceiling.value)
+        return _StepPlan(
+            at=at, location=at.location(), name_location=at.name_location,
+            prompt_file=prompt_file, prompt=prompt, prompt_key_location=key_location,
+            template=template, template_location=template_location, history=history,
+            output=output, output_source=source,
+            output_floor=_output_floor(limit, source, self.output_floor), own=own,
+            before=before, after=self.take())
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
         """The limits of a step that names its own ``model`` (limits.py); None without."""
@@ -387,42 +424,51 @@ class _Checker:
         self.diags.extend(replace(d, pipeline=self.pipe, step=at.name) for d in own.diagnostics)
         return None if own.model is None or own.model is self.limits.model else own
 
-    def step_counter(self, own: ModelLimits, shared: _Shared) -> TokenCounter:
-        """The pipeline's counter, or the one of the step model's tokenizer family when the
-        tokenizer is not set explicitly (option or config.json)."""
-        if self.explicit_tokenizer(shared) or not own.tokenizer \
-                or own.tokenizer == shared.counter.tokenizer.name:
-            return shared.counter
-        return self.cache.counter(get_tokenizer(own.tokenizer))
-
-    def explicit_tokenizer(self, shared: _Shared) -> bool:
-        """A tokenizer is set explicitly (option, editor setting or config.json)."""
-        cfg = shared.config.config if shared.config is not None else None
-        return bool(self.options.tokenizer or (cfg is not None and cfg.tokenizer))
-
-    def prompt_term(self, at: _At, shared: _Shared) -> tuple[str | None, Term]:
-        """The system prompt's tokens (and the prompt file) of a step."""
+    def prompt_term(self, at: _At, shared: _Shared,
+                    ) -> tuple[str | None, Term, Location | None]:
+        """The prompt file of a step (its tokens are counted per check), or the system
+        prompt's term when there is no file to count."""
         if at.step.prompt_key is not None:
-            return self.prompt(at, at.step.prompt_key, shared.config, shared.counter)
+            return self.prompt(at, at.step.prompt_key, shared.config)
         if at.path("prompt_key") not in at.owner.invalid:
             self.add(at.name_location, Severity.WARNING, codes.PROMPT_KEY_MISSING,
                      f"call_model step {at.name!r} has no prompt_key: its system prompt"
                      " counts as 0 tokens", at.name)
-        return None, Term(0, TermSource.NO_PROMPT_KEY)
+        return None, Term(0, TermSource.NO_PROMPT_KEY), None
 
-    def template_term(self, at: _At, shared: _Shared) -> Term:
-        """The template's tokens with its placeholders emptied; syntax errors reported."""
+    def prompt(self, at: _At, key: str, config: LoadedConfig | None,
+               ) -> tuple[str | None, Term, Location | None]:
+        """The prompt file ``<prompts_dir>/<key>.txt`` of a step."""
+        cfg = config.config if config is not None else None
+        if config is None or cfg is None:
+            return None, Term(0, TermSource.PROMPT_FILE_NO_CONFIG), None
+        key_loc, name = at.location("prompt_key"), at.name
+        found = self.prompt_paths.get(key)
+        if found is None:
+            prompts_dir = os.path.normpath(os.path.join(config.directory, cfg.prompts_dir))
+            path = os.path.normpath(os.path.join(prompts_dir, f"{key}.txt"))
+            found = self.prompt_paths[key] = (path, path_problem(path))
+        path, problem = found
+        if problem is not None:
+            self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
+                     f"prompt file {path!r} of step {name!r} cannot be used: {problem}", name)
+            return None, Term(0, TermSource.PROMPT_FILE), None
+        self.inputs.add(path)
+        return path, Term(0, TermSource.PROMPT_FILE, location=Location(path)), key_loc
+
+    def template_term(self, at: _At) -> tuple[str | None, Location | None]:
+        """The template with its placeholders emptied (counted per tokenizer by the plan)
+        and its place; syntax errors reported."""
         text = at.step.user_parts.template if at.step.user_parts else None
         if text is None:
-            return Term(0, TermSource.NO_TEMPLATE)
+            return None, None
         tpath = at.path("user_parts", "template")
-        parsed = parse_template(text)
+        parsed = self.cache.template(text)
         for problem in parsed.problems:
             rng = string_range(at.owner.doc, tpath, problem.start, problem.end)
             self.add(Location(at.owner.path, rng), Severity.ERROR, codes.TEMPLATE_SYNTAX,
                      f"template of step {at.name!r}: {problem.message}", at.name)
-        return Term(shared.counter.count(parsed.emptied), "user_parts.template",
-                    shared.inherited, at.owner.location(tpath))
+        return parsed.emptied, at.owner.location(tpath)
 
     def history_term(self, at: _At, shared: _Shared) -> Term:
         """settings.max_history_tokens for a step with use_history (0 without)."""
@@ -476,39 +522,182 @@ class _Checker:
                           if ceiling.source.startswith("config.json") else ceiling.source),)
                  if ceiling.location else ())
 
-    def prompt(self, at: _At, key: str, config: LoadedConfig | None,
-               counter: TokenCounter) -> tuple[str | None, Term]:
-        """The prompt file ``<prompts_dir>/<key>.txt`` of a step and its tokens."""
+
+class _Outside:
+    """A prompt file that resolves outside the workspace root (not read)."""
+
+
+_OUTSIDE = _Outside()
+
+
+class _Checker:
+    """Checks a pipeline from its ``_Plan``: counts the prompts (cached by fingerprint), adds
+    up every step, computes the clamp and reports the contract."""
+
+    def __init__(self, pipeline: str, plan: _Plan, files: RunFiles, options: CheckOptions,
+                 cache: BudgetCache) -> None:
+        self.pipe = pipeline
+        self.plan = plan
+        self.run_files = files
+        self.files = RecordingFiles(files)
+        self.options = options
+        self.cache = cache
+        self.diags: list[Diagnostic] = list(plan.head_diags)
+        #: each prompt file's tokens per tokenizer in this run (or why it has none), looked
+        #: up once
+        self.prompts: dict[tuple[str, str], int | SourceError | _Outside] = {}
+        self.approximate = False  # the counts are approximate (the model's family: ≈)
+
+    def add(self, loc: Location, severity: Severity, code: str, message: str,
+            step: str | None = None, related: tuple[Related, ...] = (),
+            data: dict[str, Any] | None = None) -> None:
+        self.diags.append(Diagnostic(loc.file, loc.range, severity, code, message, self.pipe,
+                                     step, related, data))
+
+    def run(self) -> PipelineReport:
+        plan = self.plan
+        tokenizer = self.tokenizer(plan.config, plan.head)
+        self.diags.extend(plan.context_diags)
+        report_base: dict[str, Any] = dict(
+            pipeline=self.pipe, policy=plan.choice.policy, policy_source=plan.choice.source,
+            tokenizer=tokenizer.name, config=plan.config_path,
+            chain=tuple(pf.path for pf in plan.chain.files), window=plan.window,
+            output_ceiling=plan.ceiling, model=plan.limits.name,
+            approximate=self.approximate, target=self.options.target)
+        if plan.shared is None:
+            return self.finish(steps=[], **report_base)
+        return self.check_steps(plan.shared, self.cache.counter(tokenizer), report_base)
+
+    def tokenizer(self, config: LoadedConfig | None, head: Location) -> Tokenizer:
         cfg = config.config if config is not None else None
-        if config is None or cfg is None:
-            return None, Term(0, TermSource.PROMPT_FILE_NO_CONFIG)
-        key_loc, name = at.location("prompt_key"), at.name
-        prompts_dir = os.path.normpath(os.path.join(config.directory, cfg.prompts_dir))
-        path = os.path.normpath(os.path.join(prompts_dir, f"{key}.txt"))
-        problem = path_problem(path)
-        if problem is not None:
-            self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
-                     f"prompt file {path!r} of step {name!r} cannot be used: {problem}", name)
-            return None, Term(0, TermSource.PROMPT_FILE)
-        self.inputs.add(path)
-        root = (str(self.options.workspace_root) if self.options.workspace_root is not None
-                else config.directory)
-        failed = Term(0, TermSource.PROMPT_FILE, location=Location(path))
-        if not is_inside(path, root):
+        spec = self.options.tokenizer or (cfg.tokenizer if cfg is not None else None)
+        limits = self.plan.limits
+        if limits.tokenizer and (limits.forced or spec is None):
+            spec = limits.tokenizer  # the model's (limits.py): exact or approximate
+            self.approximate = limits.approximate
+        base_dir = Path(config.directory) if config is not None else None
+        try:
+            return get_tokenizer(spec, base_dir=base_dir)
+        except TokenizerError as exc:
+            loc = (config.location("tokenizer") if config is not None and not
+                   self.options.tokenizer else head)
+            self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
+                     f"{exc}; counting with {DEFAULT_TOKENIZER} instead")
+            return get_tokenizer(DEFAULT_TOKENIZER)
+
+    def check_steps(self, shared: _Shared, counter: TokenCounter,
+                    report_base: dict[str, Any]) -> PipelineReport:
+        plan = self.plan
+        window: Term | None = plan.window
+        ceiling: Term | None = plan.ceiling
+        context = plan.context
+        steps = [self.step_budget(sp, template, shared, counter)
+                 for sp, template in zip(plan.steps, plan.templates(counter),
+                                                 strict=True)]
+        floor_term = plan.context_floor
+        floor = floor_term.value if floor_term else 0
+        clamp = ClampValues()
+        if context is not None and window is not None and steps:
+            clamp = compute_clamp(steps, context=context.value, window=window.value,
+                                  ceiling=ceiling.value if ceiling else None, floor=floor)
+            self.contract(steps, shared.policy, clamp, window, floor_term)
+        report = self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
+                             **report_base)
+        injection = check_injection(report, files=self.files, loaded=plan.chain.files)
+        if injection.policy is None and not injection.diagnostics:
+            return report
+        self.diags.extend(injection.diagnostics)
+        return self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
+                           injection=injection, **report_base)
+
+    def finish(self, **kwargs: Any) -> PipelineReport:
+        seen: set[tuple[Any, ...]] = set()
+        unique: list[Diagnostic] = []
+        for d in self.diags:
+            key = (d.file, d.range, d.code, d.message)
+            if key not in seen:
+                seen.add(key)
+                unique.append(d)
+        unique.sort(key=lambda d: (d.file != self.pipe, d.file, d.range.start, d.code))
+        return PipelineReport(diagnostics=unique, inputs=self.plan.inputs, **kwargs)
+
+    # ------------------------------------------------------------------------ one step
+    # long-function: one step's arithmetic, read top to bottom (the step model's limits first)
+    def step_budget(self, sp: _StepPlan, template: Term, shared: _Shared,
+                    counter: TokenCounter) -> StepBudget:
+        own = sp.own
+        if own is not None:
+            shared = replace(shared, window=own.window or shared.window, ceiling=own.ceiling)
+            step_counter = self.step_counter(own, shared, counter)
+            if step_counter is not counter and sp.template is not None:
+                template = Term(step_counter.count(sp.template), "user_parts.template",
+                                shared.inherited, sp.template_location)
+            counter = step_counter
+        self.diags.extend(sp.before)
+        prompt = sp.prompt
+        if sp.prompt_file is not None:
+            prompt = self.prompt_tokens(sp, sp.prompt_file, counter)
+        self.diags.extend(sp.after)
+        at = sp.at
+        fixed = Term(prompt.value + template.value + shared.overhead.value,
+                     "system prompt + template + format overhead", shared.inherited,
+                     sp.location)
+        history, output, source = sp.history, sp.output, sp.output_source
+        context, window, margin = shared.context, shared.window, shared.margin
+        total = fixed.value + history.value + context.value + output.value + margin.value
+        headroom = window.value - total
+        fits = (headroom >= 0 and not window.missing and not context.missing
+                and source is not OutputSource.MISSING)
+        return StepBudget(
+            pipeline=self.pipe, step=at.name, index=at.index, location=sp.location,
+            defined_in=at.owner.path, system_prompt=prompt, template=template,
+            format_overhead=shared.overhead, fixed=fixed, history=history, context=context,
+            output=output, output_source=source, margin=margin, window=window, total=total,
+            headroom=headroom, fits=fits, prompt_file=sp.prompt_file,
+            use_history=bool(at.step.use_history), name_location=sp.name_location,
+            output_floor=sp.output_floor, model=own.name if own else None,
+            ceiling=own.ceiling if own else None,
+            approximate=(own.approximate and not self.explicit_tokenizer(shared)) if own
+            else self.approximate)
+
+    def step_counter(self, own: ModelLimits, shared: _Shared,
+                     counter: TokenCounter) -> TokenCounter:
+        """The pipeline's counter, or the one of the step model's tokenizer family when the
+        tokenizer is not set explicitly (option or config.json)."""
+        if self.explicit_tokenizer(shared) or not own.tokenizer \
+                or own.tokenizer == counter.tokenizer.name:
+            return counter
+        return self.cache.counter(get_tokenizer(own.tokenizer))
+
+    def explicit_tokenizer(self, shared: _Shared) -> bool:
+        """A tokenizer is set explicitly (option, editor setting or config.json)."""
+        cfg = shared.config.config if shared.config is not None else None
+        return bool(self.options.tokenizer or (cfg is not None and cfg.tokenizer))
+
+    def prompt_tokens(self, sp: _StepPlan, path: str, counter: TokenCounter) -> Term:
+        """The tokens of the prompt file of a step (0 with a diagnostic when it cannot be
+        counted)."""
+        key_loc = sp.prompt_key_location or sp.name_location
+        name, root = sp.at.name, self.plan.prompt_root
+        result = self.prompts.get((path, counter.name))
+        if result is None:
+            result = self.prompts[(path, counter.name)] = (
+                self.cache.prompt_tokens(path, self.files, counter)
+                if self.run_files.is_inside(path, root) else _OUTSIDE)
+        if isinstance(result, _Outside):
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file {path} of step {name!r} resolves outside the workspace"
                      f" root {root}", name)
-            return path, failed
-        result = self.cache.prompt_tokens(path, self.files, counter)
+            return sp.prompt
         if isinstance(result, FileMissing):
             self.add(key_loc, Severity.ERROR, codes.PROMPT_MISSING,
                      f"prompt file {path} of step {name!r} does not exist", name)
-            return path, failed
+            return sp.prompt
         if isinstance(result, SourceError):
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file of step {name!r} cannot be used: {result}", name)
-            return path, failed
-        return path, Term(result, TermSource.PROMPT_FILE, location=Location(path))
+            return sp.prompt
+        return Term(result, TermSource.PROMPT_FILE, location=sp.prompt.location)
 
     # ----------------------------------------------------------------------- the contract
     def contract(self, steps: list[StepBudget], policy: Policy, clamp: ClampValues,
@@ -521,39 +710,34 @@ class _Checker:
     def step_contract(self, i: int, s: StepBudget, policy: Policy, clamp: ClampValues,
                       window: Term, context_floor: Term | None) -> None:
         """The contract diagnostic of one step (none when it fits)."""
-        where = (self.pipe_extends_location() if s.inherited else None) \
-            or s.name_location or s.location
-        related = tuple(Related(t.location, f"{label}: {t.value}{inherited_suffix(t)}")
-                        for label, t in s.terms().items() if t.location is not None and t.value)
-        data = _violation_data(s)
-        label = f"step {s.step!r}" + (f" (from {s.defined_in})" if s.inherited else "")
         minimum = s.fixed.value + s.history.value + s.margin.value + 1
+        if s.fits and minimum <= window.value:
+            return
+        label = f"step {s.step!r}" + (f" (from {s.defined_in})" if s.inherited else "")
+        severity, code = Severity.ERROR, codes.CANNOT_FIT
+        extra: tuple[Related, ...] = ()
         if minimum > window.value:
-            self.add(where, Severity.ERROR, codes.CANNOT_FIT,
-                     f"{label} cannot fit the window of {window.value} tokens even with"
-                     f" context 0 and output 1: it needs at least {minimum}"
-                     f" (fixed {s.fixed.value} + history {s.history.value} + margin"
-                     f" {s.margin.value} + 1); {largest_term(s, window.value)}",
-                     s.step, related, data)
+            message = (f"{label} cannot fit the window of {window.value} tokens even with"
+                       f" context 0 and output 1: it needs at least {minimum}"
+                       f" (fixed {s.fixed.value} + history {s.history.value} + margin"
+                       f" {s.margin.value} + 1); {largest_term(s, window.value)}")
         elif s.fits:
             return
         elif i in clamp.unfit_steps and context_floor is not None:
-            self.add(where, Severity.ERROR, codes.CANNOT_FIT,
-                     unfit_message(label, s, window.value, context_floor), s.step,
-                     related + floor_related(context_floor, s), data)
+            message = unfit_message(label, s, window.value, context_floor)
+            extra = floor_related(context_floor, s)
         elif policy is Policy.FAIL_FAST:
-            self.add(where, Severity.ERROR, codes.CONTRACT_VIOLATION,
-                     _violation(label, s, window) + " [fail_fast]", s.step, related, data)
+            code, message = codes.CONTRACT_VIOLATION, _violation(label, s, window) + \
+                " [fail_fast]"
         else:
-            self.add(where, Severity.WARNING, codes.CONTRACT_VIOLATION,
-                     f"{_violation(label, s, window)}; auto_clamp lowers"
-                     f" {_clamp_text(i, clamp)} at run time", s.step, related, data)
-
-    def pipe_extends_location(self) -> Location | None:
-        pf = self.first
-        if pf is None or pf.doc is None or pf.doc.span(("extends",)) is None:
-            return None
-        return pf.location(("extends",))
+            severity, code = Severity.WARNING, codes.CONTRACT_VIOLATION
+            message = (f"{_violation(label, s, window)}; auto_clamp lowers"
+                       f" {_clamp_text(i, clamp)} at run time")
+        where = (self.plan.extends_location if s.inherited else None) \
+            or s.name_location or s.location
+        related = tuple(Related(t.location, f"{label}: {t.value}{inherited_suffix(t)}")
+                        for label, t in s.terms().items() if t.location is not None and t.value)
+        self.add(where, severity, code, message, s.step, related + extra, _violation_data(s))
 
 
 def _ceiling_name(ceiling: Term) -> str:
@@ -599,18 +783,29 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     for unsaved editor buffers), never raises for bad input: every problem is a diagnostic
     of the report. ``options`` defaults to ``CheckOptions()`` (the policy from the
     environment and config.json, config.json's tokenizer). With a ``cache``, a pipeline none
-    of whose inputs changed is not checked again.
+    of whose inputs changed is not checked again, and one whose pipeline, extends chain and
+    config.json are unchanged is not parsed again (only its prompts are counted, by
+    fingerprint). Every file is fingerprinted and resolved at most once per call; a caller
+    checking many pipelines against one unchanging state of the files may pass one
+    ``RunFiles`` for all of them.
     """
-    files = files if files is not None else DiskFiles()
+    base = files if files is not None else DiskFiles()
+    run_files = base if isinstance(base, RunFiles) else RunFiles(base)
     options = options or CheckOptions()
     environ = options.environ if options.environ is not None else os.environ
     pipe = os.path.normpath(str(path))
     cache = cache if cache is not None else BudgetCache()
-    key = ("report", pipe, options.key(environ))
-    cached = cache.report(key, files)
+    options_key = options.key(environ)
+    key = ("report", pipe, options_key)
+    cached = cache.report(key, run_files)
     if isinstance(cached, PipelineReport):
         return cached
-    checker = _Checker(pipe, files, options, environ, cache)
+    structure_key = ("structure", pipe, options_key)
+    plan = cache.structure(structure_key, run_files)
+    if not isinstance(plan, _Plan):
+        plan = _Planner(pipe, run_files, options, environ, cache).plan()
+        cache.store_structure(structure_key, plan.deps, plan)
+    checker = _Checker(pipe, plan, run_files, options, cache)
     report = checker.run()
-    cache.store_report(key, checker.files.seen, report)
+    cache.store_report(key, {**plan.deps, **checker.files.seen}, report)
     return report

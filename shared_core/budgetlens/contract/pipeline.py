@@ -294,7 +294,8 @@ def _error_at(loc: Location, problem: _Problem) -> Diagnostic:
 
 
 def _extends_target(current: PipelineFile, extends: str, names: list[str], path: str,
-                    root: str | None) -> str | _Problem:
+                    root: str | None, inside: Callable[[str, str], bool] = is_inside,
+                    ) -> str | _Problem:
     """The parent ``extends`` names (a path), or why it cannot be followed."""
     if not extends.strip():
         return (codes.EXTENDS_MISSING, "extends is empty: name the parent pipeline file"
@@ -309,7 +310,7 @@ def _extends_target(current: PipelineFile, extends: str, names: list[str], path:
     if len(names) >= MAX_EXTENDS_DEPTH:
         return (codes.EXTENDS_CYCLE, f"extends chain longer than {MAX_EXTENDS_DEPTH} files"
                                      f" ({path} and its parents): shorten the chain")
-    if root is not None and not is_inside(parent_path, root):
+    if root is not None and not inside(parent_path, root):
         return (codes.EXTENDS_OUTSIDE, f"extends {extends!r} resolves to {parent_path},"
                                        f" outside the workspace root {root}")
     return parent_path
@@ -352,15 +353,18 @@ def _own_link_error(first: PipelineFile, path: str, diags: list[Diagnostic]) -> 
 
 
 def load_chain(path: str, files: FileSource, *, root: str | None,
-               load: Callable[[str], PipelineFile] | None = None) -> Chain:
+               load: Callable[[str], PipelineFile] | None = None,
+               inside: Callable[[str, str], bool] = is_inside) -> Chain:
     """Load ``path`` and follow ``extends`` up its chain.
 
     Errors are reported at the ``extends`` value of the child: a missing or unreadable
     parent, a cycle (naming the chain), a parent outside ``root``, a broken parent. A
     pipeline inside ``root`` as named whose real path (symlinks resolved) leaves it is not
-    read at all (BL007, as the editor's workspace-rooted reads refuse it).
+    read at all (BL007, as the editor's workspace-rooted reads refuse it). ``inside`` is
+    ``files.is_inside`` (a memo of the resolved paths, ``RunFiles.is_inside``) or the plain
+    function.
     """
-    if root is not None and _named_inside(path, root) and not is_inside(path, root):
+    if root is not None and _named_inside(path, root) and not inside(path, root):
         return Chain((PipelineFile(path, None, None, (Diagnostic(
             path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
             f"pipeline cannot be read: {path}: resolves outside the workspace root {root}"),
@@ -374,7 +378,8 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
     while current.usable and current.model is not None and current.model.extends is not None:
         ext_loc = current.location(("extends",))
         extends = current.model.extends
-        target = _extends_target(current, extends, [f.path for f in chain], path, root)
+        target = _extends_target(current, extends, [f.path for f in chain], path, root,
+                                 inside)
         if isinstance(target, tuple):
             diags.append(_error_at(ext_loc, target))
             broken = True

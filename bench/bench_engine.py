@@ -1,0 +1,301 @@
+"""Time the core budget engine in process, the way the language server drives it.
+
+    .venv/bin/python bench/bench_engine.py [--steps 500] [--levels 5] [--pipelines 1000]
+                                           [--dependents 200] [--edits 20] [--json out.json]
+
+Two generated workspaces (the shapes of bench/bench_lsp.py), in a temporary folder removed
+at the end; every check goes through one ``BudgetCache`` and, like the server, a new
+``OverlayFiles`` (the edited buffer over ``DiskFiles(root)``) per pipeline:
+
+1. **big**: a ``--steps``-step pipeline at the end of a ``--levels``-level extends chain; each
+   of ``--edits`` edits changes one character of the pipeline buffer (a digit of a step's
+   ``max_output_tokens``) and checks it again. Printed: median and p95 per edit, and the
+   Python heap kept (tracemalloc, after a full collection) over the edits, so a cache that
+   keeps every version shows.
+2. **dependents**: ``--pipelines`` pipelines, ``--dependents`` of them using
+   ``prompts/shared.txt``; each of ``--edits`` edits changes that prompt's buffer and checks
+   its dependents again. Printed: median and p95 per round (all dependents), per pipeline.
+
+Then the work one edit does, counted (a separate pass, so the counting does not slow the
+timings): YAML parses, template parses and tokenizer encodes per round.
+
+To compare with another checkout, run the same script with that checkout's core first on
+the path and keep its figures, then pass them as ``--baseline``: the ratios are printed::
+
+    PYTHONPATH=/path/to/checkout/shared_core .venv/bin/python bench/bench_engine.py \
+        --json before.json
+    .venv/bin/python bench/bench_engine.py --baseline before.json
+
+On a shared machine the CPU times (this process only) are steadier than the wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import shutil
+import statistics
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import budgetlens
+from budgetlens import BudgetCache, CheckOptions, DiskFiles, check_pipeline
+from budgetlens import files as files_module
+from budgetlens.contract import cache as cache_module
+from budgetlens.contract import check as check_module
+from budgetlens.contract import config as config_module
+from budgetlens.contract import pipeline as pipeline_module
+from budgetlens.contract import template as template_module
+from budgetlens.files import OverlayFiles
+from budgetlens.tokens.core import TiktokenTokenizer, get_tokenizer
+
+WINDOW, OUTPUT, CONTEXT = 8192, 1024, 3000
+OPTIONS = CheckOptions(environ={})
+
+
+def words(n: int, seed: int) -> str:
+    vocabulary = ("budget", "context", "window", "tokens", "history", "prompt", "model", "step",
+                  "output", "margin", "pipeline", "summary", "answer", "question", "evidence",
+                  "retrieve", "rank", "verify", "format", "json")
+    return " ".join(vocabulary[(i * 7 + seed) % len(vocabulary)] for i in range(n))
+
+
+def write_config(root: Path) -> None:
+    (root / "prompts").mkdir(parents=True)
+    (root / "pipelines").mkdir()
+    (root / "config.json").write_text(json.dumps({
+        "model_context_window": WINDOW, "model_max_tokens": OUTPUT, "prompts_dir": "prompts",
+        "development": True}, indent=2) + "\n")
+
+
+def step_yaml(index: int, prompt: str, history: bool) -> str:
+    return (f"  - id: step_{index:04d}\n"
+            f"    type: call_model\n"
+            f"    prompt_key: {prompt}\n"
+            f"    use_history: {'true' if history else 'false'}\n"
+            f"    user_parts:\n"
+            f"      template: \"Question {{question}} with {{context}} ({index})\"\n"
+            f"    max_output_tokens: {512 + index % 256}\n")
+
+
+def make_big(root: Path, steps: int, levels: int) -> Path:
+    write_config(root)
+    for i in range(20):
+        (root / "prompts" / f"p{i:02d}.txt").write_text(words(40 + 15 * i, i) + "\n")
+    (root / "prompts" / "huge.txt").write_text(words(4200, 99) + "\n")
+    (root / "pipelines" / "base0.yaml").write_text(
+        "settings:\n  max_context_tokens: 2500\n  max_history_tokens: 400\n"
+        "  budget_safety_margin_tokens: 100\n")
+    for level in range(1, levels):
+        (root / "pipelines" / f"base{level}.yaml").write_text(
+            f"extends: base{level - 1}.yaml\nsettings:\n"
+            f"  max_history_tokens: {400 + 50 * level}\n")
+    body = "".join(step_yaml(i, "huge" if i % 50 == 0 else f"p{i % 20:02d}", i % 3 == 0)
+                   for i in range(steps))
+    big = root / "pipelines" / "big.yaml"
+    big.write_text(f"extends: base{levels - 1}.yaml\nsettings:\n"
+                   f"  max_context_tokens: {CONTEXT}\nsteps:\n{body}")
+    return big
+
+
+def make_many(root: Path, pipelines: int, dependents: int) -> tuple[Path, list[Path]]:
+    write_config(root)
+    for i in range(50):
+        (root / "prompts" / f"other{i:02d}.txt").write_text(words(30 + 9 * i, i) + "\n")
+    shared = root / "prompts" / "shared.txt"
+    shared.write_text("revision 0000\n" + words(300, 3) + "\n")
+    (root / "pipelines" / "base.yaml").write_text(
+        f"settings:\n  max_context_tokens: {CONTEXT}\n  max_history_tokens: 500\n"
+        "  budget_safety_margin_tokens: 128\n")
+    users = []
+    for p in range(pipelines):
+        uses_shared = p < dependents
+        body = "".join(step_yaml(s, "shared" if uses_shared and s == 1
+                                 else f"other{(p + s) % 50:02d}", s == 2) for s in range(4))
+        path = root / "pipelines" / f"p{p:04d}.yaml"
+        path.write_text(f"extends: base.yaml\nsteps:\n{body}")
+        if uses_shared:
+            users.append(path)
+    return shared, users
+
+
+def check(root: Path, path: Path, overlay: dict[Path, str], cache: BudgetCache) -> Any:
+    files = OverlayFiles(DiskFiles(root), overlay) if overlay else DiskFiles(root)
+    return check_pipeline(path, files=files, cache=cache,
+                          options=CheckOptions(environ={}, workspace_root=root))
+
+
+def big_edit(text: str, i: int) -> str:
+    """One character changed: the last digit of the first step's max_output_tokens."""
+    at = text.index("max_output_tokens: ") + len("max_output_tokens: ") + 2
+    return text[:at] + str(i % 10) + text[at + 1:]
+
+
+def prompt_text(base: str, i: int) -> str:
+    return base.replace("revision 0000", f"revision {i + 1:04d}")
+
+
+def stats(values: list[tuple[float, float]]) -> dict[str, float]:
+    """Median and p95 of wall and CPU (this process) times, in ms."""
+    out = {}
+    for label, column in (("", 0), ("cpu_", 1)):
+        ordered = sorted(v[column] for v in values)
+        p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+        out[f"{label}median_ms"] = statistics.median(ordered) * 1e3
+        out[f"{label}p95_ms"] = p95 * 1e3
+    return out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``fn()``; the CPU time of this process does not count the
+    other processes of a shared machine."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def bench_big(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    big = make_big(root, args.steps, args.levels)
+    text = big.read_text()
+    cache = BudgetCache()
+    cold = timed(lambda: check(root, big, {}, cache))
+    times = []
+    for i in range(args.edits):
+        edited = big_edit(text, i + 1)
+        times.append(timed(lambda e=edited: check(root, big, {big: e}, cache)))  # type: ignore[misc]
+    tracemalloc.start()
+    for i in range(3):  # the first traced versions replace untraced ones: not growth
+        check(root, big, {big: big_edit(text, i) + "# warm\n" * (i + 1)}, cache)
+    gc.collect()  # count what is kept, not garbage waiting for the collector
+    start, _ = tracemalloc.get_traced_memory()
+    for i in range(args.edits):
+        check(root, big, {big: big_edit(text, i + 1) + f"# {i}\n"}, cache)
+    gc.collect()
+    end, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    counts = count_work(lambda: check(root, big, {big: big_edit(text, 7) + "#x\n"}, cache))
+    return {"cold_ms": cold[0] * 1e3, **stats(times),
+            "heap_growth_mb_over_edits": (end - start) / 1e6, "work_per_edit": counts}
+
+
+def bench_dependents(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    shared, users = make_many(root, args.pipelines, args.dependents)
+    paths = sorted((root / "pipelines").glob("p*.yaml"))
+    base = shared.read_text()
+    cache = BudgetCache()
+    cold = timed(lambda: [check(root, p, {}, cache) for p in paths])
+    times = []
+    for i in range(args.edits):
+        overlay = {shared: prompt_text(base, i)}
+        times.append(timed(lambda o=overlay: [check(root, p, o, cache)  # type: ignore[misc]
+                                              for p in users]))
+    overlay = {shared: prompt_text(base, args.edits + 1)}
+    counts = count_work(lambda: [check(root, p, overlay, cache) for p in users])
+    out = {"cold_all_ms": cold[0] * 1e3, "dependents": len(users), **stats(times),
+           "work_per_round": counts}
+    run_files = getattr(files_module, "RunFiles", None)
+    if run_files is not None:  # one memo of file-system facts for the whole round
+        batch = []
+        options = CheckOptions(environ={}, workspace_root=root)
+        for i in range(args.edits):
+            files = run_files(OverlayFiles(DiskFiles(root), {shared: prompt_text(base, 100 + i)}))
+            batch.append(timed(lambda f=files: [  # type: ignore[misc]
+                check_pipeline(p, files=f, options=options, cache=cache) for p in users]))
+        out["one_run_files"] = stats(batch)
+    return out
+
+
+@contextmanager
+def counting(module: Any, name: str, tally: dict[str, int], label: str) -> Iterator[None]:
+    """Count the calls of ``module.name`` into ``tally[label]`` (nothing when it has none)."""
+    original = getattr(module, name, None)
+    if original is None:
+        yield
+        return
+
+    def wrapper(*a: Any, **k: Any) -> Any:
+        tally[label] = tally.get(label, 0) + 1
+        return original(*a, **k)
+
+    setattr(module, name, wrapper)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+def count_work(fn: Callable[[], Any]) -> dict[str, int]:
+    """YAML parses, template parses and tokenizer encodes that ``fn`` does."""
+    tally = {"yaml_parses": 0, "template_parses": 0, "encodes": 0}
+    with ExitStack() as stack:
+        for module in (pipeline_module, config_module):
+            stack.enter_context(counting(module, "parse_yaml", tally, "yaml_parses"))
+        for module in (check_module, cache_module, template_module):
+            stack.enter_context(counting(module, "parse_template", tally, "template_parses"))
+        stack.enter_context(counting(TiktokenTokenizer, "count", tally, "encodes"))
+        fn()
+    return tally
+
+
+def print_ratios(out: dict[str, Any], base: dict[str, Any]) -> None:
+    """This run's figures next to the baseline's, with the ratio (below 1: faster now)."""
+    print(f"against {base['core']} (ratio = this run / baseline):")
+    for section, title in (("big", "one-character edit"), ("dependents", "dependents")):
+        for key in ("median_ms", "p95_ms", "cpu_median_ms", "cpu_p95_ms"):
+            now, then = out[section][key], base[section][key]
+            print(f"  {title:>18} {key:>14}: {then:8.1f} -> {now:8.1f}  ({now / then:.2f}x)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--levels", type=int, default=5)
+    parser.add_argument("--pipelines", type=int, default=1000)
+    parser.add_argument("--dependents", type=int, default=200)
+    parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="figures of an earlier run (--json) to print ratios against")
+    args = parser.parse_args()
+    get_tokenizer("cl100k_base").count("warm up")  # load the encoding outside every timing
+    tmp = Path(tempfile.mkdtemp(prefix="budgetlens-bench-engine-"))
+    try:
+        big = bench_big(tmp / "big", args)
+        deps = bench_dependents(tmp / "many", args)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    settings = {k: v for k, v in vars(args).items() if k not in ("json", "baseline")}
+    out = {"core": str(Path(budgetlens.__file__).parent), "args": settings, "big": big,
+           "dependents": deps}
+    print(f"core under test: {out['core']}")
+    print(f"{args.steps}-step pipeline, {args.levels}-level extends, one-character edit"
+          f" ({args.edits} edits): median {big['median_ms']:.1f} ms, p95"
+          f" {big['p95_ms']:.1f} ms; CPU median {big['cpu_median_ms']:.1f} ms, p95"
+          f" {big['cpu_p95_ms']:.1f} ms (cold {big['cold_ms']:.0f} ms); heap kept over the"
+          f" edits {big['heap_growth_mb_over_edits']:+.2f} MB; per edit {big['work_per_edit']}")
+    n = deps["dependents"]
+    print(f"prompt used by {n} of {args.pipelines} pipelines edited ({args.edits} edits):"
+          f" re-check of the {n} dependents median {deps['median_ms']:.1f} ms, p95"
+          f" {deps['p95_ms']:.1f} ms; CPU median {deps['cpu_median_ms']:.1f} ms"
+          f" ({deps['cpu_median_ms'] / max(n, 1):.3f} ms/pipeline), p95"
+          f" {deps['cpu_p95_ms']:.1f} ms; per round {deps['work_per_round']}")
+    if "one_run_files" in deps:
+        one = deps["one_run_files"]
+        print(f"  the same with one RunFiles for the round (as a server may pass per update):"
+              f" median {one['median_ms']:.1f} ms, p95 {one['p95_ms']:.1f} ms; CPU median"
+              f" {one['cpu_median_ms']:.1f} ms, p95 {one['cpu_p95_ms']:.1f} ms")
+    if args.baseline is not None:
+        print_ratios(out, json.loads(args.baseline.read_text()))
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
