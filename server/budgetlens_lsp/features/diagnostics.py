@@ -56,7 +56,7 @@ from budgetlens_lsp.workspace_index import (
 log = logging.getLogger(__name__)
 
 #: Seconds a streak of superseded analyses may go undelivered (see the module docstring).
-MAX_HOLD_S = 0.3
+MAX_HOLD_S = 1.0
 
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 _CONTRACT = (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)
