@@ -1,28 +1,40 @@
 """LSP benchmark: budgetlens serve vs a bare pygls server (the floor) and yaml-language-server.
 
-One run measures, with a real LSP client over stdio (bench/lsp_client.py):
+One run measures, with a real LSP client over stdio (bench/lsp_client.py), every language-
+server row of issue 12's table, the bare pygls server (bench/floor_server.py) in the same run:
 
 1. server start to first diagnostics (spawn -> initialize -> didOpen -> publishDiagnostics),
-   median of --starts runs, for budgetlens, the bare pygls floor (bench/floor_server.py) and
-   yaml-language-server;
-2. didChange -> publishDiagnostics latency p50/p95, one edit at a time (each edit a new text,
-   so no content cache can answer it), on
+   median of --starts runs, budgetlens and the floor (and yaml-language-server, the peer);
+2. didChange -> publishDiagnostics p50/p95, one edit at a time (each edit a new text, so no
+   content cache can answer it), budgetlens and the floor, on
    a. the example over-budget pipeline (examples/),
    b. a generated 500-step pipeline at the end of a 5-level extends chain,
    c. a generated 1,000-pipeline workspace after editing a prompt used by 200 pipelines
       (latency until every one of the 200 dependents has been re-published);
-3. peak RSS (VmHWM) of each server process.
+3. typing --keystrokes keystrokes every 50 ms in (b): last keystroke -> the last version's
+   diagnostics, versions analysed (from the server's log), pushes, pushes older than one
+   already received;
+4. typing --keystrokes keystrokes every 50 ms in the prompt of (c): last keystroke -> final
+   diagnostics, pushes;
+5. opening a pipeline in the 1,000-pipeline workspace (didOpen right after initialized) ->
+   its diagnostics;
+6. RSS (VmRSS) growth over --rss-edits edits of (b);
+7. peak RSS (VmHWM) of each server process.
 
-The same edits go to yaml-language-server (npm, --stdio; `npm ci` in bench/ installs it) as
-the peer, and the figures are printed with ratios. Every process is ended by its PID.
+The figures are printed with their goals and ratios to the floor, and written as JSON with
+--json. --quick runs small sizes (a smoke test); --no-peer leaves yaml-language-server out
+(it is left out anyway when bench/node_modules lacks it). Every process is ended by its PID.
 
-    .venv/bin/python bench/bench_lsp.py [--edits 60] [--starts 5] [--json out.json]
+    .venv/bin/python bench/bench_lsp.py [--quick] [--edits 60] [--starts 5] [--keystrokes 60]
+        [--rss-edits 1000] [--no-peer] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import itertools
 import json
 import os
 import re
@@ -75,22 +87,36 @@ class Server:
     init_options: Any = None
 
 
-def servers() -> dict[str, Server]:
+#: budgetlens serve, exactly as `budgetlens serve` runs it, with the session's log at INFO
+#: (one line per analysis, so the benchmark can count the versions analysed).
+LOGGED_SERVE = (
+    "import argparse, logging\n"
+    "from budgetlens_lsp.serve import add_arguments, run\n"
+    "logging.getLogger('budgetlens_lsp.session').setLevel(logging.INFO)\n"
+    "parser = argparse.ArgumentParser()\n"
+    "add_arguments(parser)\n"
+    "run(parser.parse_args([]))\n")
+
+
+def servers(peer: bool = True) -> dict[str, Server]:
     budgetlens = shutil.which("budgetlens", path=f"{Path(sys.executable).parent}{os.pathsep}"
                                                  f"{os.environ.get('PATH', '')}")
     if budgetlens is None:
         sys.exit("budgetlens is not installed (pip install -e . in the venv)")
-    if not YAML_LS.is_file():
-        sys.exit(f"yaml-language-server is missing: run `npm ci` in {BENCH}")
-    node = shutil.which("node")
-    if node is None:
-        sys.exit("node is not installed")
-    return {
+    out = {
         "budgetlens": Server("budgetlens", [budgetlens, "serve"], OURS_SETTINGS, {}),
+        "budgetlens-logged": Server("budgetlens", [sys.executable, "-c", LOGGED_SERVE],
+                                    OURS_SETTINGS, {}),
         "floor": Server("pygls floor", [sys.executable, str(BENCH / "floor_server.py")], {}),
-        "yaml-ls": Server("yaml-language-server", [node, str(YAML_LS), "--stdio"],
-                          YAML_SETTINGS),
     }
+    node = shutil.which("node")
+    if peer and YAML_LS.is_file() and node is not None:
+        out["yaml-ls"] = Server("yaml-language-server", [node, str(YAML_LS), "--stdio"],
+                                YAML_SETTINGS)
+    elif peer:
+        print(f"yaml-language-server left out: run `npm ci` in {BENCH} (and install node)",
+              flush=True)
+    return out
 
 
 async def launch(server: Server, root: Path, log: Path) -> LspProcess:
@@ -128,7 +154,7 @@ def step_yaml(index: int, prompt: str, history: bool) -> str:
             f"    max_output_tokens: {512 + index % 256}\n")
 
 
-def make_big(root: Path) -> Path:
+def make_big(root: Path, steps_count: int = 500) -> Path:
     """A 500-step pipeline at the end of a 5-level extends chain; every 50th step is over."""
     write_config(root)
     for i in range(20):
@@ -142,14 +168,15 @@ def make_big(root: Path) -> Path:
             f"extends: base{level - 1}.yaml\nsettings:\n"
             f"  max_history_tokens: {400 + 50 * level}\n")
     steps = "".join(step_yaml(i, "huge" if i % 50 == 0 else f"p{i % 20:02d}", i % 3 == 0)
-                    for i in range(500))
+                    for i in range(steps_count))
     big = root / "pipelines" / "big.yaml"
     big.write_text(f"extends: base4.yaml\nsettings:\n  max_context_tokens: {CONTEXT}\n"
                    f"steps:\n{steps}")
     return big
 
 
-def make_many(root: Path) -> tuple[Path, list[Path]]:
+def make_many(root: Path, count: int = 1000, shared_by: int = 200
+              ) -> tuple[Path, list[Path]]:
     """1,000 pipelines (4 steps each); 200 of them use prompts/shared.txt."""
     write_config(root)
     for i in range(50):
@@ -160,8 +187,8 @@ def make_many(root: Path) -> tuple[Path, list[Path]]:
         f"settings:\n  max_context_tokens: {CONTEXT}\n  max_history_tokens: 500\n"
         "  budget_safety_margin_tokens: 128\n")
     dependents = []
-    for p in range(1000):
-        uses_shared = p < 200
+    for p in range(count):
+        uses_shared = p < shared_by
         steps = "".join(step_yaml(s, "shared" if uses_shared and s == 1
                                   else f"other{(p + s) % 50:02d}", s == 2) for s in range(4))
         path = root / "pipelines" / f"p{p:04d}.yaml"
@@ -278,6 +305,7 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
     result = Latencies()
     if not await client.wait_for(lambda: bool(client.published_since(0, uri)), 60):
         result.note = "no diagnostics after didOpen"
+    await flush(client, uri)
     await settle(client)
     targets = set(wait_uris) if wait_uris else {uri}
     for i in range(edits):
@@ -306,6 +334,13 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
     return result
 
 
+async def flush(client: LspProcess, uri: str) -> None:
+    """A request: budgetlens answers it only once every pending analysis, background index
+    included, is done (the floor answers with an error at once)."""
+    with contextlib.suppress(Exception):
+        await client.request("textDocument/codeLens", {"textDocument": {"uri": uri}}, 300)
+
+
 async def settle(client: LspProcess, quiet: float = 0.05, limit: float = 2.0) -> None:
     """Wait until no diagnostics arrived for `quiet` seconds (late publishes of an edit)."""
     deadline = time.perf_counter() + limit
@@ -316,7 +351,292 @@ async def settle(client: LspProcess, quiet: float = 0.05, limit: float = 2.0) ->
             return
 
 
+def typing_edit(text: str, i: int) -> tuple[str, list[dict[str, Any]]]:
+    """Keystroke i types one character at the end of the first `max_context_tokens: N`
+    line's number, or deletes it again (odd keystrokes), so the number moves by a digit."""
+    match = re.search(r"max_context_tokens:\s*(\d+)", text)
+    assert match, "max_context_tokens not found"
+    end = match.end(1)
+    if i % 2 == 0:
+        change = {"range": {"start": position(text, end), "end": position(text, end)},
+                  "text": "1"}
+        return text[:end] + "1" + text[end:], [change]
+    change = {"range": {"start": position(text, end - 1), "end": position(text, end)},
+              "text": ""}
+    return text[:end - 1] + text[end:], [change]
+
+
+def prompt_typing_edit(text: str, i: int) -> tuple[str, list[dict[str, Any]]]:
+    """Keystroke i types one more word character at the end of the prompt."""
+    end = position(text, len(text))
+    ch = "ab"[i % 2]
+    return text + ch, [{"range": {"start": end, "end": end}, "text": ch}]
+
+
+def analyses_in(log: Path) -> int:
+    """The analyses budgetlens logged (LOGGED_SERVE), one line each."""
+    try:
+        return len(re.findall(r"budgetlens_lsp\.session: analysis \d+:", log.read_text()))
+    except OSError:
+        return 0
+
+
+async def measure_typing(server: Server, root: Path, document: Path, language: str,
+                         keystrokes: int, edit: Callable[[str, int], tuple[str, list[
+                             dict[str, Any]]]], log: Path, prepare: Callable[[str], str]
+                         | None = None, gap: float = 0.05) -> dict[str, Any]:
+    """A burst of keystrokes `gap` apart; what arrives after the last one."""
+    client = await launch(server, root, log)
+    try:
+        text = document.read_text()
+        uri = client.did_open(document, language, text)
+        await client.wait_for(lambda: bool(client.published_since(0, uri)), 120)
+        version = 1
+        if prepare is not None:  # e.g. put the prompt over budget first
+            new = prepare(text)
+            version += 1
+            client.did_change(uri, version, [{"text": new}])
+            text = new
+            await client.wait_for(lambda: bool(client.published_since(0, uri, version)), 120)
+        await flush(client, uri)
+        await settle(client, 0.3, 30)
+        before_analyses = analyses_in(log)
+        mark = len(client.published)
+        started = time.perf_counter()
+        for i in range(keystrokes):
+            text, changes = edit(text, i)
+            version += 1
+            client.did_change(uri, version, changes)
+            await asyncio.sleep(max(0.0, started + (i + 1) * gap - time.perf_counter()))
+        last_sent = time.perf_counter()
+        last = version
+        got = await client.wait_for(
+            lambda: any(p.uri == uri and p.version == last for p in client.published[mark:]),
+            120)
+        await settle(client, 0.5, 60)
+        burst = client.published[mark:]
+        after = [p for p in burst if p.at >= last_sent]
+        final_at = max((p.at for p in after), default=None)
+        mine = [p.version for p in burst if p.uri == uri and p.version is not None]
+        backwards = sum(1 for a, b in itertools.pairwise(mine) if b < a)
+        older_after_last = sum(1 for p in after if p.uri == uri and p.version is not None
+                               and p.version < last)
+        rss = client.peak_rss_kib()
+    finally:
+        await client.close()
+    await asyncio.sleep(0.2)  # the log's last lines
+    return {"keystrokes": keystrokes, "gap_ms": gap * 1000, "last_version_pushed": got,
+            "final_ms": (final_at - last_sent) * 1000 if got and final_at else None,
+            "analyses": analyses_in(log) - before_analyses,
+            "versions_pushed": len(set(mine)), "pushes": len(burst),
+            "pushes_after_last_keystroke": len(after), "out_of_order": backwards,
+            "older_than_last_after_last_keystroke": older_after_last, "peak_rss_kib": rss}
+
+
+async def measure_open(server: Server, root: Path, document: Path, log: Path
+                       ) -> dict[str, Any]:
+    """didOpen right after initialized in a large workspace -> the document's diagnostics."""
+    client = LspProcess(server.command, cwd=root, settings=server.settings, stderr_path=log)
+    try:
+        await client.start()
+        await client.initialize(root, server.init_options)
+        sent = time.perf_counter()
+        uri = client.did_open(document, "yaml", document.read_text())
+        ok = await client.wait_for(lambda: bool(client.published_since(0, uri)), 300)
+        first = client.published_since(0, uri)[0].at if ok else None
+        return {"open_to_diagnostics_ms": (first - sent) * 1000 if first else None,
+                "start_to_diagnostics_ms": (first - client.started_at) * 1000
+                if first else None}
+    finally:
+        await client.close()
+
+
+def rss_kib(client: LspProcess) -> int:
+    """VmRSS (current resident set) of the server process, in KiB."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{client.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+async def measure_rss(server: Server, root: Path, document: Path, edits: int, log: Path
+                      ) -> dict[str, Any]:
+    """RSS after 10 warm-up edits and after `edits` more, one at a time (each answered)."""
+    client = await launch(server, root, log)
+    try:
+        text = document.read_text()
+        uri = client.did_open(document, "yaml", text)
+        await client.wait_for(lambda: bool(client.published_since(0, uri)), 120)
+        await flush(client, uri)
+        edit = number_edit("max_context_tokens")
+        version = 1
+        start_rss = 0
+        for i in range(edits + 10):
+            if i == 10:
+                start_rss = rss_kib(client)
+            text, changes = edit(text, i % 1000)
+            version += 1
+            client.did_change(uri, version, changes)
+            await client.wait_for(lambda v=version: bool(client.published_since(0, uri, v)),
+                                  60)
+        end_rss = rss_kib(client)
+    finally:
+        await client.close()
+    return {"edits": edits, "rss_start_kib": start_rss, "rss_end_kib": end_rss,
+            "growth_mib": (end_rss - start_rss) / 1024}
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    srv = servers(peer=not args.no_peer)
+    work = WORK / f"lsp-{os.getpid()}"  # private: other benchmarks share bench/.work
+    work.mkdir(parents=True)
+    try:
+        return await measure_all(args, srv, work)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def lat_row(lat: Latencies, rss: int | None, targets: list[str] | None) -> dict[str, Any]:
+    return {"p50_ms": lat.quantile(0.5), "p95_ms": lat.quantile(0.95),
+            "answered": len(lat.values_ms), "missing": lat.missing, "note": lat.note,
+            "peak_rss_kib": rss, "waited_for": len(targets) if targets else 1,
+            "values_ms": [round(v, 2) for v in lat.values_ms]}
+
+
+# long-function: one straight list of scenarios, each a few lines
+async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Path,
+                      ) -> dict[str, Any]:
+    logs = work / "logs"
+    logs.mkdir()
+    example_root = work / "example"
+    shutil.copytree(EXAMPLES, example_root)
+    example = example_pipeline(example_root)
+    big_root = work / "big"
+    big = make_big(big_root, args.big_steps)
+    many_root = work / "many"
+    shared, dependents = make_many(many_root, args.pipelines, args.shared_by)
+    out: dict[str, Any] = {"edits": args.edits, "starts": args.starts, "quick": args.quick,
+                           "big_steps": args.big_steps, "pipelines": args.pipelines,
+                           "shared_by": args.shared_by,
+                           "example": str(example.relative_to(example_root)),
+                           "cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
+    peers = [k for k in ("yaml-ls",) if k in srv]
+
+    print(f"start to first diagnostics ({args.starts} runs each, median) on "
+          f"{example.relative_to(example_root)} ...", flush=True)
+    starts: dict[str, Any] = {}
+    for key in ("budgetlens", "floor", *peers):
+        times, rss = await measure_start(srv[key], example_root, example, "yaml", args.starts,
+                                         logs / f"start-{key}.log")
+        starts[key] = {"median_ms": statistics.median(times) * 1000 if times else None,
+                       "min_ms": min(times) * 1000 if times else None,
+                       "runs_ms": [t * 1000 for t in times], "peak_rss_kib": max(rss or [0])}
+    out["start"] = starts
+
+    scenarios: dict[str, Any] = {}
+    plan = [
+        ("example pipeline", example_root, example, "yaml", number_edit("max_context_tokens"),
+         None, args.edits, ("budgetlens", "floor", *peers)),
+        (f"{args.big_steps} steps, 5-level extends", big_root, big, "yaml",
+         number_edit("max_context_tokens"), None, args.edits, ("budgetlens", "floor", *peers)),
+        (f"{args.pipelines:,} pipelines, prompt used by {args.shared_by}", many_root, shared,
+         "plaintext", prompt_edit, [p.as_uri() for p in dependents], max(4, args.edits // 4),
+         ("budgetlens", *peers)),
+    ]
+    for title, root, document, language, edit, wait_uris, count, keys in plan:
+        scenarios[title] = {}
+        for key in keys:
+            print(f"{title}: {count} edits against {srv[key].name} ...", flush=True)
+            targets = wait_uris if key == "budgetlens" else None
+            client = await launch(srv[key], root, logs / f"{key}-{root.name}.log")
+            try:
+                lat = await measure_edits(client, document, language, count, edit, targets,
+                                          timeout=args.timeout)
+                rss = client.peak_rss_kib()
+            finally:
+                await client.close()
+            scenarios[title][key] = lat_row(lat, rss, targets)
+    out["scenarios"] = scenarios
+
+    print(f"typing {args.keystrokes} keystrokes at 50 ms in the {args.big_steps}-step"
+          " pipeline ...", flush=True)
+    out["typing_big"] = await measure_typing(srv["budgetlens-logged"], big_root, big, "yaml",
+                                             args.keystrokes, typing_edit,
+                                             logs / "typing-big.log")
+    print(f"typing {args.keystrokes} keystrokes at 50 ms in the prompt used by"
+          f" {args.shared_by} ...", flush=True)
+    out["typing_prompt"] = await measure_typing(
+        srv["budgetlens-logged"], many_root, shared, "plaintext", args.keystrokes,
+        prompt_typing_edit, logs / "typing-prompt.log",
+        prepare=lambda t: t + "\n<<filler>> " + words(6000, 1) + "\n")
+    print(f"opening a pipeline in the {args.pipelines:,}-pipeline workspace ...", flush=True)
+    last_pipeline = sorted((many_root / "pipelines").glob("p*.yaml"))[-1]
+    out["open_in_large"] = await measure_open(srv["budgetlens"], many_root, last_pipeline,
+                                              logs / "open-large.log")
+    print(f"RSS over {args.rss_edits} edits of the {args.big_steps}-step pipeline ...",
+          flush=True)
+    out["rss"] = await measure_rss(srv["budgetlens"], big_root, big, args.rss_edits,
+                                   logs / "rss.log")
+    out["load_after"] = os.getloadavg()[0]
+    out["work"] = str(work)
+    out["table"] = goal_table(out)
+    return out
+
+
 # -- report ---------------------------------------------------------------------------------
+
+
+def goal_table(out: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 12's language-server rows: measure, figure, floor, goal, met."""
+    sc = out["scenarios"]
+    titles = list(sc)
+    ex, big, many = (sc[t] for t in titles)
+    floor_start = out["start"]["floor"]["median_ms"]
+    ours_start = out["start"]["budgetlens"]["median_ms"]
+    tb, tp = out["typing_big"], out["typing_prompt"]
+    rows: list[dict[str, Any]] = []
+
+    def row(measure: str, figure: float | None, floor: float | None, goal: str,
+            met: bool | None, unit: str = "ms", extra: str = "") -> None:
+        rows.append({"measure": measure, "figure": figure, "floor": floor, "goal": goal,
+                     "met": met, "unit": unit, "extra": extra})
+
+    def le(value: float | None, bound: float) -> bool | None:
+        return None if value is None else value <= bound
+
+    row("didChange -> publish, example pipeline, p95", ex["budgetlens"]["p95_ms"],
+        ex["floor"]["p95_ms"], "<= 10 ms", le(ex["budgetlens"]["p95_ms"], 10),
+        extra=f"p50 {fmt_ms(ex['budgetlens']['p50_ms']).strip()}")
+    row(f"same, {titles[1]}, p95", big["budgetlens"]["p95_ms"], big["floor"]["p95_ms"],
+        "<= 100 ms", le(big["budgetlens"]["p95_ms"], 100),
+        extra=f"p50 {fmt_ms(big['budgetlens']['p50_ms']).strip()}")
+    row(f"typing {tb['keystrokes']} keystrokes at 50 ms there: last keystroke -> final",
+        tb["final_ms"], None, "<= 150 ms; no older publish",
+        None if tb["final_ms"] is None else tb["final_ms"] <= 150 and tb["out_of_order"] == 0,
+        extra=f"{tb['analyses']} analyses of {tb['keystrokes']} versions,"
+              f" {tb['versions_pushed']} versions pushed, {tb['out_of_order']} out of order")
+    row(f"edit a prompt used by {out['shared_by']} of {out['pipelines']:,}: all re-published,"
+        " p95", many["budgetlens"]["p95_ms"], None, "<= 300 ms",
+        le(many["budgetlens"]["p95_ms"], 300),
+        extra=f"p50 {fmt_ms(many['budgetlens']['p50_ms']).strip()}")
+    row(f"typing in that prompt ({tp['keystrokes']} keystrokes): final", tp["final_ms"], None,
+        "<= 400 ms; publishes bounded by analyses", le(tp["final_ms"], 400),
+        extra=f"{tp['pushes']} pushes, {tp['analyses']} analyses")
+    row("server start -> first diagnostics, one open file", ours_start, floor_start,
+        "<= floor + 200 ms", None if ours_start is None or floor_start is None
+        else ours_start <= floor_start + 200)
+    op = out["open_in_large"]
+    row(f"open a file in a {out['pipelines']:,}-pipeline workspace -> its diagnostics",
+        op["open_to_diagnostics_ms"], None, "<= 1,500 ms",
+        le(op["open_to_diagnostics_ms"], 1500))
+    rs = out["rss"]
+    row(f"RSS growth over {rs['edits']} edits of the {out['big_steps']}-step pipeline",
+        rs["growth_mib"], None, "<= +20 MB over 1,000 edits", rs["growth_mib"] <= 20,
+        unit="MiB", extra=f"{rs['rss_start_kib'] / 1024:.0f} -> {rs['rss_end_kib'] / 1024:.0f}"
+                          " MiB")
+    return rows
 
 
 def fmt_ms(value: float | None) -> str:
@@ -333,75 +653,6 @@ def ratio(ours: float | None, peer: float | None) -> str:
     return f"{ours / peer:5.2f}x"
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    srv = servers()
-    work = WORK / f"lsp-{os.getpid()}"  # private: other benchmarks share bench/.work
-    work.mkdir(parents=True)
-    try:
-        return await measure_all(args, srv, work)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Path,
-                      ) -> dict[str, Any]:
-    logs = work / "logs"
-    logs.mkdir()
-    example_root = work / "example"
-    shutil.copytree(EXAMPLES, example_root)
-    example = example_pipeline(example_root)
-    big_root = work / "big"
-    big = make_big(big_root)
-    many_root = work / "many"
-    shared, dependents = make_many(many_root)
-    out: dict[str, Any] = {"edits": args.edits, "starts": args.starts,
-                           "example": str(example.relative_to(example_root)),
-                           "cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
-
-    print(f"start to first diagnostics ({args.starts} runs each, median) on "
-          f"{example.relative_to(example_root)} ...", flush=True)
-    starts: dict[str, Any] = {}
-    for key in ("budgetlens", "floor", "yaml-ls"):
-        times, rss = await measure_start(srv[key], example_root, example, "yaml", args.starts,
-                                         logs / f"start-{key}.log")
-        starts[key] = {"median_ms": statistics.median(times) * 1000 if times else None,
-                       "min_ms": min(times) * 1000 if times else None,
-                       "runs_ms": [t * 1000 for t in times], "peak_rss_kib": max(rss or [0])}
-    out["start"] = starts
-
-    scenarios: dict[str, Any] = {}
-    plan = [
-        ("example pipeline", example_root, example, "yaml", number_edit("max_context_tokens"),
-         None, args.edits),
-        ("500 steps, 5-level extends", big_root, big, "yaml",
-         number_edit("max_context_tokens"), None, args.edits),
-        ("1,000 pipelines, prompt used by 200", many_root, shared, "plaintext", prompt_edit,
-         [p.as_uri() for p in dependents], max(4, args.edits // 4)),
-    ]
-    for title, root, document, language, edit, wait_uris, count in plan:
-        scenarios[title] = {}
-        for key in ("budgetlens", "yaml-ls"):
-            print(f"{title}: {count} edits against {srv[key].name} ...", flush=True)
-            targets = wait_uris if key == "budgetlens" else None
-            client = await launch(srv[key], root, logs / f"{key}-{root.name}.log")
-            try:
-                lat = await measure_edits(client, document, language, count, edit, targets,
-                                          timeout=args.timeout)
-                rss = client.peak_rss_kib()
-            finally:
-                await client.close()
-            scenarios[title][key] = {"p50_ms": lat.quantile(0.5), "p95_ms": lat.quantile(0.95),
-                                     "answered": len(lat.values_ms), "missing": lat.missing,
-                                     "note": lat.note, "peak_rss_kib": rss,
-                                     "waited_for": len(targets) if targets else 1,
-                                     "values_ms": [round(v, 2) for v in lat.values_ms]}
-    out["scenarios"] = scenarios
-    out["load_after"] = os.getloadavg()[0]
-    out["work"] = str(work)
-    return out
-
-
 def print_report(out: dict[str, Any]) -> None:
     print()
     print(f"machine: {out['cpus']} CPUs, 1-minute load average {out['load_before']:.1f} before,"
@@ -410,49 +661,71 @@ def print_report(out: dict[str, Any]) -> None:
     s = out["start"]
     for key, label in (("budgetlens", "budgetlens"), ("floor", "bare pygls (floor)"),
                        ("yaml-ls", "yaml-language-server")):
-        print(f"  {label:24} median {fmt_ms(s[key]['median_ms'])} ms  min "
-              f"{fmt_ms(s[key]['min_ms'])} ms   peak RSS {s[key]['peak_rss_kib'] / 1024:6.1f} MiB")
+        if key in s:
+            print(f"  {label:24} median {fmt_ms(s[key]['median_ms'])} ms  min "
+                  f"{fmt_ms(s[key]['min_ms'])} ms   peak RSS"
+                  f" {s[key]['peak_rss_kib'] / 1024:6.1f} MiB")
     ours = s["budgetlens"]["median_ms"]
     print(f"  budgetlens / floor     {ratio(ours, s['floor']['median_ms'])}")
-    print(f"  budgetlens / yaml-ls   {ratio(ours, s['yaml-ls']['median_ms'])}")
+    if "yaml-ls" in s:
+        print(f"  budgetlens / yaml-ls   {ratio(ours, s['yaml-ls']['median_ms'])}")
     print()
     print("== didChange -> publishDiagnostics (ms) ==")
-    print(f"  {'scenario':40} {'server':22} {'p50':>8} {'p95':>8}  {'n':>4} {'RSS MiB':>8}"
-          f"  {'p50 net':>8} {'p95 net':>8}")
+    print(f"  {'scenario':40} {'server':22} {'p50':>8} {'p95':>8}  {'n':>4} {'RSS MiB':>8}")
     for title, by_server in out["scenarios"].items():
-        for key, label in (("budgetlens", "budgetlens"), ("yaml-ls", "yaml-language-server")):
-            r = by_server[key]
+        for key, r in by_server.items():
             rss = r["peak_rss_kib"] / 1024 if r["peak_rss_kib"] else 0.0
             extra = f"  ({r['note']})" if r["note"] else ""
             if r["missing"]:
                 extra += f"  {r['missing']} edits unanswered"
+            label = {"floor": "bare pygls (floor)", "yaml-ls": "yaml-language-server"}.get(
+                key, key)
             print(f"  {title:40} {label:22} {fmt_ms(r['p50_ms'])} {fmt_ms(r['p95_ms'])}  "
-                  f"{r['answered']:4d} {rss:8.1f}  {fmt_ms(net(r['p50_ms'], key))} "
-                  f"{fmt_ms(net(r['p95_ms'], key))}{extra}")
-        ours_r, peer_r = by_server["budgetlens"], by_server["yaml-ls"]
-        label = "ratio ours/peer" if "prompt used by" not in title else "ratio (other job)"
-        print(f"  {'':40} {label:22} {ratio(ours_r['p50_ms'], peer_r['p50_ms']):>8}"
-              f" {ratio(ours_r['p95_ms'], peer_r['p95_ms']):>8}  {'':4} {'':8}  "
-              f"{ratio(net(ours_r['p50_ms'], 'budgetlens'), net(peer_r['p50_ms'], 'yaml-ls')):>8}"
-              f" {ratio(net(ours_r['p95_ms'], 'budgetlens'), net(peer_r['p95_ms'], 'yaml-ls')):>8}")
+                  f"{r['answered']:4d} {rss:8.1f}{extra}")
+        if "floor" in by_server:
+            ours_r, floor_r = by_server["budgetlens"], by_server["floor"]
+            print(f"  {'':40} {'ratio to the floor':22} "
+                  f"{ratio(ours_r['p50_ms'], floor_r['p50_ms']):>8}"
+                  f" {ratio(ours_r['p95_ms'], floor_r['p95_ms']):>8}")
     print()
-    print("Notes: 'net' subtracts the deliberate wait before a lone edit is diagnosed:")
-    print(f"  budgetlens {DELAY_MS['budgetlens']:.0f} ms (its debounce only delays bursts),"
-          f" yaml-language-server {DELAY_MS['yaml-ls']:.0f} ms (validationDelayMs).")
-    print("  The 1,000-pipeline figure for budgetlens waits until all 200 dependents are")
-    print("  re-published; yaml-language-server has no cross-file model, so its figure for that")
-    print("  edit is only the prompt buffer's own diagnostics (a different job).")
+    print("== issue 12 goals ==")
+    print(f"  {'measure':78} {'figure':>10} {'floor':>9} {'ratio':>7}  goal")
+    for r in out["table"]:
+        unit = r["unit"]
+        fig = "—" if r["figure"] is None else f"{r['figure']:.1f} {unit}"
+        flo = "—" if r["floor"] is None else f"{r['floor']:.1f}"
+        met = {True: "met", False: "NOT met", None: "?"}[r["met"]]
+        print(f"  {r['measure']:78} {fig:>10} {flo:>9} {ratio(r['figure'], r['floor']):>7}"
+              f"  {r['goal']} — {met}" + (f"  ({r['extra']})" if r["extra"] else ""))
+    print()
+    print("Notes: the prompt-edit figure waits until all dependents are re-published; the")
+    print("typing rows count analyses from the server's own log (one line per analysis).")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--edits", type=int, default=60, help="edits per scenario (default 60)")
-    parser.add_argument("--starts", type=int, default=5, help="start runs per server")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes, for a smoke test (5 edits, 1 start, 10 keystrokes,"
+                             " 100 steps, 100 pipelines, 20 RSS edits)")
+    parser.add_argument("--edits", type=int, default=None, help="edits per scenario (60)")
+    parser.add_argument("--starts", type=int, default=None, help="start runs per server (5)")
+    parser.add_argument("--keystrokes", type=int, default=None,
+                        help="keystrokes per typing burst (60)")
+    parser.add_argument("--rss-edits", type=int, default=None,
+                        help="edits for the RSS growth (1000)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait per edit")
+    parser.add_argument("--no-peer", action="store_true", help="leave yaml-language-server out")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--keep", action="store_true",
                         help="keep the generated workspaces and logs (bench/.work/lsp-PID)")
     args = parser.parse_args()
+    quick = args.quick
+    for name, full, small in (("edits", 60, 5), ("starts", 5, 1), ("keystrokes", 60, 10),
+                              ("rss_edits", 1000, 20)):
+        if getattr(args, name) is None:
+            setattr(args, name, small if quick else full)
+    args.big_steps, args.pipelines, args.shared_by = (100, 100, 20) if quick else \
+        (500, 1000, 200)
     out = asyncio.run(run(args))
     print_report(out)
     if args.json:

@@ -18,6 +18,7 @@ editor's text.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -51,9 +52,19 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 
 def uri_from_path(path: str | Path) -> str:
     """The ``file:`` URI of a path; a key that already is a URI (an untitled buffer's) stays."""
-    if isinstance(path, str) and _SCHEME.match(path) and not os.path.isabs(path):
-        return path
+    if isinstance(path, str):
+        return _uri_of_text(path)
     uri = uris.from_fs_path(str(path))
+    return uri if uri is not None else Path(path).resolve().as_uri()
+
+
+@functools.lru_cache(maxsize=16384)
+def _uri_of_text(path: str) -> str:
+    """:func:`uri_from_path` of a string, memoised (a publish batch names the same prompt,
+    config and base files in every dependent's related information)."""
+    if _SCHEME.match(path) and not os.path.isabs(path):
+        return path
+    uri = uris.from_fs_path(path)
     return uri if uri is not None else Path(path).resolve().as_uri()
 
 
@@ -259,6 +270,27 @@ def apply_changes(text: str, changes: Iterable[types.TextDocumentContentChangeEv
 
 # --- the payload of a diagnostic ------------------------------------------------------------
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _jsonable(value: Any) -> Any:
+    """``to_jsonable(value)``, with a fast path: data that already is plain JSON (dicts with
+    string keys, lists, scalars: what the core's contract diagnostics carry) comes back as
+    it is, not copied; anything else is converted by the core's ``to_jsonable``."""
+    return value if _plain(value) else to_jsonable(value)
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return False
+
+
 @dataclass(frozen=True)
 class DiagnosticData:
     """What every budgetlens diagnostic carries in ``Diagnostic.data`` (to the client and,
@@ -273,7 +305,7 @@ class DiagnosticData:
     @classmethod
     def of(cls, diag: Diagnostic) -> DiagnosticData:
         return cls(diag.pipeline, diag.step, diag.code,
-                   to_jsonable(diag.data) if diag.data else None)
+                   _jsonable(diag.data) if diag.data else None)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"pipeline": self.pipeline, "step": self.step, "code": self.code}

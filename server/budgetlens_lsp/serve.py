@@ -103,8 +103,10 @@ def run(args: argparse.Namespace) -> None:
     # imported here, after the options are checked: a usage error answers at once, without
     # loading pygls and the core (start-up speed; no cycle)
     from budgetlens_lsp.server import create_server
+    from budgetlens_lsp.session import configure_gc  # as above: start-up speed, no cycle
 
     server = create_server()
+    configure_gc(server.ctx.session)  # the one place the server tunes the collector
     if address is None:
         server.start_io()
         return

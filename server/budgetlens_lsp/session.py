@@ -9,17 +9,39 @@ index needs no locks, and the loop never waits on tokenizing or parsing.
 
 Changes are debounced: each edit marks its path dirty and (re)arms a short timer; when it
 fires, one analysis runs over every path changed since the last one, on the newest text.
-A request that arrives while edits are pending flushes them first, so answers are never
-stale and the last state is never lost.
+Edits that arrive while an analysis runs are coalesced into the next one, which starts as
+soon as the running one ends, on the newest text: a version already superseded when an
+analysis starts is never analysed. A request that arrives while edits are pending flushes
+them first, so answers are never stale and the last state is never lost.
+
+Superseded work is dropped. Every edit bumps a generation counter; the snapshot an analysis
+runs on carries :meth:`Snapshot.superseded`, true once newer edits exist. The analysis may
+then stop early and answer "held" (see ``features/diagnostics.py``): the session does not
+deliver it, and the next analysis delivers everything that changed since the last delivery.
+So publishes arrive in version order, and the last one is the last version's; as a last
+guard, :attr:`Session.published_versions` lets the publisher drop a version older than one
+it already sent.
+
+Large re-checks run in the background: an analysis can answer "more" (work left, e.g. the
+pipelines of a fresh workspace index that are not open), and the session runs it again, with
+no changed paths, whenever no edit is pending (edits always go first). :meth:`flush` waits
+for that background work too.
+
+Memory: the server keeps one text per open document (here) and one snapshot and one report
+per pipeline (the index); old versions are dropped as new ones arrive. :func:`configure_gc`
+(called by ``serve.py``) raises the collector's thresholds and freezes the heap once after
+the first workspace index (see its docstring).
 
 The session knows no feature: the analysis function (run on the worker thread with a
 snapshot, the changed paths and an :class:`IndexMode`) and the callback that publishes its
-result (on the loop) are given to it.
+result (on the loop) are given to it. A result may carry two flags, read with ``getattr``:
+``held`` (superseded, nothing to deliver) and ``more`` (background work left).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +75,42 @@ class OpenDocument:
 JSON_LANGUAGES = ("json", "jsonc")
 
 
+#: Seconds of pipeline checks a background analysis runs before it delivers what it found
+#: (it stops sooner when an edit arrives).
+BACKGROUND_SLICE_S = 0.25
+#: The collector's thresholds in the server (see :func:`configure_gc`): a young collection
+#: every 20,000 net allocations instead of 700, so parsing a large pipeline is not
+#: interrupted hundreds of times; the older generations as CPython's defaults.
+GC_THRESHOLDS = (20_000, 10, 10)
+
+
+def configure_gc(session: Session[Any]) -> None:
+    """Tune the cyclic garbage collector for the server process (never for the tests that
+    make sessions in process).
+
+    The analysis allocates many small objects (YAML nodes, positions, steps); with the
+    default thresholds the collector runs hundreds of times per analysis of a large
+    pipeline and each full collection walks the whole retained heap (every report of the
+    workspace). Two measures, both here:
+
+    - raise the thresholds (:data:`GC_THRESHOLDS`): far fewer young collections;
+    - after the first workspace index has finished, collect once and ``gc.freeze()``: the
+      objects alive then (imports, the tokenizer's tables, the first reports) move to the
+      permanent generation, which later collections skip. Objects there are still freed by
+      reference counting when they are dropped; only a reference cycle among them would be
+      kept, and the server's reports and caches hold no such cycles.
+    """
+    gc.set_threshold(*GC_THRESHOLDS)
+    session.freeze_after_index = True
+
+
+def _freeze_heap() -> None:
+    """Collect, then move every surviving object to the permanent generation."""
+    gc.collect()
+    gc.freeze()
+    log.info("heap frozen after the workspace index: %d objects", gc.get_freeze_count())
+
+
 class Session(Generic[R]):
     def __init__(self, analyze: Analyze[R]) -> None:
         self.settings = Settings()
@@ -67,8 +125,15 @@ class Session(Generic[R]):
         self._timer: asyncio.TimerHandle | None = None
         self._last_change = float("-inf")
         self._running: asyncio.Task[None] | None = None
+        self._generation = 0  # bumped by every edit; read by the analysis thread
+        self._more = False  # the last analysis left background work
         self.on_results: Callable[[R], Awaitable[None]] | None = None
         self.progress_hook: Callable[[], ProgressHook | None] | None = None
+        #: the newest version published per open document's URI (the publisher's guard)
+        self.published_versions: dict[str, int] = {}
+        self.analyses = 0  # analyses run (each on the newest text when it started)
+        self.freeze_after_index = False  # set by configure_gc
+        self._frozen = False
 
     def warm_up(self) -> None:
         """Load the default tokenizer on the analysis thread while the client connects, so
@@ -92,6 +157,7 @@ class Session(Generic[R]):
     def open(self, uri: str, version: int | None, text: str, language_id: str) -> None:
         path = self.path_of(uri) or uri
         self.documents[uri] = OpenDocument(uri, path, version, text, language_id)
+        self.published_versions.pop(uri, None)  # a reopened document counts afresh
         self.mark_dirty([path])
 
     def change(self, uri: str, version: int | None,
@@ -117,6 +183,7 @@ class Session(Generic[R]):
 
     def close(self, uri: str) -> None:
         doc = self.documents.pop(uri, None)
+        self.published_versions.pop(uri, None)
         if doc is not None:
             self.mark_dirty([doc.path])  # the disk text is the truth again
 
@@ -124,6 +191,10 @@ class Session(Generic[R]):
         return {uri: doc.version for uri, doc in self.documents.items()}
 
     def snapshot(self) -> Snapshot:
+        generation = self._generation
+
+        def superseded() -> bool:  # called on the analysis thread: reads one int
+            return self._generation != generation
         return Snapshot(
             overlay={doc.path: doc.text for doc in self.documents.values()},
             open_uris={doc.path: doc.uri for doc in self.documents.values()},
@@ -134,11 +205,14 @@ class Session(Generic[R]):
             settings=self.settings,
             roots=tuple(self.roots),
             encoding=self.encoding,
+            superseded=superseded,
+            background_slice=BACKGROUND_SLICE_S,
         )
 
     # --- scheduling -------------------------------------------------------------------------
     def mark_dirty(self, paths: Iterable[str], mode: IndexMode = IndexMode.INCREMENTAL
                    ) -> None:
+        self._generation += 1
         self._dirty.update(paths)
         if self._mode is None or mode.rank > self._mode.rank:
             self._mode = mode
@@ -165,27 +239,52 @@ class Session(Generic[R]):
         if self._running is None or self._running.done():
             self._running = asyncio.ensure_future(self._analyze_pending())
 
+    def _pending(self) -> bool:
+        return self._mode is not None or self._more
+
     async def _analyze_pending(self) -> None:
-        while self._mode is not None:
-            changed, mode = self._dirty, self._mode
-            self._dirty, self._mode = set(), None
+        """Analyse until nothing is pending: the edits first (all of them at once, on the
+        newest text), then any background work the last analysis left."""
+        while self._pending():
+            if self._mode is not None:
+                changed, mode = self._dirty, self._mode
+                self._dirty, self._mode = set(), None
+            else:  # no edit pending: go on with the background work
+                changed, mode = set(), IndexMode.INCREMENTAL
+            background = mode is not IndexMode.INCREMENTAL or not changed
+            self._more = False
             snapshot = self.snapshot()
-            progress = self.progress_hook() if self.progress_hook \
-                and mode is not IndexMode.INCREMENTAL else None
+            progress = self.progress_hook() if self.progress_hook and background else None
+            self.analyses += 1
+            log.info("analysis %d: %d changed path(s), mode %s, versions %s", self.analyses,
+                     len(changed), mode.value, snapshot.versions)
             try:
                 results = await self.run(self._analyze, snapshot, frozenset(changed), mode,
                                          progress)
             except Exception:
                 log.exception("analysis failed for %d changed file(s)", len(changed))
                 continue
+            self._more = getattr(results, "more", False) is True
+            await self._after_analysis(background)
+            if getattr(results, "held", False) is True:
+                continue  # superseded: the next analysis delivers
             if self.on_results is not None:
                 try:
                     await self.on_results(results)
                 except Exception:
                     log.exception("publishing analysis results failed")
 
+    async def _after_analysis(self, background: bool) -> None:
+        """Once, when the first workspace index is complete and no edit waits: freeze the
+        heap (if :func:`configure_gc` asked for it)."""
+        if self.freeze_after_index and not self._frozen and background \
+                and not self._pending():
+            self._frozen = True
+            await self.run(_freeze_heap)
+
     async def flush(self) -> None:
-        """Analyze every pending change now; returns when the index is current."""
+        """Analyze every pending change now, and the background work left; returns when
+        the index is current."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -194,7 +293,7 @@ class Session(Generic[R]):
             if running is not None and not running.done():
                 await asyncio.shield(running)
                 continue
-            if self._mode is None:
+            if not self._pending():
                 return
             self._running = asyncio.ensure_future(self._analyze_pending())
 

@@ -9,6 +9,17 @@ content changed, per file, open or not.
 Re-checking goes through the core's ``BudgetCache``: a report whose inputs all have the same
 fingerprint is reused, and a prompt is re-tokenized only when its own text changed.
 
+Urgent work first. The pipelines an update must check are split in two: the *urgent* ones
+(every pipeline an edit affects; for a whole re-check of more than :data:`SMALL_RECHECK`
+pipelines, the open pipelines and the known dependents of the open and changed files) and
+the rest. With a snapshot that asks for it
+(``Snapshot.background_slice``, as the session's do), the rest goes to :attr:`backlog` and
+is checked by later updates with nothing changed, a slice of at most that many seconds at a
+time, and the update says so (``Changes.more``). Any check loop stops between two pipelines
+once ``Snapshot.superseded()`` is true (newer edits wait): urgent pipelines not reached are
+carried into the next update's urgent set, the backlog waits. Without a slice (tests, a
+direct caller) an update checks everything at once, as before.
+
 Silence means "checked and fine", never "could not check": when checking a pipeline or
 analysing a JSON buffer raises, the file is recorded in :attr:`WorkspaceIndex.failures`
 (shown by the diagnostics feature as a BL009 error: the exception in one line; the
@@ -25,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,7 +49,7 @@ from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.discovery import find_pipelines, project_root
 from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
-from budgetlens.files import DiskFiles, FileSource, OverlayFiles
+from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
 from budgetlens_lsp.convert import UTF16, Converter
 from budgetlens_lsp.settings import Settings
 
@@ -46,6 +58,10 @@ log = logging.getLogger(__name__)
 MAX_READ_BYTES = 16 * 1024 * 1024
 PIPELINE_SUFFIXES = (".yaml", ".yml")
 ANALYZED_SUFFIXES = (*PIPELINE_SUFFIXES, ".txt", ".json")
+
+#: A whole re-check of at most this many pipelines runs at once, in path order; a larger one
+#: checks the open documents' pipelines first and the rest in the background.
+SMALL_RECHECK = 50
 
 #: Buffers above this many characters are not analysed as you type (the command still
 #: refuses them with a clear error): a reply of 4 million characters is not a reply.
@@ -83,6 +99,11 @@ TEST_FAULT_VARIABLE = "BUDGETLENS_TEST_FAULT"
 ProgressHook = Callable[[int, int], None]
 
 
+def never() -> bool:
+    """A snapshot that is never superseded (the default)."""
+    return False
+
+
 def _test_fault(stage: str) -> None:
     if os.environ.get(TEST_FAULT_VARIABLE) == stage:
         raise RuntimeError(f"fault injected by {TEST_FAULT_VARIABLE}={stage}")
@@ -116,6 +137,10 @@ class Snapshot:
     roots: tuple[str, ...] = ()
     encoding: str = UTF16
     json_keys: frozenset[str] = frozenset()  # open buffers that hold JSON (by language id)
+    #: true once newer edits exist than this snapshot (the session's; read on the worker)
+    superseded: Callable[[], bool] = field(default=never, compare=False, repr=False)
+    #: seconds of background checks per update; None: check everything at once
+    background_slice: float | None = None
 
     def is_json(self, key: str) -> bool:
         return key in self.json_keys or key.endswith(".json")
@@ -134,6 +159,8 @@ class Changes:
     republish: tuple[str, ...] = ()
     #: the analysis itself raised: ``republish`` lists the edited buffers now marked failed
     failed: bool = False
+    #: pipelines are left to check (the backlog, or urgent ones a newer edit interrupted)
+    more: bool = False
 
 
 def analyze_json(text: str, settings: Settings) -> JsonContexts | None:
@@ -167,6 +194,11 @@ class WorkspaceIndex:
         self._notified: set[tuple[str, str]] = set()  # (stage, exception type) told once
         self._messages: deque[str] = deque()  # for window/showMessage, taken by the server
         self._retry_all = False
+        self.backlog: set[str] = set()  # pipelines to check in the background
+        self._carry: set[str] = set()  # urgent pipelines an interrupted update did not reach
+        self._round: set[str] = set()  # pipelines of the running whole re-check left to check
+        self._round_total = 0
+        self._sources: dict[str | None, FileSource] = {}  # one per root, for one update
 
     # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:
@@ -201,11 +233,20 @@ class WorkspaceIndex:
         return root if self.snapshot.settings.config_path else project_root(path, root)
 
     def files_for(self, path: str) -> FileSource:
+        """The files a check of ``path`` reads: its project root's, with the open buffers over
+        them; one source per root for the whole of an update (so the core's per-source facts
+        are shared by the pipelines of one update, never kept across updates)."""
         root = self.project_root_for(path)
-        base = DiskFiles(root) if root else DiskFiles()
-        overlay = {p: t for p, t in self.snapshot.overlay.items()
-                   if p.endswith(ANALYZED_SUFFIXES)}
-        return OverlayFiles(base, overlay) if overlay else base
+        source = self._sources.get(root)
+        if source is None:
+            base = DiskFiles(root) if root else DiskFiles()
+            overlay = {p: t for p, t in self.snapshot.overlay.items()
+                       if p.endswith(ANALYZED_SUFFIXES)}
+            # one RunFiles per root and update: each path is stat'ed and resolved once for
+            # all the pipelines the update checks
+            source = self._sources[root] = RunFiles(OverlayFiles(base, overlay) if overlay
+                                                    else base)
+        return source
 
     def options_for(self, path: str) -> CheckOptions:
         s = self.snapshot.settings
@@ -263,6 +304,7 @@ class WorkspaceIndex:
         try:
             changes = self._update(snapshot, changed, mode, progress)
         except Exception as exc:
+            self._sources.clear()
             log.exception("analysis failed for %d changed file(s)", len(changed))
             self.snapshot = snapshot
             return Changes(republish=self.analysis_failed(changed, exc), failed=True)
@@ -285,22 +327,76 @@ class WorkspaceIndex:
         old_overlay = self.snapshot.overlay
         self._drop_failures(Stage.ANALYSIS)  # shown until the next analysis
         self.snapshot = snapshot
+        self._sources = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
         self._track_pipelines(mode, closed)
         affected = self._affected(changed, mode)
         gone = self._forget_gone()
-        checked = self._check(affected, progress)
+        urgent = self._plan(affected, changed, mode)
+        checked = self._run_checks(urgent, progress)
+        self._sources = {}  # per update: no file facts kept across updates
         json_changed = set(changed) | closed
         if mode is IndexMode.FULL:  # the marker, budget or the toggle may have changed
             json_changed |= {p for p in snapshot.overlay if snapshot.is_json(p)}
         self._update_json(snapshot, json_changed)
         # edited buffers, and buffers just closed (a pulling client forgets their diagnostics)
         always = {p for p in changed if p in snapshot.overlay} | closed
-        return Changes(checked=checked, reports=frozenset((affected & self.pipelines) | gone),
+        ok = sum(1 for p in checked if p not in self.failures)
+        return Changes(checked=ok, reports=frozenset(checked | gone),
                        json=frozenset(json_changed), closed=closed,
                        republish=tuple(sorted(p for p in always if p.endswith(ANALYZED_SUFFIXES)
-                                              or snapshot.is_json(p))))
+                                              or snapshot.is_json(p))),
+                       more=bool(self.backlog or self._carry))
+
+    def _plan(self, affected: set[str], changed: frozenset[str], mode: IndexMode) -> set[str]:
+        """The urgent pipelines of this update; the rest of a whole re-check goes to the
+        backlog (a new whole re-check replaces the old backlog)."""
+        urgent = set(affected)
+        if mode is not IndexMode.INCREMENTAL:
+            self._round = set(affected)
+            self._round_total = len(affected)
+            self.backlog = set()
+            if len(affected) > SMALL_RECHECK:
+                urgent = affected & self._priority(changed)
+                self.backlog = affected - urgent
+        urgent |= self._carry
+        self._carry = set()
+        if self.snapshot.background_slice is None:  # no background: everything now
+            urgent |= self.backlog
+            self.backlog = set()
+        self.backlog -= urgent
+        return urgent
+
+    def _priority(self, changed: frozenset[str]) -> set[str]:
+        """The open and changed pipelines and the known dependents of open and changed files:
+        what a whole re-check checks before the rest."""
+        files = set(self.snapshot.overlay) | changed
+        first = {p for p in files if p in self.pipelines}
+        for path in files:
+            first.update(self.dependents.get(path, ()))
+        return first
+
+    def _run_checks(self, urgent: set[str], progress: ProgressHook | None) -> set[str]:
+        """Check the urgent pipelines (what a newer edit interrupts is carried to the next
+        update); when there were none, a slice of the backlog."""
+        snap = self.snapshot
+        todo = sorted(urgent & self.pipelines)
+        if todo:
+            done = self._check(todo, progress, snap.superseded)
+            self._carry = set(todo[len(done):])
+            return set(done)
+        if not self.backlog or snap.background_slice is None:
+            return set()
+        deadline = time.monotonic() + snap.background_slice
+        order = sorted(self.backlog & self.pipelines)
+        self.backlog = set()
+
+        def stop() -> bool:
+            return time.monotonic() >= deadline or snap.superseded()
+        done = self._check(order, progress, stop)
+        self.backlog = set(order[len(done):])
+        return set(done)
 
     def _drop_failures(self, stage: Stage, keep: Iterable[str] = ()) -> None:
         kept = set(keep)
@@ -337,8 +433,10 @@ class WorkspaceIndex:
             for path in changed:
                 affected.update(self.dependents.get(path, ()))
         # a pipeline budgetlens failed on is retried on every change (whatever it was: the
-        # fix may be in any file, and it has no report to say what it reads)
-        affected.update(p for p, f in self.failures.items() if f.stage is Stage.CHECK)
+        # fix may be in any file, and it has no report to say what it reads); an update
+        # that only goes on with the background work changes nothing
+        if changed or mode is not IndexMode.INCREMENTAL:
+            affected.update(p for p, f in self.failures.items() if f.stage is Stage.CHECK)
         return affected
 
     def _forget_gone(self) -> set[str]:
@@ -349,9 +447,14 @@ class WorkspaceIndex:
         self._drop_failures(Stage.CHECK, keep=self.pipelines)
         return gone
 
-    def _check(self, affected: set[str], progress: ProgressHook | None) -> int:
-        checked, total = 0, len(affected)
-        for n, path in enumerate(sorted(affected & self.pipelines), 1):
+    def _check(self, paths: list[str], progress: ProgressHook | None,
+               stop: Callable[[], bool]) -> list[str]:
+        """Check ``paths`` in order until ``stop()`` holds (asked before each one but the
+        first); the ones checked."""
+        done: list[str] = []
+        for path in paths:
+            if done and stop():
+                break
             try:
                 _test_fault("check")
                 report = check_pipeline(path, files=self.files_for(path),
@@ -363,10 +466,18 @@ class WorkspaceIndex:
             else:
                 self.failures.pop(path, None)
                 self._store(path, report)
-                checked += 1
-            if progress is not None and (n % 25 == 0 or n == total):
-                progress(n, total)
-        return checked
+            done.append(path)
+            self._progress(path, progress)
+        return done
+
+    def _progress(self, path: str, progress: ProgressHook | None) -> None:
+        """Report (checked, to check) of the running whole re-check, every 25 and at the end."""
+        if path not in self._round:
+            return
+        self._round.discard(path)
+        checked = self._round_total - len(self._round)
+        if progress is not None and (checked % 25 == 0 or not self._round):
+            progress(checked, self._round_total)
 
     def discover(self) -> None:
         found: set[str] = set()

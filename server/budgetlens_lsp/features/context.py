@@ -74,6 +74,10 @@ class Analysis:
 
     index: WorkspaceIndex = field(default_factory=WorkspaceIndex)
     shown: dict[str, list[Diagnostic]] = field(default_factory=dict)  # by path, non-empty
+    #: when the first analysis not delivered (superseded) since the last delivery ended
+    held_since: float | None = None
+    #: buffers to publish whatever their diagnostics, from analyses not delivered
+    republish: set[str] = field(default_factory=set)
 
 
 @dataclass

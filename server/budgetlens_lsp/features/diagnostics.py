@@ -11,8 +11,18 @@ gets one BL009 error on its first line instead, so it never looks clean; a JSON 
 large to analyse as you type gets a BL201 information diagnostic saying so.
 
 :func:`analyze` is the analysis function the session runs on its worker thread: the index's
-update, then the diagnostics of every file whose set changed. :func:`publish` pushes them
-(on the loop); :func:`pull` answers ``textDocument/diagnostic``.
+update, then the diagnostics of every file whose set changed, converted to LSP with one
+:class:`~budgetlens_lsp.convert.Converter` for the whole batch (each file's text is read and
+indexed once, however many of the batch's diagnostics point into it). :func:`publish` pushes
+them (on the loop); :func:`pull` answers ``textDocument/diagnostic``.
+
+Superseded analyses are not delivered: when newer edits exist by the time an analysis ends
+(``Snapshot.superseded``), it is *held* — nothing converted, nothing sent, ``shown`` left as
+the client has it — and the next analysis delivers every difference since the last delivery.
+A streak of held analyses ends after :data:`MAX_HOLD_S` (the next one runs to its end and is
+delivered), so a long typing burst still sees fresh diagnostics now and then. Versions only
+grow: each analysis runs on a newer snapshot than the one before, and :func:`publish` drops
+a push whose version is older than one already sent for that document.
 """
 
 from __future__ import annotations
@@ -20,8 +30,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import attrs
 from lsprotocol import types
@@ -30,7 +41,7 @@ from budgetlens import codes
 from budgetlens.contract.model import PipelineReport, StepBudget
 from budgetlens.contract.policy import Policy
 from budgetlens.source import Diagnostic, Range, Related, Severity, unique_diagnostics
-from budgetlens_lsp.convert import SOURCE, format_int, uri_from_path
+from budgetlens_lsp.convert import SOURCE, Converter, format_int, uri_from_path
 from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.json_documents import json_diagnostic, too_large_diagnostic
 from budgetlens_lsp.workspace_index import (
@@ -40,10 +51,14 @@ from budgetlens_lsp.workspace_index import (
     Snapshot,
     Stage,
     WorkspaceIndex,
+    never,
     one_line,
 )
 
 log = logging.getLogger(__name__)
+
+#: Seconds a streak of superseded analyses may go undelivered (see the module docstring).
+MAX_HOLD_S = 1.0
 
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 _CONTRACT = (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)
@@ -140,10 +155,12 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
     return out
 
 
-def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic]) -> list[types.Diagnostic]:
-    """The LSP form of one file's diagnostics; if converting them fails, one BL009 error at
-    the top of the file says so (never an empty list that reads as "fine")."""
-    conv = index.converter()
+def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic], conv: Converter | None = None
+           ) -> list[types.Diagnostic]:
+    """The LSP form of one file's diagnostics (with ``conv``, the converter of a batch);
+    if converting them fails, one BL009 error at the top of the file says so (never an
+    empty list that reads as "fine")."""
+    conv = conv if conv is not None else index.converter()
     try:
         return [conv.diagnostic(d) for d in diags]
     except Exception as exc:
@@ -162,11 +179,13 @@ def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic]) -> list[types.Diagnos
 def publish_params(index: WorkspaceIndex,
                    changed: dict[str, list[Diagnostic]]) -> list[types.PublishDiagnosticsParams]:
     snap = index.snapshot
+    conv = index.converter()  # one for the batch: a shared prompt is indexed once
     out = []
     for path in sorted(changed):
         uri = snap.open_uris.get(path) or uri_from_path(path)
         out.append(types.PublishDiagnosticsParams(
-            uri=uri, version=snap.versions.get(uri), diagnostics=to_lsp(index, changed[path])))
+            uri=uri, version=snap.versions.get(uri),
+            diagnostics=to_lsp(index, changed[path], conv)))
     return out
 
 
@@ -192,28 +211,54 @@ class Results:
     """What one analysis produced: diagnostics to publish, per path (open or closed)."""
 
     publish: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    more: bool = False  # pipelines are left to check in the background
+    held: bool = False  # superseded by newer edits: nothing to deliver, the next one does
+
+
+class Batch(list[types.PublishDiagnosticsParams]):
+    """The session's result: the pushes of one analysis, with the flags it reads."""
+
+    def __init__(self, items: list[types.PublishDiagnosticsParams], *, more: bool = False,
+                 held: bool = False) -> None:
+        super().__init__(items)
+        self.more = more
+        self.held = held
 
 
 def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
            mode: IndexMode = IndexMode.INCREMENTAL,
            progress: ProgressHook | None = None) -> Results:
     """Update the index, then the diagnostics of every file whose set changed; never raises
-    (a failure becomes a BL009 diagnostic on the edited files)."""
+    (a failure becomes a BL009 diagnostic on the edited files). Superseded by the time it
+    ends (and not held for :data:`MAX_HOLD_S` already), it is held instead."""
     index = analysis.index
+    may_hold = analysis.held_since is None or \
+        time.monotonic() - analysis.held_since < MAX_HOLD_S
+    if not may_hold:
+        snapshot = replace(snapshot, superseded=never)
     changes = index.update(snapshot, changed, mode, progress)
     if changes.failed:
         return _failed(analysis, changes.republish)
+    if may_hold and snapshot.superseded():
+        analysis.republish.update(changes.republish)
+        if analysis.held_since is None:
+            analysis.held_since = time.monotonic()
+        return Results(more=changes.more, held=True)
+    always = tuple(sorted(analysis.republish.union(changes.republish)))
+    analysis.republish.clear()
+    analysis.held_since = None
     try:
-        publish = _refresh(analysis, changes.republish)
+        publish = _refresh(analysis, always)
     except Exception as exc:
         log.exception("analysis failed for %d changed file(s)", len(changed))
         return _failed(analysis, index.analysis_failed(changed, exc))
-    return Results(publish)
+    return Results(publish, more=changes.more)
 
 
 def _failed(analysis: Analysis, paths: tuple[str, ...]) -> Results:
     """The analysis itself raised: each of ``paths`` shows its failure (and only that)."""
-    results = Results()
+    analysis.held_since = None
+    results = Results(more=analysis.index.backlog != set())
     for path in paths:
         diags = [failure_diagnostic(analysis.index, analysis.index.failures[path])]
         analysis.shown[path] = diags
@@ -235,10 +280,12 @@ def _refresh(analysis: Analysis, always: tuple[str, ...]) -> dict[str, list[Diag
 
 
 def analyze(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str], mode: IndexMode,
-            progress: ProgressHook | None) -> list[types.PublishDiagnosticsParams]:
+            progress: ProgressHook | None) -> Batch:
     """The session's analysis function: :func:`update`, in LSP form."""
-    return publish_params(analysis.index, update(analysis, snapshot, changed, mode,
-                                                 progress).publish)
+    results = update(analysis, snapshot, changed, mode, progress)
+    if results.held:
+        return Batch([], more=results.more, held=True)
+    return Batch(publish_params(analysis.index, results.publish), more=results.more)
 
 
 # --- delivery (on the loop) ----------------------------------------------------------------------
@@ -259,6 +306,8 @@ def publish(ctx: ServerContext, params_list: list[types.PublishDiagnosticsParams
         ctx.message(text, types.MessageType.Error)
     refresh = False
     for params in params_list:
+        if _older_than_sent(ctx, params):
+            continue
         if ctx.client.pull and params.uri in ctx.session.documents:
             refresh = True
             if params.uri not in ctx.pushed:
@@ -274,6 +323,21 @@ def publish(ctx: ServerContext, params_list: list[types.PublishDiagnosticsParams
         ctx.server.workspace_diagnostic_refresh(None)
 
 
+def _older_than_sent(ctx: ServerContext, params: types.PublishDiagnosticsParams) -> bool:
+    """The guard: a push for a version older than one already sent for that document is
+    dropped (each analysis runs on a newer snapshot, so this is never expected)."""
+    if params.version is None:
+        return False
+    sent = ctx.session.published_versions
+    last = sent.get(params.uri)
+    if last is not None and params.version < last:
+        log.warning("dropped the diagnostics of %s version %d: version %d was published",
+                    params.uri, params.version, last)
+        return True
+    sent[params.uri] = params.version
+    return False
+
+
 async def pull(ctx: ServerContext, params: types.DocumentDiagnosticParams
                ) -> types.DocumentDiagnosticReport:
     path = ctx.session.path_of(params.text_document.uri)
@@ -284,5 +348,6 @@ async def pull(ctx: ServerContext, params: types.DocumentDiagnosticParams
     return report
 
 
-__all__ = ["Results", "analyze", "collect", "document_report", "failure_diagnostic", "for_client",
+__all__ = ["Batch", "Results", "analyze", "collect", "document_report", "failure_diagnostic",
+           "for_client",
            "prompt_diagnostics", "publish", "publish_params", "pull", "to_lsp", "update"]
