@@ -22,6 +22,7 @@ from lsprotocol import types
 from budgetlens.contract.model import PipelineReport, StepBudget
 from budgetlens.source import Location, Range
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
+from budgetlens.tokens.families import approx_mark
 from budgetlens.yamldoc.parse import YamlDocument, parse_yaml
 from budgetlens_lsp.convert import Converter, format_int, uri_from_path
 from budgetlens_lsp.features.commands import SHOW_LOCATION, SHOW_REPORT, readable
@@ -172,7 +173,8 @@ def prompt_lenses(index: WorkspaceIndex, path: str) -> list[types.CodeLens]:
             counter = index.cache.counter(get_tokenizer(DEFAULT_TOKENIZER))
         tokens, tokenizer = counter.count(text), counter.name
     n_steps, n_pipes = len(steps), len(reports)
-    title = (f"{format_int(tokens)} tokens ({tokenizer}) · used by {n_steps}"
+    title = (f"{approx_mark(tokenizer)}{format_int(tokens)} tokens ({tokenizer})"
+             f" · used by {n_steps}"
              f" step{'s' if n_steps != 1 else ''} in {n_pipes}"
              f" pipeline{'s' if n_pipes != 1 else ''}")
     worst = tightest(steps)

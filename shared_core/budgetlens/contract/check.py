@@ -86,6 +86,7 @@ from budgetlens.tokens.core import (
     TokenizerError,
     get_tokenizer,
 )
+from budgetlens.tokens.families import is_exact
 from budgetlens.yamldoc.parse import YamlPath
 from budgetlens.yamldoc.scalar import string_range
 
@@ -577,13 +578,16 @@ class _Checker:
             self.approximate = limits.approximate
         base_dir = Path(config.directory) if config is not None else None
         try:
-            return get_tokenizer(spec, base_dir=base_dir)
+            tokenizer = get_tokenizer(spec, base_dir=base_dir)
         except TokenizerError as exc:
             loc = (config.location("tokenizer") if config is not None and not
                    self.options.tokenizer else head)
             self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
                      f"{exc}; counting with {DEFAULT_TOKENIZER} instead")
             return get_tokenizer(DEFAULT_TOKENIZER)
+        # an approximate family named directly (tokenizer: claude_approx) is approximate too
+        self.approximate = self.approximate or not is_exact(tokenizer)
+        return tokenizer
 
     def check_steps(self, shared: _Shared, counter: TokenCounter,
                     report_base: dict[str, Any]) -> PipelineReport:

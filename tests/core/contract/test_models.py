@@ -275,3 +275,12 @@ def test_the_violation_names_the_registry_as_the_windows_origin(tmp_path: Path) 
     report = check(_ws(tmp_path, {"model": "gpt-4o"}, steps, context=8000))
     related = {r.message for r in only(report, CONTRACT_VIOLATION).related}
     assert f"window: 8192 from model gpt-4 (registry {DATE})" in related
+
+
+def test_an_approximate_family_named_as_the_tokenizer_marks_counts_approximate(
+        tmp_path: Path) -> None:
+    report = check(_ws(tmp_path, {"model_context_window": 8000, "tokenizer": "gemini_approx"}))
+    assert report.tokenizer == "gemini_approx"
+    assert report.approximate is True
+    report = check(_ws(tmp_path, {"model_context_window": 8000, "tokenizer": "o200k_base"}))
+    assert report.approximate is False
