@@ -26,8 +26,9 @@ log "installing budgetlens[test,dev] into .venv"
 
 if ! command -v nvim >/dev/null 2>&1; then
   log "installing Debian's neovim"
-  need_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive need_root apt-get install -y -qq neovim >/dev/null
+  need_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive need_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    neovim >/dev/null
 fi
 
 if [ ! -x .tools/nvim011/bin/nvim ]; then
@@ -45,7 +46,7 @@ for pkg in "${EDITOR_PACKAGES[@]}"; do
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   log "installing Debian packages for the editor tests: ${missing[*]}"
-  need_root apt-get update -qq
+  need_root apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive need_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
     "${missing[@]}" >/dev/null
 fi
