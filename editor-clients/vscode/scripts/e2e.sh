@@ -29,8 +29,9 @@ command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
 [ -e /usr/include/krb5.h ] || [ -e /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing[*]}"
-  need_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive need_root apt-get install -y -qq "${missing[@]}" >/dev/null
+  need_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive need_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    "${missing[@]}" >/dev/null
 fi
 
 # --- the language server: the repository's venv, put on PATH (the extension finds
