@@ -403,12 +403,13 @@ async def measure_typing(server: Server, root: Path, document: Path, language: s
         before_analyses = analyses_in(log)
         mark = len(client.published)
         started = time.perf_counter()
+        last_sent = started
         for i in range(keystrokes):
             text, changes = edit(text, i)
             version += 1
             client.did_change(uri, version, changes)
+            last_sent = time.perf_counter()  # the last keystroke: measured from its sending
             await asyncio.sleep(max(0.0, started + (i + 1) * gap - time.perf_counter()))
-        last_sent = time.perf_counter()
         last = version
         got = await client.wait_for(
             lambda: any(p.uri == uri and p.version == last for p in client.published[mark:]),
