@@ -44,6 +44,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from workspaces import CONTEXT, step_yaml, words, write_config
+
 import budgetlens
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, check_pipeline
 from budgetlens import files as files_module
@@ -55,33 +57,13 @@ from budgetlens.contract import template as template_module
 from budgetlens.files import OverlayFiles
 from budgetlens.tokens.core import TiktokenTokenizer, get_tokenizer
 
-WINDOW, OUTPUT, CONTEXT = 8192, 1024, 3000
 OPTIONS = CheckOptions(environ={})
 
 
-def words(n: int, seed: int) -> str:
-    vocabulary = ("budget", "context", "window", "tokens", "history", "prompt", "model", "step",
-                  "output", "margin", "pipeline", "summary", "answer", "question", "evidence",
-                  "retrieve", "rank", "verify", "format", "json")
-    return " ".join(vocabulary[(i * 7 + seed) % len(vocabulary)] for i in range(n))
 
 
-def write_config(root: Path) -> None:
-    (root / "prompts").mkdir(parents=True)
-    (root / "pipelines").mkdir()
-    (root / "config.json").write_text(json.dumps({
-        "model_context_window": WINDOW, "model_max_tokens": OUTPUT, "prompts_dir": "prompts",
-        "development": True}, indent=2) + "\n")
 
 
-def step_yaml(index: int, prompt: str, history: bool) -> str:
-    return (f"  - id: step_{index:04d}\n"
-            f"    type: call_model\n"
-            f"    prompt_key: {prompt}\n"
-            f"    use_history: {'true' if history else 'false'}\n"
-            f"    user_parts:\n"
-            f"      template: \"Question {{question}} with {{context}} ({index})\"\n"
-            f"    max_output_tokens: {512 + index % 256}\n")
 
 
 def make_big(root: Path, steps: int, levels: int) -> Path:

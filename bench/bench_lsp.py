@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_client import LspProcess
+from workspaces import CONTEXT, step_yaml, words, write_config
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -55,9 +56,6 @@ WORK = BENCH / ".work"
 EXAMPLES = REPO / "examples"
 YAML_LS = BENCH / "node_modules" / "yaml-language-server" / "bin" / "yaml-language-server"
 
-WINDOW = 8192
-OUTPUT = 1024
-CONTEXT = 3000
 
 # What a server waits on purpose before it diagnoses one edit made after a quiet moment (the
 # benchmark's edits are one at a time): yaml-language-server always waits its validationDelayMs
@@ -129,29 +127,10 @@ async def launch(server: Server, root: Path, log: Path) -> LspProcess:
 # -- generated workspaces -----------------------------------------------------------------
 
 
-def words(n: int, seed: int) -> str:
-    vocabulary = ("budget", "context", "window", "tokens", "history", "prompt", "model", "step",
-                  "output", "margin", "pipeline", "summary", "answer", "question", "evidence",
-                  "retrieve", "rank", "verify", "format", "json")
-    return " ".join(vocabulary[(i * 7 + seed) % len(vocabulary)] for i in range(n))
 
 
-def write_config(root: Path) -> None:
-    (root / "prompts").mkdir(parents=True)
-    (root / "pipelines").mkdir()
-    (root / "config.json").write_text(json.dumps({
-        "model_context_window": WINDOW, "model_max_tokens": OUTPUT, "prompts_dir": "prompts",
-        "development": True}, indent=2) + "\n")
 
 
-def step_yaml(index: int, prompt: str, history: bool) -> str:
-    return (f"  - id: step_{index:04d}\n"
-            f"    type: call_model\n"
-            f"    prompt_key: {prompt}\n"
-            f"    use_history: {'true' if history else 'false'}\n"
-            f"    user_parts:\n"
-            f"      template: \"Question {{question}} with {{context}} ({index})\"\n"
-            f"    max_output_tokens: {512 + index % 256}\n")
 
 
 def make_big(root: Path, steps_count: int = 500) -> Path:

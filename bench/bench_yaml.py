@@ -40,19 +40,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.core.yamldoc.reference_reader import parse_yaml_reference  # noqa: E402
+from workspaces import step_yaml  # noqa: E402  (bench/, the script's folder)
 
 from budgetlens.yamldoc import parse as yaml_parse  # noqa: E402
-
-
-def step_yaml(index: int, prompt: str, history: bool) -> str:
-    """One step, as bench/bench_lsp.py writes it."""
-    return (f"  - id: step_{index:04d}\n"
-            f"    type: call_model\n"
-            f"    prompt_key: {prompt}\n"
-            f"    use_history: {'true' if history else 'false'}\n"
-            f"    user_parts:\n"
-            f"      template: \"Question {{question}} with {{context}} ({index})\"\n"
-            f"    max_output_tokens: {512 + index % 256}\n")
 
 
 def pipeline(steps: int, merged: bool = False) -> str:
