@@ -44,7 +44,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from workspaces import CONTEXT, step_yaml, words, write_config
+from workspaces import make_big, make_many
 
 import budgetlens
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, check_pipeline
@@ -66,45 +66,8 @@ OPTIONS = CheckOptions(environ={})
 
 
 
-def make_big(root: Path, steps: int, levels: int) -> Path:
-    write_config(root)
-    for i in range(20):
-        (root / "prompts" / f"p{i:02d}.txt").write_text(words(40 + 15 * i, i) + "\n")
-    (root / "prompts" / "huge.txt").write_text(words(4200, 99) + "\n")
-    (root / "pipelines" / "base0.yaml").write_text(
-        "settings:\n  max_context_tokens: 2500\n  max_history_tokens: 400\n"
-        "  budget_safety_margin_tokens: 100\n")
-    for level in range(1, levels):
-        (root / "pipelines" / f"base{level}.yaml").write_text(
-            f"extends: base{level - 1}.yaml\nsettings:\n"
-            f"  max_history_tokens: {400 + 50 * level}\n")
-    body = "".join(step_yaml(i, "huge" if i % 50 == 0 else f"p{i % 20:02d}", i % 3 == 0)
-                   for i in range(steps))
-    big = root / "pipelines" / "big.yaml"
-    big.write_text(f"extends: base{levels - 1}.yaml\nsettings:\n"
-                   f"  max_context_tokens: {CONTEXT}\nsteps:\n{body}")
-    return big
 
 
-def make_many(root: Path, pipelines: int, dependents: int) -> tuple[Path, list[Path]]:
-    write_config(root)
-    for i in range(50):
-        (root / "prompts" / f"other{i:02d}.txt").write_text(words(30 + 9 * i, i) + "\n")
-    shared = root / "prompts" / "shared.txt"
-    shared.write_text("revision 0000\n" + words(300, 3) + "\n")
-    (root / "pipelines" / "base.yaml").write_text(
-        f"settings:\n  max_context_tokens: {CONTEXT}\n  max_history_tokens: 500\n"
-        "  budget_safety_margin_tokens: 128\n")
-    users = []
-    for p in range(pipelines):
-        uses_shared = p < dependents
-        body = "".join(step_yaml(s, "shared" if uses_shared and s == 1
-                                 else f"other{(p + s) % 50:02d}", s == 2) for s in range(4))
-        path = root / "pipelines" / f"p{p:04d}.yaml"
-        path.write_text(f"extends: base.yaml\nsteps:\n{body}")
-        if uses_shared:
-            users.append(path)
-    return shared, users
 
 
 def check(root: Path, path: Path, overlay: dict[Path, str], cache: BudgetCache) -> Any:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_client import LspProcess
-from workspaces import CONTEXT, step_yaml, words, write_config
+from workspaces import make_big, make_many, words
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -133,48 +133,8 @@ async def launch(server: Server, root: Path, log: Path) -> LspProcess:
 
 
 
-def make_big(root: Path, steps_count: int = 500) -> Path:
-    """A 500-step pipeline at the end of a 5-level extends chain; every 50th step is over."""
-    write_config(root)
-    for i in range(20):
-        (root / "prompts" / f"p{i:02d}.txt").write_text(words(40 + 15 * i, i) + "\n")
-    (root / "prompts" / "huge.txt").write_text(words(4200, 99) + "\n")
-    (root / "pipelines" / "base0.yaml").write_text(
-        "settings:\n  max_context_tokens: 2500\n  max_history_tokens: 400\n"
-        "  budget_safety_margin_tokens: 100\n")
-    for level in range(1, 5):
-        (root / "pipelines" / f"base{level}.yaml").write_text(
-            f"extends: base{level - 1}.yaml\nsettings:\n"
-            f"  max_history_tokens: {400 + 50 * level}\n")
-    steps = "".join(step_yaml(i, "huge" if i % 50 == 0 else f"p{i % 20:02d}", i % 3 == 0)
-                    for i in range(steps_count))
-    big = root / "pipelines" / "big.yaml"
-    big.write_text(f"extends: base4.yaml\nsettings:\n  max_context_tokens: {CONTEXT}\n"
-                   f"steps:\n{steps}")
-    return big
 
 
-def make_many(root: Path, count: int = 1000, shared_by: int = 200
-              ) -> tuple[Path, list[Path]]:
-    """1,000 pipelines (4 steps each); 200 of them use prompts/shared.txt."""
-    write_config(root)
-    for i in range(50):
-        (root / "prompts" / f"other{i:02d}.txt").write_text(words(30 + 9 * i, i) + "\n")
-    shared = root / "prompts" / "shared.txt"
-    shared.write_text("revision 0000\n" + words(300, 3) + "\n")
-    (root / "pipelines" / "base.yaml").write_text(
-        f"settings:\n  max_context_tokens: {CONTEXT}\n  max_history_tokens: 500\n"
-        "  budget_safety_margin_tokens: 128\n")
-    dependents = []
-    for p in range(count):
-        uses_shared = p < shared_by
-        steps = "".join(step_yaml(s, "shared" if uses_shared and s == 1
-                                  else f"other{(p + s) % 50:02d}", s == 2) for s in range(4))
-        path = root / "pipelines" / f"p{p:04d}.yaml"
-        path.write_text(f"extends: base.yaml\nsteps:\n{steps}")
-        if uses_shared:
-            dependents.append(path)
-    return shared, dependents
 
 
 def example_pipeline(root: Path) -> Path:
