@@ -23,6 +23,7 @@ _TOKENS_FAMILY = {"llama3": "llama3", "qwen": "qwen2", "deepseek": "deepseek",
                   "gemini": "gemini_approx"}
 
 
+@functools.lru_cache(maxsize=1024)
 def counting_encoding(family: str, model: str = "") -> str:
     """The tokenizer that counts for model ``model`` of registry ``family``: the shipped
     OpenAI encoding; an exact family (``llama3``, ``qwen2``, ``deepseek``, ``mistral_tekken``)

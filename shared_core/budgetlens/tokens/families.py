@@ -230,10 +230,16 @@ def load_family(name: str) -> FamilyTokenizer:
         return _LOADERS[name](family)
 
 
+@cache
 def available(name: str) -> bool:
-    """Whether family ``name`` can count here (its packages are installed)."""
-    family = FAMILIES[name]
-    return all(find_spec(p) is not None for p in family.packages)
+    """Whether family ``name`` can count here (its packages are installed); looked up once
+    per process, as the loaded tokenizers are."""
+    def found(package: str) -> bool:
+        try:
+            return find_spec(package) is not None
+        except (ImportError, ValueError):  # a broken or blocked package counts as missing
+            return False
+    return all(found(p) for p in FAMILIES[name].packages)
 
 
 __all__ = ["FAMILIES", "Family", "FamilyTokenizer", "approx_mark", "available", "family_for_model",
