@@ -31,6 +31,8 @@ from yaml.events import (
 )
 
 from budgetlens.yamldoc.compose import (
+    _MEMO_ENTRIES,
+    _MEMO_VALUE_CHARS,
     MAP_TAG,
     MAPPING,
     MERGE_TAG,
@@ -58,24 +60,6 @@ class _NotSimple(Exception):
     pass
 
 
-class _Open:
-    """An open collection: its value, path, start, flow, own key's offsets and, for a
-    mapping, the key waiting for its value."""
-
-    __slots__ = ("flow", "key", "key_end", "key_start", "kind", "path", "start", "value")
-
-    def __init__(self, kind: int, value: Any, path: YamlPath, start: int, flow: bool,
-                 key_start: int | None, key_end: int | None) -> None:
-        self.kind = kind
-        self.value = value
-        self.path = path
-        self.start = start
-        self.flow = flow
-        self.key_start = key_start
-        self.key_end = key_end
-        self.key: tuple[str, int, int] | None = None
-
-
 def read_simple(loader: Any, shift: int, max_depth: int,
                 max_visits: int) -> tuple[Any, dict[YamlPath, RawSpan]] | None:
     """The value and spans of the one document of ``loader``'s stream (``EMPTY`` for none),
@@ -94,57 +78,121 @@ def read_simple(loader: Any, shift: int, max_depth: int,
     return value, spans
 
 
+#: Plain values of untagged plain scalars whose tag the reader accepts (a merge key is not
+#: one), memoised per loader class: {class: {text: value}}; bounded as ``compose``'s memos.
+_PLAIN: dict[type, dict[str, Any]] = {}
+_MISSING: Any = object()
+#: The ``implicit`` of an untagged plain scalar's event (both parsers).
+_PLAIN_IMPLICIT = (True, False)
+
+
+def _plain_values(loader: Any) -> dict[str, Any]:
+    values = _PLAIN.get(type(loader))
+    if values is None:
+        values = _PLAIN[type(loader)] = {}
+    return values
+
+
+def _accepted_tag(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str], text: str,
+                  tag: str | None, implicit: tuple[bool, bool]) -> str:
+    """The resolved tag of a scalar; ``_NotSimple`` when the one-pass reader does not take
+    it (a merge key, or a tag the general reader refuses)."""
+    if tag is None or tag == "!":
+        tag = memo.get((text, implicit)) or resolve_tag(loader, memo, text, implicit)
+    if tag not in SCALAR_TAGS:
+        raise _NotSimple
+    return tag
+
+
+def _plain_value(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str],
+                 values: dict[str, Any], text: str) -> Any:
+    """The value of an untagged plain scalar not in ``values`` yet (then memoised there)."""
+    value = _scalar(_accepted_tag(loader, memo, text, None, _PLAIN_IMPLICIT), text)
+    if len(values) >= _MEMO_ENTRIES:
+        values.clear()
+    if len(text) <= _MEMO_VALUE_CHARS:
+        values[text] = value
+    return value
+
+
+def _value(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str], event: Any,
+           text: str) -> Any:
+    """The value of a tagged scalar (or one with the non-specific tag ``!``)."""
+    tag = _accepted_tag(loader, memo, text, event.tag, event.implicit)
+    return text if tag == STR_TAG else _scalar(tag, text)
+
+
 # long-function: one loop over the events of a document, kept flat for speed (it runs once
-# per event of every simple YAML file read)
+# per event of every simple YAML file read): the open collection is held in locals (its
+# value, path, kind, start, flow and own key's offsets; the parents' on ``stack``) and the
+# key of a mapping waiting for its value in ``name``/``key_start``/``key_end``; a path is
+# extended by concatenation (``at + (name,)``), twice as fast as unpacking
 def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
               max_visits: int) -> tuple[Any, dict[YamlPath, RawSpan]]:
     get = loader.get_event
     memo = resolver_memo(loader)
+    values = _plain_values(loader)
+    missing = _MISSING
     spans: dict[YamlPath, Any] = {}
-    stack: list[_Open] = []
-    top: _Open | None = None
+    stack: list[tuple[Any, YamlPath, bool, int, bool, int | None, int | None]] = []
     anchors: dict[str, tuple[int, int, str | None, Any]] = {}  # anchored scalars
     visits = 0  # values repeated through aliases
-    path: YamlPath
+    # the open collection (none yet: ``container`` is None)
+    container: Any = None
+    at: YamlPath = ()
+    in_map = False
+    start = 0
+    flow = False
+    own_start: int | None = None
+    own_end: int | None = None
+    deep = False  # len(stack) > max_depth: a value there is refused
+    name: str | None = None  # in a mapping, the key waiting for its value
+    key_start = key_end = 0
     while True:
         event = get()
         cls = type(event)
         if cls is ScalarEvent:
             text = event.value
-            tag = event.tag
-            if tag is None or tag == "!":
-                implicit = event.implicit
-                tag = memo.get((text, implicit)) or resolve_tag(loader, memo, text, implicit)
-            if tag not in SCALAR_TAGS:
-                raise _NotSimple  # a merge key, or a tag the general reader refuses
-            start = event.start_mark.index + shift
-            end = event.end_mark.index + shift
-            if top is not None and top.kind == MAPPING and top.key is None:
-                if text in top.value or event.anchor is not None:
-                    raise _NotSimple  # a duplicate key (the general reader warns), an anchor
-                top.key = (text, start, end)
-                continue
-            value = text if tag == STR_TAG else _scalar(tag, text)
             style = event.style or None
-            if event.anchor is not None:
-                if event.anchor in anchors:
-                    raise _NotSimple  # a duplicate anchor: the composer's error
-                anchors[event.anchor] = (start, end, style, value)
-            if top is None:
-                return value, {(): (start, end, SCALAR, False, None, None, style)}
-            if len(stack) > max_depth:
-                raise _NotSimple
-            if top.kind == SEQUENCE:
-                items = top.value
-                path = (*top.path, len(items))
-                spans[path] = (start, end, SCALAR, False, None, None, style)
-                items.append(value)
+            if event.tag is None:
+                if style is None:
+                    value = values.get(text, missing)
+                    if value is missing and (name is not None or not in_map):
+                        value = _plain_value(loader, memo, values, text)
+                else:
+                    value = text  # quoted or block: a string
             else:
-                name, key_start, key_end = top.key  # type: ignore[misc]
-                path = (*top.path, name)
-                spans[path] = (start, end, SCALAR, False, key_start, key_end, style)
-                top.value[name] = value
-                top.key = None
+                value = missing
+                if name is not None or not in_map:
+                    value = _value(loader, memo, event, text)
+            if in_map and name is None:  # a key
+                if value is missing:
+                    _accepted_tag(loader, memo, text, event.tag, event.implicit)
+                if text in container or event.anchor is not None:
+                    raise _NotSimple  # a duplicate key (the general reader warns), an anchor
+                name = text
+                key_start = event.start_mark.index + shift
+                key_end = event.end_mark.index + shift
+                continue
+            span = (event.start_mark.index + shift, event.end_mark.index + shift, SCALAR,
+                    False, None, None, style)
+            anchor = event.anchor
+            if anchor is not None:
+                if anchor in anchors:
+                    raise _NotSimple  # a duplicate anchor: the composer's error
+                anchors[anchor] = (span[0], span[1], style, value)
+            if container is None:
+                return value, {(): span}
+            if deep:
+                raise _NotSimple
+            if in_map:
+                spans[at + (name,)] = (span[0], span[1], SCALAR, False, key_start, key_end,  # noqa: RUF005
+                                       style)
+                container[name] = value
+                name = None
+            else:
+                spans[at + (len(container),)] = span  # noqa: RUF005
+                container.append(value)
         elif cls is MappingStartEvent or cls is SequenceStartEvent:
             if event.anchor is not None:
                 raise _NotSimple
@@ -154,52 +202,57 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
                 raise _NotSimple
             if len(stack) > max_depth:
                 raise _NotSimple
-            key_start = key_end = None
-            if top is None:
-                path = ()
-            elif top.kind == SEQUENCE:
-                path = (*top.path, len(top.value))
-            elif top.key is None:
-                raise _NotSimple  # a collection as a key: the general reader refuses it
+            stack.append((container, at, in_map, start, flow, own_start, own_end))
+            if container is None:
+                path: YamlPath = ()
+                own_start = own_end = None
+            elif in_map:
+                if name is None:
+                    raise _NotSimple  # a collection as a key: the general reader refuses it
+                path = at + (name,)  # noqa: RUF005
+                own_start, own_end = key_start, key_end
             else:
-                name, key_start, key_end = top.key
-                path = (*top.path, name)
+                path = at + (len(container),)  # noqa: RUF005
+                own_start = own_end = None
             spans[path] = None  # its place in the order; the span is set at its end
-            top = _Open(MAPPING if mapping else SEQUENCE, {} if mapping else [], path,
-                        event.start_mark.index + shift, bool(event.flow_style), key_start,
-                        key_end)
-            stack.append(top)
+            container = {} if mapping else []
+            at = path
+            in_map = mapping
+            start = event.start_mark.index + shift
+            flow = bool(event.flow_style)
+            name = None
+            deep = len(stack) > max_depth
         elif cls is MappingEndEvent or cls is SequenceEndEvent:
-            done = stack.pop()
-            spans[done.path] = (done.start, event.end_mark.index + shift, done.kind,
-                                done.flow, done.key_start, done.key_end, None)
-            if not stack:
-                return done.value, spans
-            top = stack[-1]
-            if top.kind == SEQUENCE:
-                top.value.append(done.value)
+            done = container
+            spans[at] = (start, event.end_mark.index + shift, MAPPING if in_map else SEQUENCE,
+                         flow, own_start, own_end, None)
+            last = at[-1] if at else None
+            container, at, in_map, start, flow, own_start, own_end = stack.pop()
+            if container is None:
+                return done, spans
+            deep = len(stack) > max_depth
+            if in_map:
+                container[last] = done
+                name = None
             else:
-                top.value[top.key[0]] = done.value  # type: ignore[index]
-                top.key = None
+                container.append(done)
         else:  # an alias: of a scalar, it is that scalar again (counted as a repeat)
             found = anchors.get(event.anchor)
-            if found is None or top is None or len(stack) > max_depth \
-                    or (top.kind == MAPPING and top.key is None):
+            if found is None or container is None or deep or (in_map and name is None):
                 raise _NotSimple  # of a collection or undefined, the root, too deep, a key
             visits += 1
             if visits > max_visits:
                 raise _NotSimple  # the general reader refuses it
-            start, end, style, value = found
-            if top.kind == SEQUENCE:
-                path = (*top.path, len(top.value))
-                spans[path] = (start, end, SCALAR, False, None, None, style)
-                top.value.append(value)
+            a_start, a_end, a_style, value = found
+            if in_map:
+                spans[at + (name,)] = (a_start, a_end, SCALAR, False, key_start, key_end,  # noqa: RUF005
+                                       a_style)
+                container[name] = value
+                name = None
             else:
-                name, key_start, key_end = top.key  # type: ignore[misc]
-                path = (*top.path, name)
-                spans[path] = (start, end, SCALAR, False, key_start, key_end, style)
-                top.value[name] = value
-                top.key = None
+                spans[at + (len(container),)] = (a_start, a_end, SCALAR, False, None, None,  # noqa: RUF005
+                                                 a_style)
+                container.append(value)
 
 
 def _scalar(tag: str, text: str) -> Any:
