@@ -146,7 +146,7 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
     own_start: int | None = None
     own_end: int | None = None
     deep = False  # len(stack) > max_depth: a value there is refused
-    name: str | None = None  # in a mapping, the key waiting for its value
+    name: Any = None  # in a mapping, the key (str) waiting for its value
     key_start = key_end = 0
     while True:
         event = get()
@@ -186,8 +186,8 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
             if deep:
                 raise _NotSimple
             if in_map:
-                spans[at + (name,)] = (span[0], span[1], SCALAR, False, key_start, key_end,  # noqa: RUF005
-                                       style)
+                path = at + (name,)  # noqa: RUF005
+                spans[path] = (span[0], span[1], SCALAR, False, key_start, key_end, style)
                 container[name] = value
                 name = None
             else:
@@ -204,7 +204,7 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
                 raise _NotSimple
             stack.append((container, at, in_map, start, flow, own_start, own_end))
             if container is None:
-                path: YamlPath = ()
+                path = ()
                 own_start = own_end = None
             elif in_map:
                 if name is None:
@@ -245,8 +245,8 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
                 raise _NotSimple  # the general reader refuses it
             a_start, a_end, a_style, value = found
             if in_map:
-                spans[at + (name,)] = (a_start, a_end, SCALAR, False, key_start, key_end,  # noqa: RUF005
-                                       a_style)
+                path = at + (name,)  # noqa: RUF005
+                spans[path] = (a_start, a_end, SCALAR, False, key_start, key_end, a_style)
                 container[name] = value
                 name = None
             else:
