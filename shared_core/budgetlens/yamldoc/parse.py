@@ -32,6 +32,7 @@ import yaml
 from budgetlens.codes import DUPLICATE_KEY as YAML_DUPLICATE_KEY
 from budgetlens.codes import YAML_LIMIT, YAML_REFUSED, YAML_SYNTAX
 from budgetlens.source import LineIndex, Range
+from budgetlens.yamldoc import incremental
 from budgetlens.yamldoc.compose import (
     MAP_TAG,
     MAPPING,
@@ -391,13 +392,21 @@ def _compose(text: str, shift: int) -> Node | None:
         loader.dispose()
 
 
-def _read_simple(text: str, shift: int) -> tuple[Any, dict[YamlPath, RawSpan]] | None:
-    """The one-pass reading of a simple document (``None``: not simple, see ``simple``)."""
+def _read_simple(text: str, shift: int) -> tuple[Any, Mapping[YamlPath, RawSpan]] | None:
+    """The one-pass reading of a simple document (``None``: not simple, see ``simple``), or
+    the same answer from a text read just before (``incremental``: the same text, or one
+    edited inside a scalar value)."""
+    known = incremental.reread(text, _LOADER)
+    if known is not None:
+        return known
     loader = _LOADER(text[shift:])
     try:
-        return read_simple(loader, shift, MAX_DEPTH, MAX_NODE_VISITS)
+        read = read_simple(loader, shift, MAX_DEPTH, MAX_NODE_VISITS)
     finally:
         loader.dispose()
+    if read is not None:
+        incremental.remember(text, _LOADER, *read)
+    return read
 
 
 def _syntax_problem(exc: yaml.YAMLError, index: LineIndex, shift: int) -> YamlProblem:

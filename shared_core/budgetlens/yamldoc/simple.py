@@ -93,6 +93,28 @@ def _plain_values(loader: Any) -> dict[str, Any]:
     return values
 
 
+#: Untagged plain scalars whose tag the reader accepts as a key, per loader class (bounded
+#: as ``_PLAIN``).
+_KEYS: dict[type, set[str]] = {}
+
+
+def _plain_keys(loader: Any) -> set[str]:
+    keys = _KEYS.get(type(loader))
+    if keys is None:
+        keys = _KEYS[type(loader)] = set()
+    return keys
+
+
+def _plain_key(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str], keys: set[str],
+               text: str) -> None:
+    """Check the tag of an untagged plain key not in ``keys`` yet (then remembered there)."""
+    _accepted_tag(loader, memo, text, None, _PLAIN_IMPLICIT)
+    if len(keys) >= _MEMO_ENTRIES:
+        keys.clear()
+    if len(text) <= _MEMO_VALUE_CHARS:
+        keys.add(text)
+
+
 def _accepted_tag(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str], text: str,
                   tag: str | None, implicit: tuple[bool, bool]) -> str:
     """The resolved tag of a scalar; ``_NotSimple`` when the one-pass reader does not take
@@ -122,6 +144,29 @@ def _value(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str], event: A
     return text if tag == STR_TAG else _scalar(tag, text)
 
 
+#: A loader of each class, kept to resolve tags with (``plain_value``).
+_RESOLVERS: dict[type, Any] = {}
+
+
+def plain_value(loader_class: type, text: str) -> tuple[bool, Any]:
+    """``(True, value)``: the value ``read_simple`` gives an untagged plain scalar ``text``
+    read with a loader of ``loader_class``; ``(False, None)`` when it does not take it (a
+    merge key, a tag it refuses, a number too long to read)."""
+    values = _PLAIN.get(loader_class)
+    if values is None:
+        values = _PLAIN[loader_class] = {}
+    value = values.get(text, _MISSING)
+    if value is not _MISSING:
+        return True, value
+    loader = _RESOLVERS.get(loader_class)
+    if loader is None:
+        loader = _RESOLVERS[loader_class] = loader_class("")
+    try:
+        return True, _plain_value(loader, resolver_memo(loader), values, text)
+    except _NotSimple:
+        return False, None
+
+
 # long-function: one loop over the events of a document, kept flat for speed (it runs once
 # per event of every simple YAML file read): the open collection is held in locals (its
 # value, path, kind, start, flow and own key's offsets; the parents' on ``stack``) and the
@@ -132,6 +177,7 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
     get = loader.get_event
     memo = resolver_memo(loader)
     values = _plain_values(loader)
+    keys = _plain_keys(loader)
     missing = _MISSING
     spans: dict[YamlPath, Any] = {}
     stack: list[tuple[Any, YamlPath, bool, int, bool, int | None, int | None]] = []
@@ -154,19 +200,11 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
         if cls is ScalarEvent:
             text = event.value
             style = event.style or None
-            if event.tag is None:
-                if style is None:
-                    value = values.get(text, missing)
-                    if value is missing and (name is not None or not in_map):
-                        value = _plain_value(loader, memo, values, text)
-                else:
-                    value = text  # quoted or block: a string
-            else:
-                value = missing
-                if name is not None or not in_map:
-                    value = _value(loader, memo, event, text)
-            if in_map and name is None:  # a key
-                if value is missing:
+            if in_map and name is None:  # a key: its tag is checked, its value never made
+                if style is None and event.tag is None:
+                    if text not in keys:
+                        _plain_key(loader, memo, keys, text)
+                elif event.tag is not None:
                     _accepted_tag(loader, memo, text, event.tag, event.implicit)
                 if text in container or event.anchor is not None:
                     raise _NotSimple  # a duplicate key (the general reader warns), an anchor
@@ -174,6 +212,15 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
                 key_start = event.start_mark.index + shift
                 key_end = event.end_mark.index + shift
                 continue
+            if event.tag is None:
+                if style is None:
+                    value = values.get(text, missing)
+                    if value is missing:
+                        value = _plain_value(loader, memo, values, text)
+                else:
+                    value = text  # quoted or block: a string
+            else:
+                value = _value(loader, memo, event, text)
             span = (event.start_mark.index + shift, event.end_mark.index + shift, SCALAR,
                     False, None, None, style)
             anchor = event.anchor
@@ -262,4 +309,4 @@ def _scalar(tag: str, text: str) -> Any:
         raise _NotSimple from None
 
 
-__all__ = ["EMPTY", "MERGE_TAG", "RawSpan", "read_simple"]
+__all__ = ["EMPTY", "MERGE_TAG", "RawSpan", "plain_value", "read_simple"]
