@@ -42,6 +42,8 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from itertools import compress, count
+from operator import ne
 from typing import Any
 
 from budgetlens.yamldoc.compose import SCALAR
@@ -171,6 +173,11 @@ _LOCK = threading.Lock()
 #: edited inside a scalar ("edit"), and how often it did not ("none"); for tests and
 #: benchmarks.
 counts = {"same": 0, "edit": 0, "none": 0}
+#: After this many answers in a row that found nothing (many files read once, as a check or
+#: an index does), only the last ``QUIET_TRIES`` readings are tried as the text edited.
+QUIET_AFTER = 16
+QUIET_TRIES = 2
+_misses = [0]  # the answers in a row that found nothing
 
 
 def clear() -> None:
@@ -208,8 +215,11 @@ def reread(text: str, loader: type) -> tuple[Any, Mapping[YamlPath, RawSpan]] | 
         if same is not None and same.loader is loader:
             _READS.move_to_end(text)
             counts["same"] += 1
+            _misses[0] = 0
             return same.value, same.spans
         kept = [r for r in reversed(_READS.values()) if r.loader is loader]
+    if _misses[0] > QUIET_AFTER:
+        del kept[QUIET_TRIES:]  # reading many files (a check, an index): try the last ones
     for old in kept:
         read = _edited(old, text)
         if read is not None:
@@ -218,8 +228,10 @@ def reread(text: str, loader: type) -> tuple[Any, Mapping[YamlPath, RawSpan]] | 
                              _Base({path: read.spans[path] for path in read.base.raw}))
             _keep(read)
             counts["edit"] += 1
+            _misses[0] = 0
             return read.value, read.spans
     counts["none"] += 1
+    _misses[0] += 1
     return None
 
 
@@ -301,35 +313,39 @@ def _replaced(node: Any, path: YamlPath, value: Any) -> Any:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    """The length of the longest common prefix of ``a`` and ``b``."""
+    """The length of the longest common prefix of ``a`` and ``b``: windows doubling in size
+    compared at once, then halving into the one that differs, then its characters."""
     n = min(len(a), len(b))
-    lo, hi, step = 0, n, 32
-    while lo < n:  # a[:lo] == b[:lo]: gallop on in doubling steps until a step differs
+    lo, step = 0, 64
+    while True:  # a[:lo] == b[:lo]
         end = min(n, lo + step)
         if not a.startswith(b[lo:end], lo):
-            hi = end - 1
             break
+        if end == n:
+            return n
         lo, step = end, step * 2
-    while lo < hi:  # the answer is in [lo, hi]
-        mid = (lo + hi + 1) // 2
+    hi = end  # the first difference is in [lo, hi)
+    while hi - lo > 64:
+        mid = (lo + hi) // 2
         if a.startswith(b[lo:mid], lo):
             lo = mid
         else:
-            hi = mid - 1
-    return lo
+            hi = mid
+    return next(compress(count(lo), map(ne, a[lo:hi], b[lo:hi])), hi)
 
 
 def _common_suffix(a: str, b: str, limit: int) -> int:
     """The length (at most ``limit``) of the longest common suffix of ``a`` and ``b``."""
-    lo, hi = 0, limit
     la, lb = len(a), len(b)
-    while lo < hi:  # a[la - lo:] == b[lb - lo:]; the answer is at most hi
+    lo, hi = 0, limit
+    while hi - lo > 64:  # a[la - lo:] == b[lb - lo:]; the answer is at most hi
         mid = (lo + hi + 1) // 2
         if a.startswith(b[lb - mid:lb - lo], la - mid):
             lo = mid
         else:
             hi = mid - 1
-    return lo
+    tail_a, tail_b = a[la - hi:la - lo], b[lb - hi:lb - lo]
+    return lo + next(compress(count(), map(ne, reversed(tail_a), reversed(tail_b))), hi - lo)
 
 
 __all__ = ["CAPACITY", "ENABLED", "MAX_SCALAR", "ShiftedSpans", "clear", "remember", "reread"]
