@@ -52,10 +52,10 @@ from budgetlens.yamldoc.simple import RawSpan, YamlPath, plain_value
 #: Whether ``reread`` answers at all (a switch for tests and benchmarks).
 ENABLED = True
 #: Readings kept (the last ones, any file): an editor re-reads the buffer it just read.
-CAPACITY = 8
+CAPACITY = 4
 #: At most this many characters of text kept in all (older readings are dropped first; a
 #: longer text is not kept).
-MAX_KEPT_CHARS = 1_000_000
+MAX_KEPT_CHARS = 500_000
 #: Longest scalar re-read in place (well under the 1,024 characters of a simple key).
 MAX_SCALAR = 1000
 #: Edited scalars whose offsets move before the spans are rebuilt once in full.

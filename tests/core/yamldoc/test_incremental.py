@@ -188,7 +188,7 @@ SCALARS = st.one_of(st.integers(-10**4, 10**4), st.booleans(), st.none(),
 VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)), max_leaves=12)
 EDITS = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 2),
-                           st.sampled_from(TYPED + [""])), min_size=1, max_size=8)
+                           st.sampled_from([*TYPED, ""])), min_size=1, max_size=8)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[
@@ -203,7 +203,7 @@ def test_dumped_documents_edited_read_as_in_full(loader: Any, value: Any, flow: 
         at %= len(text) + 1
         text = text[:at] + typed + text[at + cut:]
         doc = assert_same_as_full(text)
-        ref, ref_problems = parse_yaml_reference(text, loader)
+        ref, _ = parse_yaml_reference(text, loader)
         assert (doc is None) == (ref is None)
         if doc is not None and ref is not None:
             assert _strict(doc.value, ref.value) and _spans(doc) == _spans(ref)
@@ -299,3 +299,13 @@ def test_what_is_kept_stays_bounded(loader: Any) -> None:
     assert len(incremental._READS) == incremental.CAPACITY
     for memo in __import__("budgetlens.yamldoc.simple", fromlist=["_PLAIN"])._PLAIN.values():
         assert len(memo) <= 20_000
+
+
+def test_the_text_kept_stays_under_its_cap(loader: Any) -> None:
+    big = "a: 1\nb: [" + ", ".join(["x"] * 60_000) + "]\n"  # 180,000 characters
+    for i in range(5):
+        parse_yaml(f"v: {i}\n" + big)
+    assert sum(len(t) for t in incremental._READS) <= incremental.MAX_KEPT_CHARS
+    assert len(incremental._READS) == incremental.MAX_KEPT_CHARS // len(big)
+    parse_yaml("x" * (incremental.MAX_KEPT_CHARS + 1))  # longer than the cap: not kept
+    assert all(len(t) <= incremental.MAX_KEPT_CHARS for t in incremental._READS)
