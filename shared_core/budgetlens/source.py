@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -57,14 +57,59 @@ FILE_START = Range.at(0, 0)
 
 @dataclass(frozen=True)
 class Location:
-    """A range in a file. ``file`` is a filesystem path as a string."""
+    """A range in a file. ``file`` is a filesystem path as a string.
+
+    ``Location.lazy`` makes one whose range is computed when first read (a check makes a
+    location for every term of every step, but reads the ranges of the few it reports); it
+    is the same type and compares, hashes, prints, pickles and serialises the same.
+    """
 
     file: str
     range: Range = FILE_START
 
+    @classmethod
+    def lazy(cls, file: str, make: Callable[[], Range]) -> Location:
+        """A location of ``file`` whose range is ``make()``, called on the first read."""
+        loc = object.__new__(cls)
+        state = loc.__dict__
+        state["file"] = file
+        state[_MAKE] = make
+        return loc
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields (a lazy range computed), never the function that makes the range."""
+        return {"file": self.file, "range": self.range}
+
     def to_dict(self) -> dict[str, Any]:
         """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
         return _compat_to_dict(self)
+
+
+_MAKE = "_make_range"
+
+
+class _LazyRange:
+    """The class attribute behind ``Location.range``: an instance keeps its range in its
+    ``__dict__``, which wins over this (non-data) descriptor; a lazy one has none until
+    first read, when this computes it from the function ``Location.lazy`` kept and stores
+    it (the function is then dropped). Reading it from the class gives the default."""
+
+    def __get__(self, obj: Location | None, owner: type | None = None) -> Range:
+        if obj is None:
+            return FILE_START
+        state = obj.__dict__
+        make = state.get(_MAKE)
+        if make is None:  # another thread computed it meanwhile
+            rng: Range = state["range"]
+            return rng
+        rng = make()
+        state["range"] = rng
+        state.pop(_MAKE, None)
+        return rng
+
+
+# dataclass() kept the default for __init__; the class attribute becomes the descriptor
+Location.range = _LazyRange()  # type: ignore[assignment]
 
 
 class Severity(str, Enum):

@@ -158,13 +158,15 @@ def _margin_term(settings: dict[str, Setting]) -> Term:
 
 
 def _name_location(pf: PipelineFile, index: int) -> Location:
-    for key in ("id", "name"):
-        loc = pf.doc.value_range(("steps", index, key)) if pf.doc else None
-        if loc is not None:
-            return Location(pf.path, loc)
-    step_node = pf.doc.node(("steps", index)) if pf.doc else None
-    if isinstance(step_node, dict) and step_node:
-        return pf.key_location(("steps", index, next(iter(step_node))))
+    """The step's id (else name) value, else its first key, else the step (lazy)."""
+    doc = pf.doc
+    if doc is not None:
+        for key in ("id", "name"):
+            if ("steps", index, key) in doc.spans:
+                return pf.location(("steps", index, key))
+        step_node = doc.node(("steps", index))
+        if isinstance(step_node, dict) and step_node:
+            return pf.key_location(("steps", index, next(iter(step_node))))
     return pf.location(("steps", index))
 
 

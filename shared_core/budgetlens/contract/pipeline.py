@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from budgetlens.contract.near_miss import (
 )
 from budgetlens.contract.validation import validate_lenient
 from budgetlens.files import FileSource, SourceError, is_inside
-from budgetlens.source import Diagnostic, Location, Range, Related, Severity
+from budgetlens.source import FILE_START, Diagnostic, Location, Range, Related, Severity
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 
 DEFAULT_SAFETY_MARGIN_TOKENS = 128
@@ -125,12 +126,18 @@ class PipelineFile:
         return any(d.severity is Severity.ERROR for d in self.diagnostics)
 
     def location(self, path: YamlPath) -> Location:
-        rng = self.doc.value_range(path) if self.doc else None
-        return Location(self.path, rng or Range.at(0, 0))
+        """Where the value at ``path`` is (the file's start when it is not in the file); the
+        range is computed when first read (``Location.lazy``)."""
+        if self.doc is None:
+            return Location(self.path, FILE_START)
+        return Location.lazy(self.path, partial(_value_range, self.doc, path))
 
     def key_location(self, path: YamlPath) -> Location:
-        rng = self.doc.key_range(path) if self.doc else None
-        return Location(self.path, rng or Range.at(0, 0))
+        """Where the key of the entry at ``path`` is (else its value, else the file's
+        start), computed when first read."""
+        if self.doc is None:
+            return Location(self.path, FILE_START)
+        return Location.lazy(self.path, partial(_key_range, self.doc, path))
 
     def head_range(self) -> Range:
         """The range of the first top-level key (where file-wide problems are shown)."""
@@ -140,6 +147,14 @@ class PipelineFile:
                 if rng is not None:
                     return rng
         return Range.at(0, 0)
+
+
+def _value_range(doc: YamlDocument, path: YamlPath) -> Range:
+    return doc.value_range(path) or FILE_START
+
+
+def _key_range(doc: YamlDocument, path: YamlPath) -> Range:
+    return doc.key_range(path) or FILE_START
 
 
 def _field_code(path: tuple[str | int, ...]) -> str:
