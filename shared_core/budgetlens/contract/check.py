@@ -185,7 +185,9 @@ class _Shared:
     inherited: bool  # the steps come from a parent pipeline
 
 
-@dataclass(frozen=True)
+# _At and _StepPlan are made for every step of every version of a pipeline, and never
+# changed once made: plain dataclasses, whose __init__ costs a fifth of a frozen one's.
+@dataclass
 class _At:
     """One step being checked: the file that defines it, its index there and its name."""
 
@@ -205,7 +207,7 @@ class _At:
         return _name_location(self.owner, self.index)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _StepPlan:
     """One ``call_model`` step as its pipeline, extends chain and config.json define it:
     every term but the token counts, and the diagnostics those files alone give."""
@@ -225,6 +227,83 @@ class _StepPlan:
     own: ModelLimits | None  # the limits of a step that names its own ``model``
     before: tuple[Diagnostic, ...]  # the prompt's (no prompt_key, a path that names nothing)
     after: tuple[Diagnostic, ...]  # the template's, history's, output limit's and ceiling's
+
+    def moved_to(self, at: _At) -> _StepPlan:
+        """This plan for the same step in another version of its file (``_Reuse.step``
+        says when it is the same): every location made again in the new version, the rest
+        kept. Only for a plan without diagnostics or a model of its own: nothing else
+        holds a place in the file."""
+        output, owner, path = self.output, at.owner, ("steps", at.index)
+        key = _STEP_OUTPUT_KEYS.get(self.output_source)
+        if key is not None:  # the step's own max_output_tokens or max_tokens
+            output = Term(output.value, output.source, output.inherited,
+                          owner.location((*path, key)))
+        return _StepPlan(
+            at, owner.location(path), at.name_location, self.prompt_file, self.prompt,
+            owner.location((*path, "prompt_key")) if self.prompt_key_location else None,
+            self.template,
+            owner.location((*path, "user_parts", "template")) if self.template_location
+            else None,
+            self.history, output, self.output_source, self.output_floor, None, (), ())
+
+
+#: the step keys an output limit is read from (``_Planner.output_term``)
+_STEP_OUTPUT_KEYS = {source: source.value for source in (OutputSource.MAX_OUTPUT_TOKENS,
+                                                         OutputSource.MAX_TOKENS)}
+
+
+@dataclass(frozen=True)
+class _Reuse:
+    """The step plans of the previous version of a pipeline that a new version may take
+    over (``_StepPlan.moved_to``).
+
+    A step plan is made from the step's validated model, its index and name, the paths of
+    the step that failed validation, the file's path and the places in it, and what every
+    step shares: ``_Shared`` (config.json, policy, overhead, margin, history, context,
+    window, ceiling, inherited), ``min_output_tokens`` as set, and config.json's directory
+    and prompts_dir. So a plan is taken over when the shared part is the same (config.json
+    the same object: unchanged, see ``BudgetCache.parsed``), the file the same path, and
+    the step the same model at the same index with no path of it invalid in either
+    version; and only a plan with no diagnostic and no model of its own (the only parts
+    that hold places other than the locations ``moved_to`` makes again).
+    """
+
+    plans: Mapping[int, _StepPlan]
+
+    @staticmethod
+    def of(previous: _Plan | None, owner: PipelineFile, shared: _Shared,
+           output_floor: Term | None) -> _Reuse:
+        if previous is None or previous.shared is None or not previous.steps:
+            return _NO_REUSE
+        old = previous.shared
+        if previous.steps[0].at.owner.path != owner.path or old.config is not shared.config \
+                or old.policy is not shared.policy or old.inherited != shared.inherited:
+            return _NO_REUSE
+        if (old.overhead, old.margin, old.history, old.context, old.window, old.ceiling,
+                previous.output_floor) != (shared.overhead, shared.margin, shared.history,
+                                           shared.context, shared.window, shared.ceiling,
+                                           output_floor):
+            return _NO_REUSE
+        return _Reuse({sp.at.index: sp for sp in previous.steps
+                       if not sp.before and not sp.after and sp.own is None})
+
+    def step(self, at: _At) -> _StepPlan | None:
+        """The previous plan of the step ``at`` if it may be taken over, else None."""
+        old = self.plans.get(at.index)
+        if old is None or old.at.name != at.name or old.at.step != at.step:
+            return None
+        if _invalid_in(old.at) or _invalid_in(at):
+            return None
+        return old
+
+
+_NO_REUSE = _Reuse({})
+
+
+def _invalid_in(at: _At) -> bool:
+    """Some path inside the step failed validation."""
+    invalid = at.owner.invalid
+    return bool(invalid) and any(p[:2] == ("steps", at.index) for p in invalid)
 
 
 @dataclass(frozen=True)
@@ -251,6 +330,7 @@ class _Plan:
     steps: tuple[_StepPlan, ...] = ()
     prompt_root: str = "."  # prompt files must resolve inside it
     extends_location: Location | None = None  # the pipeline's own ``extends`` value
+    output_floor: Term | None = None  # min_output_tokens as set, for every step
     #: the template terms of ``steps`` per tokenizer name, made on first use
     template_terms: dict[str, tuple[Term, ...]] = field(default_factory=dict, compare=False,
                                                         repr=False)
@@ -272,8 +352,12 @@ class _Planner:
     and config.json, merges the settings and finds every step's terms but token counts."""
 
     def __init__(self, pipeline: str, files: RunFiles, options: CheckOptions,
-                 environ: Mapping[str, str], cache: BudgetCache) -> None:
+                 environ: Mapping[str, str], cache: BudgetCache,
+                 previous: _Plan | None = None) -> None:
         self.pipe = pipeline
+        #: the plan of an earlier version of the pipeline (or None): its steps that are the
+        #: same are taken over (``_Reuse``)
+        self.previous = previous
         self.run_files = files
         self.files = RecordingFiles(files)
         self.options = options
@@ -368,7 +452,8 @@ class _Planner:
             shared=shared, context=context,
             context_floor=_context_floor(context, settings, config) if context else None,
             steps=steps, prompt_root=prompt_root,
-            extends_location=self.pipe_extends_location(chain.pipeline), **base)
+            extends_location=self.pipe_extends_location(chain.pipeline),
+            output_floor=self.output_floor, **base)
 
     def context_term(self, chain: Chain, settings: dict[str, Setting],
                      head: Location) -> Term | None:
@@ -391,9 +476,20 @@ class _Planner:
             return (), shared
         shared = replace(shared, inherited=owner.path != self.pipe)
         self.output_floor = _floor_setting("min_output_tokens", settings, shared.config)
-        return tuple(self.step_plan(_At(owner, index, step, step_name(step, index)), shared)
-                     for index, step in enumerate(owner.model.steps)
-                     if step.type == CALL_MODEL), shared
+        reuse = _Reuse.of(self.previous, owner, shared, self.output_floor)
+        plans: list[_StepPlan] = []
+        for index, step in enumerate(owner.model.steps):
+            if step.type != CALL_MODEL:
+                continue
+            at = _At(owner, index, step, step_name(step, index))
+            old = reuse.step(at)
+            if old is None:
+                plans.append(self.step_plan(at, shared))
+            else:
+                plans.append(old.moved_to(at))
+                if old.prompt_file is not None:
+                    self.inputs.add(old.prompt_file)
+        return tuple(plans), shared
 
     @staticmethod
     def pipe_extends_location(pf: PipelineFile) -> Location | None:
@@ -422,8 +518,10 @@ class _Planner:
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
         """The limits of a step that names its own ``model`` (limits.py); None without."""
-        own = step_limits((at.step.model_extra or {}).get("model"), at.location("model"),
-                          shared.config, self.limits)
+        name = (at.step.model_extra or {}).get("model")
+        if name is None:  # step_limits gives the pipeline's, without a diagnostic
+            return None
+        own = step_limits(name, at.location("model"), shared.config, self.limits)
         self.diags.extend(replace(d, pipeline=self.pipe, step=at.name) for d in own.diagnostics)
         return None if own.model is None or own.model is self.limits.model else own
 
@@ -809,7 +907,9 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     structure_key = ("structure", pipe, options_key)
     plan = cache.structure(structure_key, run_files)
     if not isinstance(plan, _Plan):
-        plan = _Planner(pipe, run_files, options, environ, cache).plan()
+        previous = cache.stale_structure(structure_key)
+        plan = _Planner(pipe, run_files, options, environ, cache,
+                        previous if isinstance(previous, _Plan) else None).plan()
         cache.store_structure(structure_key, plan.deps, plan)
     checker = _Checker(pipe, plan, run_files, options, cache)
     report = checker.run()
