@@ -68,12 +68,13 @@ class Location:
     range: Range = FILE_START
 
     @classmethod
-    def lazy(cls, file: str, make: Callable[[], Range]) -> Location:
-        """A location of ``file`` whose range is ``make()``, called on the first read."""
-        loc = object.__new__(cls)
-        state = loc.__dict__
-        state["file"] = file
-        state[_MAKE] = make
+    def lazy(cls, file: str, make: Callable[..., Range], *args: Any) -> Location:
+        """A location of ``file`` whose range is ``make(*args)``, called on the first read
+        (the arguments are kept until then)."""
+        loc = _new(cls)
+        _set(loc, "file", file)
+        _set(loc, _MAKE, make)
+        _set(loc, _ARGS, args)
         return loc
 
     def __getstate__(self) -> dict[str, Any]:
@@ -85,26 +86,33 @@ class Location:
         return _compat_to_dict(self)
 
 
-_MAKE = "_make_range"
+_MAKE, _ARGS = "_make_range", "_range_args"  # a lazy range's function and arguments
+_new, _set, _get, _del = object.__new__, object.__setattr__, object.__getattribute__, \
+    object.__delattr__
 
 
 class _LazyRange:
-    """The class attribute behind ``Location.range``: an instance keeps its range in its
-    ``__dict__``, which wins over this (non-data) descriptor; a lazy one has none until
-    first read, when this computes it from the function ``Location.lazy`` kept and stores
-    it (the function is then dropped). Reading it from the class gives the default."""
+    """The class attribute behind ``Location.range``: an instance keeps its range as an
+    attribute of its own, which wins over this (non-data) descriptor; a lazy one has none
+    until first read, when this computes it with the function and arguments
+    ``Location.lazy`` kept and stores it (dropping them). Reading it from the class gives
+    the default."""
 
     def __get__(self, obj: Location | None, owner: type | None = None) -> Range:
         if obj is None:
             return FILE_START
-        state = obj.__dict__
-        make = state.get(_MAKE)
-        if make is None:  # another thread computed it meanwhile
-            rng: Range = state["range"]
+        try:
+            make, args = _get(obj, _MAKE), _get(obj, _ARGS)
+        except AttributeError:  # another thread computed it meanwhile
+            rng: Range = _get(obj, "range")
             return rng
-        rng = make()
-        state["range"] = rng
-        state.pop(_MAKE, None)
+        rng = make(*args)
+        _set(obj, "range", rng)
+        try:
+            _del(obj, _MAKE)
+            _del(obj, _ARGS)
+        except AttributeError:  # pragma: no cover - another thread dropped them first
+            pass
         return rng
 
 

@@ -228,24 +228,6 @@ class _StepPlan:
     before: tuple[Diagnostic, ...]  # the prompt's (no prompt_key, a path that names nothing)
     after: tuple[Diagnostic, ...]  # the template's, history's, output limit's and ceiling's
 
-    def moved_to(self, at: _At) -> _StepPlan:
-        """This plan for the same step in another version of its file (``_Reuse.step``
-        says when it is the same): every location made again in the new version, the rest
-        kept. Only for a plan without diagnostics or a model of its own: nothing else
-        holds a place in the file."""
-        output, owner, path = self.output, at.owner, ("steps", at.index)
-        key = _STEP_OUTPUT_KEYS.get(self.output_source)
-        if key is not None:  # the step's own max_output_tokens or max_tokens
-            output = Term(output.value, output.source, output.inherited,
-                          owner.location((*path, key)))
-        return _StepPlan(
-            at, owner.location(path), at.name_location, self.prompt_file, self.prompt,
-            owner.location((*path, "prompt_key")) if self.prompt_key_location else None,
-            self.template,
-            owner.location((*path, "user_parts", "template")) if self.template_location
-            else None,
-            self.history, output, self.output_source, self.output_floor, None, (), ())
-
 
 #: the step keys an output limit is read from (``_Planner.output_term``)
 _STEP_OUTPUT_KEYS = {source: source.value for source in (OutputSource.MAX_OUTPUT_TOKENS,
@@ -255,34 +237,32 @@ _STEP_OUTPUT_KEYS = {source: source.value for source in (OutputSource.MAX_OUTPUT
 @dataclass(frozen=True)
 class _Reuse:
     """The step plans of the previous version of a pipeline that a new version may take
-    over (``_StepPlan.moved_to``).
+    over (``_Planner.moved``).
 
     A step plan is made from the step's validated model, its index and name, the paths of
-    the step that failed validation, the file's path and the places in it, and what every
-    step shares: ``_Shared`` (config.json, policy, overhead, margin, history, context,
-    window, ceiling, inherited), ``min_output_tokens`` as set, and config.json's directory
-    and prompts_dir. So a plan is taken over when the shared part is the same (config.json
-    the same object: unchanged, see ``BudgetCache.parsed``), the file the same path, and
-    the step the same model at the same index with no path of it invalid in either
-    version; and only a plan with no diagnostic and no model of its own (the only parts
-    that hold places other than the locations ``moved_to`` makes again).
+    the step that failed validation, the file (its path, and the places in it) and, of what
+    the steps share, config.json (its directory, prompts_dir and model_max_tokens), the
+    policy, whether the steps are inherited, max_history_tokens, the output ceiling and
+    min_output_tokens. A plan is taken over when the file has the same path, config.json is
+    the same object (unchanged, see ``BudgetCache.parsed``), the policy, the inheritance,
+    max_history_tokens (value and depth) and the ceiling's value are the same, and the step
+    is the same model at the same index with no path of it invalid in either version; and
+    only a plan with no diagnostic and no model of its own. Every term that holds a place
+    (the step's own locations, its output limit, history and floor) is made again.
     """
 
     plans: Mapping[int, _StepPlan]
 
     @staticmethod
-    def of(previous: _Plan | None, owner: PipelineFile, shared: _Shared,
-           output_floor: Term | None) -> _Reuse:
+    def of(previous: _Plan | None, owner: PipelineFile, shared: _Shared) -> _Reuse:
         if previous is None or previous.shared is None or not previous.steps:
             return _NO_REUSE
         old = previous.shared
         if previous.steps[0].at.owner.path != owner.path or old.config is not shared.config \
                 or old.policy is not shared.policy or old.inherited != shared.inherited:
             return _NO_REUSE
-        if (old.overhead, old.margin, old.history, old.context, old.window, old.ceiling,
-                previous.output_floor) != (shared.overhead, shared.margin, shared.history,
-                                           shared.context, shared.window, shared.ceiling,
-                                           output_floor):
+        if (_setting_key(old.history), _value(old.ceiling)) != \
+                (_setting_key(shared.history), _value(shared.ceiling)):
             return _NO_REUSE
         return _Reuse({sp.at.index: sp for sp in previous.steps
                        if not sp.before and not sp.after and sp.own is None})
@@ -295,6 +275,14 @@ class _Reuse:
         if _invalid_in(old.at) or _invalid_in(at):
             return None
         return old
+
+
+def _setting_key(setting: Setting | None) -> tuple[Any, int] | None:
+    return None if setting is None else (setting.value, setting.depth)
+
+
+def _value(term: Term | None) -> int | None:
+    return None if term is None else term.value
 
 
 _NO_REUSE = _Reuse({})
@@ -330,7 +318,6 @@ class _Plan:
     steps: tuple[_StepPlan, ...] = ()
     prompt_root: str = "."  # prompt files must resolve inside it
     extends_location: Location | None = None  # the pipeline's own ``extends`` value
-    output_floor: Term | None = None  # min_output_tokens as set, for every step
     #: the template terms of ``steps`` per tokenizer name, made on first use
     template_terms: dict[str, tuple[Term, ...]] = field(default_factory=dict, compare=False,
                                                         repr=False)
@@ -452,8 +439,7 @@ class _Planner:
             shared=shared, context=context,
             context_floor=_context_floor(context, settings, config) if context else None,
             steps=steps, prompt_root=prompt_root,
-            extends_location=self.pipe_extends_location(chain.pipeline),
-            output_floor=self.output_floor, **base)
+            extends_location=self.pipe_extends_location(chain.pipeline), **base)
 
     def context_term(self, chain: Chain, settings: dict[str, Setting],
                      head: Location) -> Term | None:
@@ -476,7 +462,7 @@ class _Planner:
             return (), shared
         shared = replace(shared, inherited=owner.path != self.pipe)
         self.output_floor = _floor_setting("min_output_tokens", settings, shared.config)
-        reuse = _Reuse.of(self.previous, owner, shared, self.output_floor)
+        reuse = _Reuse.of(self.previous, owner, shared)
         plans: list[_StepPlan] = []
         for index, step in enumerate(owner.model.steps):
             if step.type != CALL_MODEL:
@@ -486,9 +472,7 @@ class _Planner:
             if old is None:
                 plans.append(self.step_plan(at, shared))
             else:
-                plans.append(old.moved_to(at))
-                if old.prompt_file is not None:
-                    self.inputs.add(old.prompt_file)
+                plans.append(self.moved(old, at, shared))
         return tuple(plans), shared
 
     @staticmethod
@@ -515,6 +499,29 @@ class _Planner:
             output=output, output_source=source,
             output_floor=_output_floor(limit, source, self.output_floor), own=own,
             before=before, after=self.take())
+
+    def moved(self, old: _StepPlan, at: _At, shared: _Shared) -> _StepPlan:
+        """The plan ``old`` of the same step in the previous version of the pipeline
+        (``_Reuse.step`` says when it is the same), for this version: its terms kept, every
+        location made again in the new text (lazily), the history and floor terms again
+        from this version's settings."""
+        if old.prompt_file is not None:
+            self.inputs.add(old.prompt_file)
+        output, owner, path = old.output, at.owner, ("steps", at.index)
+        key = _STEP_OUTPUT_KEYS.get(old.output_source)
+        if key is not None:  # the step's own max_output_tokens or max_tokens
+            output = Term(output.value, output.source, output.inherited,
+                          owner.location((*path, key)))
+        ceiling = shared.ceiling
+        limit = output.value if ceiling is None else min(output.value, ceiling.value)
+        return _StepPlan(
+            at, owner.location(path), at.name_location, old.prompt_file, old.prompt,
+            owner.location((*path, "prompt_key")) if old.prompt_key_location else None,
+            old.template,
+            owner.location((*path, "user_parts", "template")) if old.template_location
+            else None,
+            self.history_term(at, shared), output, old.output_source,
+            _output_floor(limit, old.output_source, self.output_floor), None, (), ())
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
         """The limits of a step that names its own ``model`` (limits.py); None without."""
@@ -647,6 +654,8 @@ class _Checker:
         #: each prompt file's tokens per tokenizer in this run (or why it has none), looked
         #: up once
         self.prompts: dict[tuple[str, str], int | SourceError | _Outside] = {}
+        #: the system prompt's term of each prompt file counted (per tokenizer)
+        self.prompt_terms: dict[tuple[str, str], Term] = {}
         self.approximate = False  # the counts are approximate (the model's family: ≈)
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
@@ -801,7 +810,11 @@ class _Checker:
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file of step {name!r} cannot be used: {result}", name)
             return sp.prompt
-        return Term(result, TermSource.PROMPT_FILE, location=sp.prompt.location)
+        term = self.prompt_terms.get((path, counter.name))
+        if term is None:  # the same for every step of the file (Location(path))
+            term = self.prompt_terms[(path, counter.name)] = Term(
+                result, TermSource.PROMPT_FILE, location=sp.prompt.location)
+        return term
 
     # ----------------------------------------------------------------------- the contract
     def contract(self, steps: list[StepBudget], policy: Policy, clamp: ClampValues,

@@ -78,14 +78,14 @@ def _delete(work: dict[str, Any], path: Path_, copies: _Copies) -> bool:
     parents: list[tuple[Any, str | int]] = []
     node: Any = work
     for part in path:
+        if parents and isinstance(node, (dict, list)):  # it may be changed: use the copy
+            node = copies.owned(node)
+            container, last = parents[-1]
+            container[last] = node
         in_dict = isinstance(node, dict) and isinstance(part, str) and part in node
         in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
         if not (in_dict or in_list):
             break
-        if parents:  # the container is about to be changed below: use the copy
-            node = copies.owned(node)
-            container, last = parents[-1]
-            container[last] = node
         parents.append((node, part))
         node = node[part]
     if not parents:
@@ -93,7 +93,7 @@ def _delete(work: dict[str, Any], path: Path_, copies: _Copies) -> bool:
     container, last = parents[-1]
     if isinstance(container, list):
         # keep the indices of later items: replace with an empty mapping
-        container[last] = {}
+        container[last] = {}  # type: ignore[index]
     else:
         del container[last]
     return True
