@@ -177,6 +177,7 @@ class TextEdit:
 
 
 _LINE_BREAK = re.compile(r"\r\n?|\n")
+_NEWLINE = re.compile("\n")
 
 
 class LineIndex:
@@ -186,20 +187,20 @@ class LineIndex:
     characters (U+2028, U+0085, ...) do not end a line.
     """
 
-    __slots__ = ("_starts", "_text")
+    __slots__ = ("_line_starts", "_text")
 
     def __init__(self, text: str) -> None:
         self._text = text
-        if "\r" in text:
-            self._starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
-            return
-        starts = [0]
-        find = text.find
-        i = find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = find("\n", i + 1)
-        self._starts = starts
+        self._line_starts: list[int] | None = None  # made on first use (most are never used)
+
+    @property
+    def _starts(self) -> list[int]:
+        """The offset where each line starts."""
+        starts = self._line_starts
+        if starts is None:
+            breaks = _LINE_BREAK if "\r" in self._text else _NEWLINE
+            starts = self._line_starts = [0, *(m.end() for m in breaks.finditer(self._text))]
+        return starts
 
     @property
     def line_count(self) -> int:
@@ -207,8 +208,9 @@ class LineIndex:
 
     def position(self, offset: int) -> Position:
         offset = max(0, min(offset, len(self._text)))
-        line = bisect.bisect_right(self._starts, offset) - 1
-        return Position(line, offset - self._starts[line])
+        starts = self._starts
+        line = bisect.bisect_right(starts, offset) - 1
+        return Position(line, offset - starts[line])
 
     def offset(self, position: Position) -> int:
         if position.line >= len(self._starts):

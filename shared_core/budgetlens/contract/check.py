@@ -26,6 +26,12 @@ on every check, resolves the tokenizer, counts the prompt files (cached by finge
 templates (once per tokenizer), adds up each step, computes the clamp and reports the
 contract. So a pipeline whose only changed input is a prompt is re-counted without reading
 its structure again.
+
+An edit of the pipeline itself is planned from the previous version's ``_Plan``: the steps
+the edit left the same take over their ``_StepPlan`` (``_Reuse`` says when that is exact),
+with their locations made again in the new text, so typing in one step plans that step only.
+Every location is lazy (``Location.lazy``): its line and character are computed when it is
+read, for the few places a report shows, not for every term of every step.
 """
 
 from __future__ import annotations
@@ -334,6 +340,9 @@ class _Plan:
         return terms
 
 
+_HISTORY_OFF = Term(0, TermSource.HISTORY_OFF)
+
+
 class _Planner:
     """Builds the ``_Plan`` of a pipeline: reads and parses the pipeline, its extends chain
     and config.json, merges the settings and finds every step's terms but token counts."""
@@ -353,6 +362,10 @@ class _Planner:
         self.diags: list[Diagnostic] = []
         self.inputs: set[str] = {pipeline}
         self.output_floor: Term | None = None  # min_output_tokens as set, for every step
+        #: each step's floor by its output limit and source (``floor``), and the history
+        #: term of the steps with use_history: the same terms for the same inputs, made once
+        self.floors: dict[tuple[int, OutputSource], Term] = {}
+        self.history: Term | None = None
         self.limits = ModelLimits()  # the model's window, ceiling and tokenizer (limits.py)
         #: the prompt file of each prompt_key, with why it names no file (or None)
         self.prompt_paths: dict[str, tuple[str, str | None]] = {}
@@ -497,7 +510,7 @@ class _Planner:
             prompt_file=prompt_file, prompt=prompt, prompt_key_location=key_location,
             template=template, template_location=template_location, history=history,
             output=output, output_source=source,
-            output_floor=_output_floor(limit, source, self.output_floor), own=own,
+            output_floor=self.floor(limit, source), own=own,
             before=before, after=self.take())
 
     def moved(self, old: _StepPlan, at: _At, shared: _Shared) -> _StepPlan:
@@ -521,7 +534,15 @@ class _Planner:
             owner.location((*path, "user_parts", "template")) if old.template_location
             else None,
             self.history_term(at, shared), output, old.output_source,
-            _output_floor(limit, old.output_source, self.output_floor), None, (), ())
+            self.floor(limit, old.output_source), None, (), ())
+
+    def floor(self, limit: int, source: OutputSource) -> Term:
+        """``_output_floor`` of a step, made once per limit and source."""
+        term = self.floors.get((limit, source))
+        if term is None:
+            term = self.floors[(limit, source)] = _output_floor(limit, source,
+                                                                self.output_floor)
+        return term
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
         """The limits of a step that names its own ``model`` (limits.py); None without."""
@@ -581,10 +602,12 @@ class _Planner:
     def history_term(self, at: _At, shared: _Shared) -> Term:
         """settings.max_history_tokens for a step with use_history (0 without)."""
         if not at.step.use_history:
-            return Term(0, TermSource.HISTORY_OFF)
+            return _HISTORY_OFF
         setting = shared.history
         if setting is not None and int(setting.value) > 0:
-            return _setting_term(setting, "settings.max_history_tokens")
+            if self.history is None:  # the same for every step
+                self.history = _setting_term(setting, "settings.max_history_tokens")
+            return self.history
         state = "is 0" if setting is not None else "is not set"
         related = ((Related(setting.location, "max_history_tokens is 0"),)
                    if setting is not None else ())
