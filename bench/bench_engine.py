@@ -17,7 +17,9 @@ at the end; every check goes through one ``BudgetCache`` and, like the server, a
    its dependents again. Printed: median and p95 per round (all dependents), per pipeline.
 
 Then the work one edit does, counted (a separate pass, so the counting does not slow the
-timings): YAML parses, template parses and tokenizer encodes per round.
+timings): YAML parses, template parses and tokenizer encodes per round; and, for the big
+pipeline, the line/character positions computed (two per range; the diagnostics' ranges read
+as a client reads them) and the step plans made by a one-character edit.
 
 To compare with another checkout, run the same script with that checkout's core first on
 the path and keep its figures, then pass them as ``--baseline``: the ratios are printed::
@@ -55,6 +57,7 @@ from budgetlens.contract import config as config_module
 from budgetlens.contract import pipeline as pipeline_module
 from budgetlens.contract import template as template_module
 from budgetlens.files import OverlayFiles
+from budgetlens.source import LineIndex
 from budgetlens.tokens.core import TiktokenTokenizer, get_tokenizer
 
 OPTIONS = CheckOptions(environ={})
@@ -125,8 +128,10 @@ def bench_big(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     end, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     counts = count_work(lambda: check(root, big, {big: big_edit(text, 7) + "#x\n"}, cache))
+    positions = count_positions(lambda: check(root, big, {big: big_edit(text, 8)}, cache))
     return {"cold_ms": cold[0] * 1e3, **stats(times),
-            "heap_growth_mb_over_edits": (end - start) / 1e6, "work_per_edit": counts}
+            "heap_growth_mb_over_edits": (end - start) / 1e6, "work_per_edit": counts,
+            "positions_per_edit": positions}
 
 
 def bench_dependents(root: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -188,6 +193,22 @@ def count_work(fn: Callable[[], Any]) -> dict[str, int]:
     return tally
 
 
+def count_positions(fn: Callable[[], Any]) -> dict[str, int]:
+    """Line/character positions computed (``LineIndex.position``: two per range) and step
+    plans made (``_Planner.step_plan``) by ``fn``, a check whose diagnostics' ranges are
+    then read as a client reads them."""
+    tally = {"positions": 0, "step_plans": 0}
+    with ExitStack() as stack:
+        stack.enter_context(counting(LineIndex, "position", tally, "positions"))
+        planner = getattr(check_module, "_Planner", None)
+        if planner is not None:
+            stack.enter_context(counting(planner, "step_plan", tally, "step_plans"))
+        report = fn()
+        for d in report.diagnostics:
+            _ = [d.range, *(r.location.range for r in d.related)]
+    return tally
+
+
 def print_ratios(out: dict[str, Any], base: dict[str, Any]) -> None:
     """This run's figures next to the baseline's, with the ratio (below 1: faster now)."""
     print(f"against {base['core']} (ratio = this run / baseline):")
@@ -223,7 +244,8 @@ def main() -> int:
           f" ({args.edits} edits): median {big['median_ms']:.1f} ms, p95"
           f" {big['p95_ms']:.1f} ms; CPU median {big['cpu_median_ms']:.1f} ms, p95"
           f" {big['cpu_p95_ms']:.1f} ms (cold {big['cold_ms']:.0f} ms); heap kept over the"
-          f" edits {big['heap_growth_mb_over_edits']:+.2f} MB; per edit {big['work_per_edit']}")
+          f" edits {big['heap_growth_mb_over_edits']:+.2f} MB; per edit {big['work_per_edit']}"
+          f" {big['positions_per_edit']}")
     n = deps["dependents"]
     print(f"prompt used by {n} of {args.pipelines} pipelines edited ({args.edits} edits):"
           f" re-check of the {n} dependents median {deps['median_ms']:.1f} ms, p95"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -57,14 +57,67 @@ FILE_START = Range.at(0, 0)
 
 @dataclass(frozen=True)
 class Location:
-    """A range in a file. ``file`` is a filesystem path as a string."""
+    """A range in a file. ``file`` is a filesystem path as a string.
+
+    ``Location.lazy`` makes one whose range is computed when first read (a check makes a
+    location for every term of every step, but reads the ranges of the few it reports); it
+    is the same type and compares, hashes, prints, pickles and serialises the same.
+    """
 
     file: str
     range: Range = FILE_START
 
+    @classmethod
+    def lazy(cls, file: str, make: Callable[..., Range], *args: Any) -> Location:
+        """A location of ``file`` whose range is ``make(*args)``, called on the first read
+        (the arguments are kept until then)."""
+        loc = _new(cls)
+        _set(loc, "file", file)
+        _set(loc, _MAKE, make)
+        _set(loc, _ARGS, args)
+        return loc
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields (a lazy range computed), never the function that makes the range."""
+        return {"file": self.file, "range": self.range}
+
     def to_dict(self) -> dict[str, Any]:
         """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
         return _compat_to_dict(self)
+
+
+_MAKE, _ARGS = "_make_range", "_range_args"  # a lazy range's function and arguments
+_new, _set, _get, _del = object.__new__, object.__setattr__, object.__getattribute__, \
+    object.__delattr__
+
+
+class _LazyRange:
+    """The class attribute behind ``Location.range``: an instance keeps its range as an
+    attribute of its own, which wins over this (non-data) descriptor; a lazy one has none
+    until first read, when this computes it with the function and arguments
+    ``Location.lazy`` kept and stores it (dropping them). Reading it from the class gives
+    the default."""
+
+    def __get__(self, obj: Location | None, owner: type | None = None) -> Range:
+        if obj is None:
+            return FILE_START
+        try:
+            make, args = _get(obj, _MAKE), _get(obj, _ARGS)
+        except AttributeError:  # another thread computed it meanwhile
+            rng: Range = _get(obj, "range")
+            return rng
+        rng = make(*args)
+        _set(obj, "range", rng)
+        try:
+            _del(obj, _MAKE)
+            _del(obj, _ARGS)
+        except AttributeError:  # pragma: no cover - another thread dropped them first
+            pass
+        return rng
+
+
+# dataclass() kept the default for __init__; the class attribute becomes the descriptor
+Location.range = _LazyRange()  # type: ignore[assignment]
 
 
 class Severity(str, Enum):
@@ -124,6 +177,7 @@ class TextEdit:
 
 
 _LINE_BREAK = re.compile(r"\r\n?|\n")
+_NEWLINE = re.compile("\n")
 
 
 class LineIndex:
@@ -133,20 +187,20 @@ class LineIndex:
     characters (U+2028, U+0085, ...) do not end a line.
     """
 
-    __slots__ = ("_starts", "_text")
+    __slots__ = ("_line_starts", "_text")
 
     def __init__(self, text: str) -> None:
         self._text = text
-        if "\r" in text:
-            self._starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
-            return
-        starts = [0]
-        find = text.find
-        i = find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = find("\n", i + 1)
-        self._starts = starts
+        self._line_starts: list[int] | None = None  # made on first use (most are never used)
+
+    @property
+    def _starts(self) -> list[int]:
+        """The offset where each line starts."""
+        starts = self._line_starts
+        if starts is None:
+            breaks = _LINE_BREAK if "\r" in self._text else _NEWLINE
+            starts = self._line_starts = [0, *(m.end() for m in breaks.finditer(self._text))]
+        return starts
 
     @property
     def line_count(self) -> int:
@@ -154,8 +208,9 @@ class LineIndex:
 
     def position(self, offset: int) -> Position:
         offset = max(0, min(offset, len(self._text)))
-        line = bisect.bisect_right(self._starts, offset) - 1
-        return Position(line, offset - self._starts[line])
+        starts = self._starts
+        line = bisect.bisect_right(starts, offset) - 1
+        return Position(line, offset - starts[line])
 
     def offset(self, position: Position) -> int:
         if position.line >= len(self._starts):

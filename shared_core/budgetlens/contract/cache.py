@@ -160,6 +160,13 @@ class BudgetCache:
             entry = self._structures.get(key)
         return self._current(entry, files)
 
+    def stale_structure(self, key: Hashable) -> Any | None:
+        """The structure stored under ``key``, whether its files changed or not (to take
+        over what an edit left the same)."""
+        with self._lock:
+            entry = self._structures.get(key)
+        return entry[1] if entry is not None else None
+
     def store_structure(self, key: Hashable, deps: Mapping[str, str], value: Any) -> None:
         self._store(self._structures, key, deps, value)
 

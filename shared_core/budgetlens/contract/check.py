@@ -26,6 +26,12 @@ on every check, resolves the tokenizer, counts the prompt files (cached by finge
 templates (once per tokenizer), adds up each step, computes the clamp and reports the
 contract. So a pipeline whose only changed input is a prompt is re-counted without reading
 its structure again.
+
+An edit of the pipeline itself is planned from the previous version's ``_Plan``: the steps
+the edit left the same take over their ``_StepPlan`` (``_Reuse`` says when that is exact),
+with their locations made again in the new text, so typing in one step plans that step only.
+Every location is lazy (``Location.lazy``): its line and character are computed when it is
+read, for the few places a report shows, not for every term of every step.
 """
 
 from __future__ import annotations
@@ -158,13 +164,15 @@ def _margin_term(settings: dict[str, Setting]) -> Term:
 
 
 def _name_location(pf: PipelineFile, index: int) -> Location:
-    for key in ("id", "name"):
-        loc = pf.doc.value_range(("steps", index, key)) if pf.doc else None
-        if loc is not None:
-            return Location(pf.path, loc)
-    step_node = pf.doc.node(("steps", index)) if pf.doc else None
-    if isinstance(step_node, dict) and step_node:
-        return pf.key_location(("steps", index, next(iter(step_node))))
+    """The step's id (else name) value, else its first key, else the step (lazy)."""
+    doc = pf.doc
+    if doc is not None:
+        for key in ("id", "name"):
+            if ("steps", index, key) in doc.spans:
+                return pf.location(("steps", index, key))
+        step_node = doc.node(("steps", index))
+        if isinstance(step_node, dict) and step_node:
+            return pf.key_location(("steps", index, next(iter(step_node))))
     return pf.location(("steps", index))
 
 
@@ -183,7 +191,9 @@ class _Shared:
     inherited: bool  # the steps come from a parent pipeline
 
 
-@dataclass(frozen=True)
+# _At and _StepPlan are made for every step of every version of a pipeline, and never
+# changed once made: plain dataclasses, whose __init__ costs a fifth of a frozen one's.
+@dataclass
 class _At:
     """One step being checked: the file that defines it, its index there and its name."""
 
@@ -203,7 +213,7 @@ class _At:
         return _name_location(self.owner, self.index)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _StepPlan:
     """One ``call_model`` step as its pipeline, extends chain and config.json define it:
     every term but the token counts, and the diagnostics those files alone give."""
@@ -223,6 +233,71 @@ class _StepPlan:
     own: ModelLimits | None  # the limits of a step that names its own ``model``
     before: tuple[Diagnostic, ...]  # the prompt's (no prompt_key, a path that names nothing)
     after: tuple[Diagnostic, ...]  # the template's, history's, output limit's and ceiling's
+
+
+#: the step keys an output limit is read from (``_Planner.output_term``)
+_STEP_OUTPUT_KEYS = {source: source.value for source in (OutputSource.MAX_OUTPUT_TOKENS,
+                                                         OutputSource.MAX_TOKENS)}
+
+
+@dataclass(frozen=True)
+class _Reuse:
+    """The step plans of the previous version of a pipeline that a new version may take
+    over (``_Planner.moved``).
+
+    A step plan is made from the step's validated model, its index and name, the paths of
+    the step that failed validation, the file (its path, and the places in it) and, of what
+    the steps share, config.json (its directory, prompts_dir and model_max_tokens), the
+    policy, whether the steps are inherited, max_history_tokens, the output ceiling and
+    min_output_tokens. A plan is taken over when the file has the same path, config.json is
+    the same object (unchanged, see ``BudgetCache.parsed``), the policy, the inheritance,
+    max_history_tokens (value and depth) and the ceiling's value are the same, and the step
+    is the same model at the same index with no path of it invalid in either version; and
+    only a plan with no diagnostic and no model of its own. Every term that holds a place
+    (the step's own locations, its output limit, history and floor) is made again.
+    """
+
+    plans: Mapping[int, _StepPlan]
+
+    @staticmethod
+    def of(previous: _Plan | None, owner: PipelineFile, shared: _Shared) -> _Reuse:
+        if previous is None or previous.shared is None or not previous.steps:
+            return _NO_REUSE
+        old = previous.shared
+        if previous.steps[0].at.owner.path != owner.path or old.config is not shared.config \
+                or old.policy is not shared.policy or old.inherited != shared.inherited:
+            return _NO_REUSE
+        if (_setting_key(old.history), _value(old.ceiling)) != \
+                (_setting_key(shared.history), _value(shared.ceiling)):
+            return _NO_REUSE
+        return _Reuse({sp.at.index: sp for sp in previous.steps
+                       if not sp.before and not sp.after and sp.own is None})
+
+    def step(self, at: _At) -> _StepPlan | None:
+        """The previous plan of the step ``at`` if it may be taken over, else None."""
+        old = self.plans.get(at.index)
+        if old is None or old.at.name != at.name or old.at.step != at.step:
+            return None
+        if _invalid_in(old.at) or _invalid_in(at):
+            return None
+        return old
+
+
+def _setting_key(setting: Setting | None) -> tuple[Any, int] | None:
+    return None if setting is None else (setting.value, setting.depth)
+
+
+def _value(term: Term | None) -> int | None:
+    return None if term is None else term.value
+
+
+_NO_REUSE = _Reuse({})
+
+
+def _invalid_in(at: _At) -> bool:
+    """Some path inside the step failed validation."""
+    invalid = at.owner.invalid
+    return bool(invalid) and any(p[:2] == ("steps", at.index) for p in invalid)
 
 
 @dataclass(frozen=True)
@@ -265,13 +340,20 @@ class _Plan:
         return terms
 
 
+_HISTORY_OFF = Term(0, TermSource.HISTORY_OFF)
+
+
 class _Planner:
     """Builds the ``_Plan`` of a pipeline: reads and parses the pipeline, its extends chain
     and config.json, merges the settings and finds every step's terms but token counts."""
 
     def __init__(self, pipeline: str, files: RunFiles, options: CheckOptions,
-                 environ: Mapping[str, str], cache: BudgetCache) -> None:
+                 environ: Mapping[str, str], cache: BudgetCache,
+                 previous: _Plan | None = None) -> None:
         self.pipe = pipeline
+        #: the plan of an earlier version of the pipeline (or None): its steps that are the
+        #: same are taken over (``_Reuse``)
+        self.previous = previous
         self.run_files = files
         self.files = RecordingFiles(files)
         self.options = options
@@ -280,6 +362,10 @@ class _Planner:
         self.diags: list[Diagnostic] = []
         self.inputs: set[str] = {pipeline}
         self.output_floor: Term | None = None  # min_output_tokens as set, for every step
+        #: each step's floor by its output limit and source (``floor``), and the history
+        #: term of the steps with use_history: the same terms for the same inputs, made once
+        self.floors: dict[tuple[int, OutputSource], Term] = {}
+        self.history: Term | None = None
         self.limits = ModelLimits()  # the model's window, ceiling and tokenizer (limits.py)
         #: the prompt file of each prompt_key, with why it names no file (or None)
         self.prompt_paths: dict[str, tuple[str, str | None]] = {}
@@ -389,9 +475,18 @@ class _Planner:
             return (), shared
         shared = replace(shared, inherited=owner.path != self.pipe)
         self.output_floor = _floor_setting("min_output_tokens", settings, shared.config)
-        return tuple(self.step_plan(_At(owner, index, step, step_name(step, index)), shared)
-                     for index, step in enumerate(owner.model.steps)
-                     if step.type == CALL_MODEL), shared
+        reuse = _Reuse.of(self.previous, owner, shared)
+        plans: list[_StepPlan] = []
+        for index, step in enumerate(owner.model.steps):
+            if step.type != CALL_MODEL:
+                continue
+            at = _At(owner, index, step, step_name(step, index))
+            old = reuse.step(at)
+            if old is None:
+                plans.append(self.step_plan(at, shared))
+            else:
+                plans.append(self.moved(old, at, shared))
+        return tuple(plans), shared
 
     @staticmethod
     def pipe_extends_location(pf: PipelineFile) -> Location | None:
@@ -415,13 +510,46 @@ class _Planner:
             prompt_file=prompt_file, prompt=prompt, prompt_key_location=key_location,
             template=template, template_location=template_location, history=history,
             output=output, output_source=source,
-            output_floor=_output_floor(limit, source, self.output_floor), own=own,
+            output_floor=self.floor(limit, source), own=own,
             before=before, after=self.take())
+
+    def moved(self, old: _StepPlan, at: _At, shared: _Shared) -> _StepPlan:
+        """The plan ``old`` of the same step in the previous version of the pipeline
+        (``_Reuse.step`` says when it is the same), for this version: its terms kept, every
+        location made again in the new text (lazily), the history and floor terms again
+        from this version's settings."""
+        if old.prompt_file is not None:
+            self.inputs.add(old.prompt_file)
+        output, owner, path = old.output, at.owner, ("steps", at.index)
+        key = _STEP_OUTPUT_KEYS.get(old.output_source)
+        if key is not None:  # the step's own max_output_tokens or max_tokens
+            output = Term(output.value, output.source, output.inherited,
+                          owner.location((*path, key)))
+        ceiling = shared.ceiling
+        limit = output.value if ceiling is None else min(output.value, ceiling.value)
+        return _StepPlan(
+            at, owner.location(path), at.name_location, old.prompt_file, old.prompt,
+            owner.location((*path, "prompt_key")) if old.prompt_key_location else None,
+            old.template,
+            owner.location((*path, "user_parts", "template")) if old.template_location
+            else None,
+            self.history_term(at, shared), output, old.output_source,
+            self.floor(limit, old.output_source), None, (), ())
+
+    def floor(self, limit: int, source: OutputSource) -> Term:
+        """``_output_floor`` of a step, made once per limit and source."""
+        term = self.floors.get((limit, source))
+        if term is None:
+            term = self.floors[(limit, source)] = _output_floor(limit, source,
+                                                                self.output_floor)
+        return term
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
         """The limits of a step that names its own ``model`` (limits.py); None without."""
-        own = step_limits((at.step.model_extra or {}).get("model"), at.location("model"),
-                          shared.config, self.limits)
+        name = (at.step.model_extra or {}).get("model")
+        if name is None:  # step_limits gives the pipeline's, without a diagnostic
+            return None
+        own = step_limits(name, at.location("model"), shared.config, self.limits)
         self.diags.extend(replace(d, pipeline=self.pipe, step=at.name) for d in own.diagnostics)
         return None if own.model is None or own.model is self.limits.model else own
 
@@ -474,10 +602,12 @@ class _Planner:
     def history_term(self, at: _At, shared: _Shared) -> Term:
         """settings.max_history_tokens for a step with use_history (0 without)."""
         if not at.step.use_history:
-            return Term(0, TermSource.HISTORY_OFF)
+            return _HISTORY_OFF
         setting = shared.history
         if setting is not None and int(setting.value) > 0:
-            return _setting_term(setting, "settings.max_history_tokens")
+            if self.history is None:  # the same for every step
+                self.history = _setting_term(setting, "settings.max_history_tokens")
+            return self.history
         state = "is 0" if setting is not None else "is not set"
         related = ((Related(setting.location, "max_history_tokens is 0"),)
                    if setting is not None else ())
@@ -547,6 +677,8 @@ class _Checker:
         #: each prompt file's tokens per tokenizer in this run (or why it has none), looked
         #: up once
         self.prompts: dict[tuple[str, str], int | SourceError | _Outside] = {}
+        #: the system prompt's term of each prompt file counted (per tokenizer)
+        self.prompt_terms: dict[tuple[str, str], Term] = {}
         self.approximate = False  # the counts are approximate (the model's family: ≈)
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
@@ -701,7 +833,11 @@ class _Checker:
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file of step {name!r} cannot be used: {result}", name)
             return sp.prompt
-        return Term(result, TermSource.PROMPT_FILE, location=sp.prompt.location)
+        term = self.prompt_terms.get((path, counter.name))
+        if term is None:  # the same for every step of the file (Location(path))
+            term = self.prompt_terms[(path, counter.name)] = Term(
+                result, TermSource.PROMPT_FILE, location=sp.prompt.location)
+        return term
 
     # ----------------------------------------------------------------------- the contract
     def contract(self, steps: list[StepBudget], policy: Policy, clamp: ClampValues,
@@ -807,7 +943,9 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     structure_key = ("structure", pipe, options_key)
     plan = cache.structure(structure_key, run_files)
     if not isinstance(plan, _Plan):
-        plan = _Planner(pipe, run_files, options, environ, cache).plan()
+        previous = cache.stale_structure(structure_key)
+        plan = _Planner(pipe, run_files, options, environ, cache,
+                        previous if isinstance(previous, _Plan) else None).plan()
         cache.store_structure(structure_key, plan.deps, plan)
     checker = _Checker(pipe, plan, run_files, options, cache)
     report = checker.run()

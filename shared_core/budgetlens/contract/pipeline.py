@@ -9,6 +9,7 @@ replaces its parent's steps, a child without inherits them.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,7 @@ from budgetlens.contract.near_miss import (
 )
 from budgetlens.contract.validation import validate_lenient
 from budgetlens.files import FileSource, SourceError, is_inside
-from budgetlens.source import Diagnostic, Location, Range, Related, Severity
+from budgetlens.source import FILE_START, Diagnostic, Location, Range, Related, Severity
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 
 DEFAULT_SAFETY_MARGIN_TOKENS = 128
@@ -125,12 +126,18 @@ class PipelineFile:
         return any(d.severity is Severity.ERROR for d in self.diagnostics)
 
     def location(self, path: YamlPath) -> Location:
-        rng = self.doc.value_range(path) if self.doc else None
-        return Location(self.path, rng or Range.at(0, 0))
+        """Where the value at ``path`` is (the file's start when it is not in the file); the
+        range is computed when first read (``Location.lazy``)."""
+        if self.doc is None:
+            return Location(self.path, FILE_START)
+        return Location.lazy(self.path, _value_range, self.doc, path)
 
     def key_location(self, path: YamlPath) -> Location:
-        rng = self.doc.key_range(path) if self.doc else None
-        return Location(self.path, rng or Range.at(0, 0))
+        """Where the key of the entry at ``path`` is (else its value, else the file's
+        start), computed when first read."""
+        if self.doc is None:
+            return Location(self.path, FILE_START)
+        return Location.lazy(self.path, _key_range, self.doc, path)
 
     def head_range(self) -> Range:
         """The range of the first top-level key (where file-wide problems are shown)."""
@@ -140,6 +147,14 @@ class PipelineFile:
                 if rng is not None:
                     return rng
         return Range.at(0, 0)
+
+
+def _value_range(doc: YamlDocument, path: YamlPath) -> Range:
+    return doc.value_range(path) or FILE_START
+
+
+def _key_range(doc: YamlDocument, path: YamlPath) -> Range:
+    return doc.key_range(path) or FILE_START
 
 
 def _field_code(path: tuple[str | int, ...]) -> str:
@@ -203,6 +218,24 @@ _NO_TYPE = " Without a type the step is not a call_model step and is left out of
 _NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
 
 
+def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
+                     raw: dict[str, Any]) -> list[Diagnostic]:
+    """Near-miss keys of a call_model step and of its user_parts. A mapping whose keys are
+    all known has none (most steps): it is not looked at key by key."""
+    out: list[Diagnostic] = []
+    if not raw.keys() <= _known(Step):
+        out += check_mapping(path, doc, base, model_keys(Step))
+    parts = raw.get("user_parts")
+    if isinstance(parts, dict) and not parts.keys() <= _known(UserParts):
+        out += check_mapping(path, doc, (*base, "user_parts"), model_keys(UserParts))
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _known(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(model_keys(model))
+
+
 def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
     """Near-miss keys (BL008) of the file, its settings and its call_model steps, a step
     type close to ``call_model`` (BL008), and duplicate step ids (BL044).
@@ -228,8 +261,7 @@ def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
         if "type" not in raw:  # a step without a type: only a misspelled ``type`` is caught
             found += check_mapping(path, doc, base, ("type",), extra={"type": _NO_TYPE})
         elif kind == CALL_MODEL:
-            found += check_mapping(path, doc, base, model_keys(Step))
-            found += check_mapping(path, doc, (*base, "user_parts"), model_keys(UserParts))
+            found += _call_model_keys(path, doc, base, raw)
         elif isinstance(kind, str) and suggest(kind, (CALL_MODEL,)) is not None:
             diag = near_miss_diagnostic(path, kind, CALL_MODEL,
                                         value_text_range(doc, (*base, "type")))

@@ -6,7 +6,6 @@ typo does not hide every other setting.
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -49,11 +48,40 @@ def _quoted_scalar(kind: str, value: Any) -> str | None:
     return f"expected {expected}, got the string {_shown(value)}{hint}"
 
 
-def _delete(data: Any, path: Path_) -> bool:
-    """Remove the deepest existing element of ``path`` from ``data``."""
+class _Copies:
+    """The containers a lenient validation copied before dropping something from them: by
+    the id of the caller's container (so one reached twice is copied once, as
+    ``copy.deepcopy`` shared it) and by their own id."""
+
+    def __init__(self, work: dict[str, Any]) -> None:
+        self.of: dict[int, Any] = {}  # id of the caller's container -> its copy
+        self.own: dict[int, Any] = {id(work): work}  # id -> a container of this validation
+
+    def owned(self, node: Any) -> Any:
+        """``node`` if it is a copy already, else its copy (made once)."""
+        if id(node) in self.own:
+            return node
+        copy = self.of.get(id(node))
+        if copy is None:
+            copy = dict(node) if isinstance(node, dict) else list(node)
+            self.of[id(node)] = self.own[id(copy)] = copy
+        return copy
+
+
+def _delete(work: dict[str, Any], path: Path_, copies: _Copies) -> bool:
+    """Remove the deepest existing element of ``path`` from ``work``.
+
+    ``work`` shares its containers with the caller's data: each container on the way is
+    replaced by its copy (``copies``) before it is changed, so the caller's data is never
+    modified.
+    """
     parents: list[tuple[Any, str | int]] = []
-    node = data
+    node: Any = work
     for part in path:
+        if parents and isinstance(node, (dict, list)):  # it may be changed: use the copy
+            node = copies.owned(node)
+            container, last = parents[-1]
+            container[last] = node
         in_dict = isinstance(node, dict) and isinstance(part, str) and part in node
         in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
         if not (in_dict or in_list):
@@ -73,9 +101,14 @@ def _delete(data: Any, path: Path_) -> bool:
 
 def validate_lenient(model: type[M], data: dict[str, Any],
                      *, rounds: int = 5) -> tuple[M | None, list[FieldError]]:
-    """Validate ``data``; wrong values are reported and dropped until the rest validates."""
+    """Validate ``data``; wrong values are reported and dropped until the rest validates.
+
+    ``data`` is not modified: what is dropped is dropped from copies of the containers on
+    its path only (see ``_delete``), the rest is validated as it is.
+    """
     errors: list[FieldError] = []
-    work = copy.deepcopy(data)
+    work = dict(data)
+    copies = _Copies(work)
     for _ in range(rounds):
         try:
             return model.model_validate(work), errors
@@ -88,7 +121,7 @@ def validate_lenient(model: type[M], data: dict[str, Any],
                 if err["type"] != "missing" and not msg.startswith("expected "):
                     msg = f"{msg} (got {_shown(err.get('input'))})"
                 errors.append(FieldError(loc, f"{dotted(loc)}: {msg}", str(err["type"])))
-                if err["type"] != "missing" and _delete(work, loc):
+                if err["type"] != "missing" and _delete(work, loc, copies):
                     progressed = True
             if not progressed:
                 return None, errors
