@@ -10,16 +10,29 @@ is not used: the figures are wall times of the whole statement). Printed:
 - the first ``load_registry()`` in a fresh process (read + parse ``registry.json``), and
   ``import budgetlens.models`` next to ``import budgetlens`` (the package it lives in);
 - lookups per second (``Registry.get`` of a known and of a case-folded name) and the time of
-  one "did you mean" (``Registry.suggest`` of a misspelled name).
+  one "did you mean" (``Registry.suggest`` of a misspelled name);
+- with ``--startup``, where the language server's start goes, in CPU time (median of
+  ``--runs`` fresh interpreters, the collector off while loading as ``serve`` has it): the
+  framework's imports (``lsprotocol.types``, ``pygls``: what the bare pygls floor pays too),
+  budgetlens's own imports (and by group: budgetlens's subpackages, pydantic, PyYAML...,
+  from ``-X importtime``, fastest run),
+  building the server, the default tokenizer (reading its ranks, then the encoding) and the
+  first and second check of the example's over-budget pipeline.
+
+    .venv/bin/python bench/bench_models.py --startup [--runs 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 SNIPPETS = {
     "import budgetlens_lsp.server": (
@@ -47,10 +60,118 @@ def _fresh(setup: str, statement: str) -> float:
     return float(out.strip())
 
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+#: One fresh interpreter: the CPU milliseconds of each phase of a server's start, in order.
+STARTUP_PHASES = """
+import gc, time
+gc.disable()
+marks = [time.process_time()]
+def mark():
+    marks.append(time.process_time())
+import lsprotocol.types, pygls.lsp.server
+mark()
+import budgetlens_lsp.server
+mark()
+server = budgetlens_lsp.server.BudgetLensServer()
+mark()
+gc.freeze(); gc.enable()
+from budgetlens.tokens import core
+meta = __import__("json").loads((core._DATA / "encodings.json").read_text())["encodings"]
+ranks = core._read_ranks(core._DATA / meta[core.DEFAULT_TOKENIZER]["file"],
+                         meta[core.DEFAULT_TOKENIZER]["sha256"])
+mark()
+import tiktoken
+mark()
+core._read_ranks = lambda path, digest: ranks  # read once, above
+core.get_tokenizer(core.DEFAULT_TOKENIZER)
+mark()
+from budgetlens.contract.cache import BudgetCache
+from budgetlens.contract.check import check_pipeline
+cache = BudgetCache()
+check_pipeline("pipelines/long_report.yaml", cache=cache)
+mark()
+check_pipeline("pipelines/long_report.yaml", cache=BudgetCache())
+mark()
+print(" ".join(f"{(b - a) * 1000:.2f}" for a, b in zip(marks, marks[1:])))
+"""
+PHASES = ("lsprotocol.types + pygls (the floor's imports)", "budgetlens's imports",
+          "BudgetLensServer()", "default tokenizer: read its ranks",
+          "default tokenizer: import tiktoken", "default tokenizer: build the encoding",
+          "first check of the example pipeline", "a second check (fresh BudgetCache)")
+
+
+def _family(module: str) -> str:
+    """The group a module's own import time is counted in: budgetlens by subpackage, other
+    libraries by package (the standard library's modules as one group)."""
+    parts = module.split(".")
+    if parts[0] in ("budgetlens", "budgetlens_lsp"):
+        return ".".join(parts[:2])
+    if parts[0] in ("pydantic", "pydantic_core", "annotated_types", "typing_inspection",
+                    "yaml", "attr", "attrs", "cattrs", "tiktoken", "regex"):
+        return parts[0]
+    return "standard library and others"
+
+
+def _imports_by_group(root: Path, runs: int) -> list[tuple[str, float]]:
+    """budgetlens's imports after the framework's, own time summed by :func:`_family`, of
+    the fastest of ``runs`` interpreters (``-X importtime``), largest first."""
+    best: dict[str, float] = {}
+    best_total = float("inf")
+    for _ in range(runs):
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c",
+             "import gc; gc.disable(); import lsprotocol.types, pygls.lsp.server;"
+             " import budgetlens_lsp.server"],
+            check=True, capture_output=True, text=True, cwd=root).stderr
+        groups: dict[str, float] = {}
+        after = False
+        for line in err.splitlines():
+            m = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", line)
+            if not m:
+                continue
+            if after:
+                family = _family(m.group(2))
+                groups[family] = groups.get(family, 0.0) + int(m.group(1)) / 1000
+            after = after or m.group(2) == "pygls.lsp.server"
+        total = sum(groups.values())
+        if total < best_total:
+            best, best_total = groups, total
+    return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+def startup(runs: int) -> None:
+    """Print where the server's start goes (see the module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="budgetlens-bench-startup-") as work:
+        root = Path(work) / "example"
+        shutil.copytree(EXAMPLES, root)
+        phases: list[list[float]] = []
+        for _ in range(runs):
+            out = subprocess.run([sys.executable, "-c", STARTUP_PHASES], check=True,
+                                 capture_output=True, text=True, cwd=root).stdout
+            phases.append([float(x) for x in out.split()])
+        print(f"server start, CPU ms, median of {runs} fresh interpreters:")
+        for i, label in enumerate(PHASES):
+            print(f"  {label:<56} {statistics.median(p[i] for p in phases):8.1f} ms")
+        own = [sum(p[1:7]) for p in phases]
+        label = "budgetlens's share (imports to first check)"
+        print(f"  {label:<56} {statistics.median(own):8.1f} ms")
+        groups = _imports_by_group(root, runs)
+        print(f"  budgetlens's imports by group (own ms, -X importtime, fastest of {runs};"
+              f" {sum(ms for _, ms in groups):.1f} ms in all):")
+        for name, ms in groups:
+            if ms >= 0.5:
+                print(f"    {name:<54} {ms:8.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--startup", action="store_true",
+                        help="only where the language server's start goes, in CPU time")
     args = parser.parse_args(argv)
+    if args.startup:
+        startup(args.runs)
+        return 0
     print(f"start-up, median of {args.runs} fresh interpreters:")
     for label, (setup, statement) in SNIPPETS.items():
         times = [_fresh(setup, statement) for _ in range(args.runs)]

@@ -13,6 +13,7 @@ client names. A non-loopback address is allowed when asked for, with a warning.
 from __future__ import annotations
 
 import argparse
+import gc
 import ipaddress
 import logging
 import sys
@@ -100,13 +101,22 @@ def run(args: argparse.Namespace) -> None:
     anything starts)."""
     address = address_of(args)
     configure_logging(args.log_file, args.log_level)
-    # imported here, after the options are checked: a usage error answers at once, without
-    # loading pygls and the core (start-up speed; no cycle)
-    from budgetlens_lsp.server import create_server
-    from budgetlens_lsp.session import configure_gc  # as above: start-up speed, no cycle
+    # No cyclic garbage collection while the server loads: the imports allocate hundreds of
+    # thousands of objects (classes, functions, pydantic and lsprotocol tables) that live as
+    # long as the process, and a full collection over them finds nothing to free. They are
+    # then frozen (moved out of the collector's sight, see session.configure_gc).
+    gc.disable()
+    try:
+        # imported here, after the options are checked: a usage error answers at once,
+        # without loading pygls and the core (start-up speed; no cycle)
+        from budgetlens_lsp.server import create_server
+        from budgetlens_lsp.session import configure_gc  # as above: start-up speed, no cycle
 
-    server = create_server()
-    configure_gc(server.ctx.session)  # the one place the server tunes the collector
+        server = create_server()
+        configure_gc(server.ctx.session)  # the one place the server tunes the collector
+        gc.freeze()
+    finally:
+        gc.enable()
     if address is None:
         server.start_io()
         return

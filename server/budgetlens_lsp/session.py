@@ -265,14 +265,13 @@ class Session(Generic[R]):
                 log.exception("analysis failed for %d changed file(s)", len(changed))
                 continue
             self._more = getattr(results, "more", False) is True
-            await self._after_analysis(background)
-            if getattr(results, "held", False) is True:
-                continue  # superseded: the next analysis delivers
-            if self.on_results is not None:
+            # superseded (held): the next analysis delivers
+            if getattr(results, "held", False) is not True and self.on_results is not None:
                 try:
                     await self.on_results(results)
                 except Exception:
                     log.exception("publishing analysis results failed")
+            await self._after_analysis(background)  # after the publish: it never waits on it
 
     async def _after_analysis(self, background: bool) -> None:
         """Once, when the first workspace index is complete and no edit waits: freeze the

@@ -42,9 +42,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from budgetlens import codes
-from budgetlens.continuation.contexts import JsonContexts, get_contexts
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.discovery import find_pipelines, project_root
@@ -52,6 +52,9 @@ from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
 from budgetlens_lsp.convert import UTF16, Converter
 from budgetlens_lsp.settings import Settings
+
+if TYPE_CHECKING:  # get_contexts loads with the first JSON buffer (start-up speed)
+    from budgetlens.continuation.contexts import JsonContexts
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +170,8 @@ def analyze_json(text: str, settings: Settings) -> JsonContexts | None:
     """The contexts of a cut-off JSON buffer, None when it is complete, not JSON, or huge."""
     if len(text) > MAX_JSON_CHARS or not text.strip():
         return None
+    from budgetlens.continuation.contexts import get_contexts  # start-up speed, see the top
+
     contexts = get_contexts(text, budget=settings.hierarchy_budget, marker=settings.cut_marker)
     return contexts if contexts.cut is not None else None
 

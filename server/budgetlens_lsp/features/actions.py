@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from budgetlens import codes
 from budgetlens.contract.model import PipelineReport
-from budgetlens.contract.plan import ClampPlan, clamp_plan, context_clamp_plan, output_clamp_plan
 from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Range, TextEdit
@@ -38,6 +38,9 @@ from budgetlens_lsp.features.commands import APPLY_FIX, readable
 from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.edits import EditContext, text_edits, workspace_edit
 from budgetlens_lsp.workspace_index import WorkspaceIndex
+
+if TYPE_CHECKING:  # an annotation only; the plans load with the first fix (start-up speed)
+    from budgetlens.contract.plan import ClampPlan
 
 FIX_ALL = "source.fixAll.budgetlens"
 FIXABLE = (codes.CONTRACT_VIOLATION, codes.OUTPUT_ABOVE_CEILING)
@@ -98,6 +101,8 @@ def _clamp_fixes(index: WorkspaceIndex, report: PipelineReport, step_name: str |
                  ) -> list[types.CodeAction]:
     """The clamp quick-fixes for ``diag`` (BL050/BL051 of ``step_name`` in ``report``);
     a plan whose edits are in ``seen`` already is not offered twice."""
+    from budgetlens.contract.plan import context_clamp_plan  # start-up speed (see the top)
+
     files = index.files_for(report.pipeline)
     here = report.pipeline
     out: list[types.CodeAction] = []
@@ -125,6 +130,8 @@ def _clamp_fixes(index: WorkspaceIndex, report: PipelineReport, step_name: str |
 def _output_fixes(report: PipelineReport, files: FileSource, step_name: str | None,
                   diag: types.Diagnostic, add: Callable[[str, ClampPlan, bool], None]) -> None:
     """*Clamp S's output* for step ``step_name`` (and the parent variant if inherited)."""
+    from budgetlens.contract.plan import output_clamp_plan  # start-up speed (see the top)
+
     here = report.pipeline
     for i, s in enumerate(report.steps):
         if s.step != step_name:
@@ -144,6 +151,8 @@ def fix_all(index: WorkspaceIndex, path: str, ctx: EditContext) -> list[types.Co
     report = index.report_for(path)
     if report is None:
         return []
+    from budgetlens.contract.plan import clamp_plan  # start-up speed (see the top)
+
     plan = clamp_plan(report, files=index.files_for(path))
     if plan.empty:
         return []

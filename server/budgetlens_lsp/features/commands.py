@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams
 
-from budgetlens.contract.plan import ClampPlan, clamp_plan
 from budgetlens.contract.report_text import budget_table
 from budgetlens.files import is_inside
 from budgetlens.serialize import to_jsonable
@@ -42,6 +41,9 @@ from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.edits import EditContext, workspace_edit
 from budgetlens_lsp.features.json_documents import COMMAND, CommandError, hierarchy_context
 from budgetlens_lsp.workspace_index import WorkspaceIndex, norm
+
+if TYPE_CHECKING:  # an annotation only; the plans load with the first clamp (start-up speed)
+    from budgetlens.contract.plan import ClampPlan
 
 __all__ = ["ALL", "APPLY_FIX", "CLAMP_ALL", "READ_RULE", "SHOW_HIERARCHY", "SHOW_LOCATION",
            "SHOW_REPORT", "budget_report", "check_target", "clamp_all_plan", "command_target",
@@ -153,6 +155,8 @@ def clamp_all_plan(index: WorkspaceIndex, path: str, uri: str,
     report = index.report_for(path)
     if report is None:
         raise CommandError(f"{uri}: not a pipeline of the workspace")
+    from budgetlens.contract.plan import clamp_plan  # start-up speed (see the top)
+
     return clamp_plan(report, files=index.files_for(path), edit_parent=edit_parent)
 
 

@@ -4,13 +4,16 @@ versioned for open documents when the client supports ``documentChanges``."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from budgetlens.contract.plan import ClampPlan
 from budgetlens.source import TextEdit
 from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.workspace_index import WorkspaceIndex
+
+if TYPE_CHECKING:  # an annotation only: the plans' module loads with the first fix
+    from budgetlens.contract.plan import ClampPlan
 
 
 class EditContext:

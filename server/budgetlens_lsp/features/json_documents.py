@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.continuation.contexts import JsonContexts, get_contexts
 from budgetlens.source import Diagnostic, Range, Severity
 from budgetlens_lsp.workspace_index import MAX_JSON_CHARS, WorkspaceIndex
+
+if TYPE_CHECKING:  # get_contexts loads with the first JSON buffer (start-up speed)
+    from budgetlens.continuation.contexts import JsonContexts
 
 CODE = codes.JSON_TRUNCATED
 TOO_LARGE_CODE = codes.JSON_TOO_LARGE
@@ -76,6 +78,8 @@ def hierarchy_context(index: WorkspaceIndex, path: str, uri: str,
     if len(text) > MAX_JSON_CHARS:
         raise CommandError(f"{uri}: {len(text)} characters, above the {MAX_JSON_CHARS}"
                            " character limit of this command")
+    from budgetlens.continuation.contexts import get_contexts  # start-up speed, see the top
+
     ctx = get_contexts(text, budget=budget, marker=settings.cut_marker)
     cut: dict[str, Any] | None = None
     if ctx.cut is not None:

@@ -168,6 +168,10 @@ def _progress_hook(ctx: ServerContext, token: str | None
 async def index_workspace(ctx: ServerContext) -> None:
     session = ctx.session
     token = await _begin_progress(ctx)
+    # documents opened meanwhile are analysed and published first: a whole re-check marked
+    # now would overtake (hold) their analysis and delay the first diagnostics until the
+    # whole workspace is checked
+    await session.flush()
     session.progress_hook = _progress_hook(ctx, token)
     session.mark_dirty([], IndexMode.FULL)
     try:

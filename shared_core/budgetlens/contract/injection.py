@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -32,12 +32,6 @@ from budgetlens.codes import (
     INJECTION_UNKNOWN_KEY,
     Code,
 )
-from budgetlens.context.unified_budget import (
-    POLICY_FIELDS,
-    UnifiedBudget,
-    UnifiedContextBudgetPolicy,
-    compute_unified_budget,
-)
 from budgetlens.contract.model import (
     InjectionCheck,
     PipelineReport,
@@ -48,6 +42,13 @@ from budgetlens.contract.pipeline import PipelineFile, load_pipeline_text, read_
 from budgetlens.files import FileSource
 from budgetlens.source import Diagnostic, Location, Related, Severity
 
+if TYPE_CHECKING:
+    from budgetlens.context.unified_budget import UnifiedBudget, UnifiedContextBudgetPolicy
+
+# ``budgetlens.context.unified_budget`` (the policy, a pydantic model) is imported inside the
+# functions below, only once a chain has a ``settings.injection`` block: most pipelines have
+# none, and building the model is a good part of a server's start (start-up speed, no cycle).
+
 INJECTION_KEY = "injection"
 
 INJECTION_CODES: dict[str, Code] = {code: info for code, info in CODES.items()
@@ -55,6 +56,8 @@ INJECTION_CODES: dict[str, Code] = {code: info for code, info in CODES.items()
 
 
 def _field_problem(key: str, value: Any) -> str | None:
+    from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy  # see the top
+
     try:
         UnifiedContextBudgetPolicy.model_validate({key: value})
     except ValidationError as exc:
@@ -93,6 +96,8 @@ def _block_values(pf: PipelineFile, block: dict[Any, Any], pipeline: str,
                   merged: dict[str, _Value], diags: list[Diagnostic]) -> None:
     """Add the valid keys of one mapping block to ``merged`` (a child's win), the invalid
     ones to ``diags``."""
+    from budgetlens.context.unified_budget import POLICY_FIELDS  # see the top
+
     for key, value in block.items():
         key_text = str(key)
         if key_text not in POLICY_FIELDS:
@@ -188,6 +193,11 @@ def check_injection(report: PipelineReport, *, files: FileSource,
     values, where, diags = merged_injection(chain, pipeline=report.pipeline)
     if where is None:
         return InjectionCheck(None, None, tuple(diags), ())
+    from budgetlens.context.unified_budget import (  # see the top
+        UnifiedContextBudgetPolicy,
+        compute_unified_budget,
+    )
+
     policy = UnifiedContextBudgetPolicy.model_validate({k: v.value for k, v in values.items()})
     diags.extend(_policy_checks(values, policy, where, report.pipeline))
     steps = []
@@ -214,6 +224,8 @@ def check_injection_text(pipeline: str, text: str) -> InjectionCheck:
     values, where, diags = merged_injection([pf], pipeline=pipeline)
     if where is None:
         return InjectionCheck(None, None, tuple(diags), ())
+    from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy  # see the top
+
     policy = UnifiedContextBudgetPolicy.model_validate({k: v.value for k, v in values.items()})
     diags.extend(_policy_checks(values, policy, where, pipeline))
     return InjectionCheck(policy, where, tuple(diags), ())

@@ -10,14 +10,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from budgetlens.context.unified_budget import UnifiedBudget, UnifiedContextBudgetPolicy
 from budgetlens.contract.enums import OutputSource, TermSource
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import TokenizerLike
+
+if TYPE_CHECKING:  # only annotations here; the module (pydantic models) loads with the first
+    # settings.injection block (contract/injection.py), not with every check (start-up speed)
+    from budgetlens.context.unified_budget import UnifiedBudget, UnifiedContextBudgetPolicy
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,172 @@
+"""The server's start (issue 12): what it loads and in which order it works, never timed.
+
+- importing the server loads only what the first diagnostics need: not the clamp plans, the
+  YAML editing and verification modules, the unified-budget policy model, the JSON Schema
+  nor tiktoken (the tokenizer loads on the analysis thread);
+- a check without a ``settings.injection`` block never builds the policy model, one with a
+  block does (and the model's field descriptions are still those of its documentation);
+- ``serve`` loads with the cyclic collector off and freezes what it loaded;
+- the heap is frozen after the analysis's results are delivered, not before;
+- documents opened before the workspace index are analysed and delivered before the whole
+  re-check starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from budgetlens_lsp import serve
+from budgetlens_lsp import session as session_module
+from budgetlens_lsp.features import lifecycle
+from budgetlens_lsp.features.context import Analysis, ServerContext
+from budgetlens_lsp.session import Session
+from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: Modules the first diagnostics never need, each loaded on first use.
+NOT_AT_START = ("budgetlens.contract.plan", "budgetlens.yamldoc.edit", "budgetlens.yamldoc.verify",
+                "budgetlens.context.unified_budget", "budgetlens.contract.json_schema",
+                "tiktoken")
+
+
+def _loaded_after(code: str, cwd: Path | None = None) -> tuple[set[str], list[str]]:
+    """The modules loaded in a fresh interpreter after ``code``, and what it printed."""
+    script = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    *printed, last = proc.stdout.splitlines()
+    return set(json.loads(last)), printed
+
+
+def test_importing_the_server_loads_nothing_the_first_diagnostics_do_not_need() -> None:
+    modules, _ = _loaded_after("import budgetlens_lsp.server")
+    assert "budgetlens.contract.check" in modules  # the checker itself is there
+    assert "budgetlens_lsp.features.diagnostics" in modules
+    assert sorted(m for m in NOT_AT_START if m in modules) == []
+
+
+def test_the_policy_model_is_built_only_for_a_pipeline_with_an_injection_block(
+        tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, root)
+    check = ("from budgetlens.contract.check import check_pipeline\n"
+             "from budgetlens.contract.injection import check_injection\n"
+             "from budgetlens.files import DiskFiles\n"
+             "import sys\n"
+             "r = check_pipeline('pipelines/{name}', files=DiskFiles())\n"
+             "i = check_injection(r, files=DiskFiles())\n"
+             "print(len(r.steps), i.policy is not None, len(i.steps),"
+             " 'budgetlens.context.unified_budget' in sys.modules)\n")
+    # long_report.yaml and its parent base.yaml have no settings.injection block
+    assert "injection" not in (root / "pipelines/long_report.yaml").read_text()
+    assert "injection" not in (root / "pipelines/base.yaml").read_text()
+    _, printed = _loaded_after(check.format(name="long_report.yaml"), cwd=root)
+    assert printed == ["2 False 0 False"]  # its own two steps (outline, write_report)
+    # support.yaml has one: the policy is read and every step gets its split
+    assert "injection:" in (root / "pipelines/support.yaml").read_text()
+    _, printed = _loaded_after(check.format(name="support.yaml"), cwd=root)
+    steps, policy, splits, loaded = printed[0].split()
+    assert (policy, loaded) == ("True", "True") and int(splits) == int(steps) > 0
+
+
+def test_the_policy_fields_keep_their_documented_descriptions() -> None:
+    from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy
+    schema = UnifiedContextBudgetPolicy.model_json_schema()["properties"]
+    # written out by hand, as the model's documentation says them
+    assert schema["max_injection_tokens_absolute"]["description"] == (
+        "Total budget for all injected context (knowledge cards + bucket content), at most.")
+    assert schema["interaction_policy_sub_budget_pct"]["description"] == (
+        "At most this fraction of the knowledge card budget goes to ``interaction_policy``"
+        " cards.")
+    assert schema["schema_version"]["description"] == (
+        "Version of the policy format; 1 is the only one.")
+    assert all(field.get("description") for field in schema.values())
+
+
+def test_serve_loads_with_the_collector_off_and_freezes_what_it_loaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import budgetlens_lsp.server as server_module
+    seen: dict[str, Any] = {}
+
+    class FakeServer:
+        ctx = SimpleNamespace(session=SimpleNamespace(freeze_after_index=False))
+
+        def start_io(self) -> None:
+            seen["serving"] = (gc.isenabled(), gc.get_freeze_count())
+
+    def create_server() -> FakeServer:
+        seen["loading"] = gc.isenabled()
+        return FakeServer()
+
+    monkeypatch.setattr(server_module, "create_server", create_server)
+    monkeypatch.setattr(serve, "configure_logging", lambda *args: None)
+    thresholds = gc.get_threshold()
+    args = argparse.Namespace(tcp=None, host=None, log_file=None, log_level="warning")
+    try:
+        assert gc.isenabled()
+        serve.run(args)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+    assert seen["loading"] is False
+    enabled, frozen = seen["serving"]
+    assert enabled is True and frozen > 0
+    assert gc.isenabled()
+
+
+class _Recorder:
+    """A fake analysis: each run is recorded (mode, open documents); never held."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def __call__(self, snapshot: Snapshot, changed: frozenset[str], mode: IndexMode,
+                 progress: ProgressHook | None) -> SimpleNamespace:
+        self.events.append(f"analyse {mode.value} {sorted(snapshot.versions)}")
+        return SimpleNamespace(held=False, more=False)
+
+
+async def test_the_heap_is_frozen_after_the_results_are_delivered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(session_module, "_freeze_heap", lambda: events.append("freeze"))
+    session: Session[Any] = Session(_Recorder(events))
+
+    async def deliver(results: Any) -> None:
+        events.append("deliver")
+    session.on_results = deliver
+    session.freeze_after_index = True
+    session.mark_dirty([], IndexMode.FULL)
+    await session.flush()
+    session.shutdown()
+    assert events == ["analyse full []", "deliver", "freeze"]
+
+
+async def test_documents_opened_before_the_index_are_delivered_before_the_whole_recheck(
+        ) -> None:
+    events: list[str] = []
+    session: Session[Any] = Session(_Recorder(events))
+
+    async def deliver(results: Any) -> None:
+        events.append("deliver")
+    session.on_results = deliver
+    ctx = ServerContext(cast(Any, SimpleNamespace(work_done_progress=None)),
+                        session, Analysis())
+    session.open("file:///w/pipelines/a.yaml", 1, "steps: []\n", "yaml")
+    await lifecycle.index_workspace(ctx)  # the client has no progress: no token
+    await asyncio.sleep(0)
+    session.shutdown()
+    assert events == ["analyse incremental ['file:///w/pipelines/a.yaml']", "deliver",
+                      "analyse full ['file:///w/pipelines/a.yaml']", "deliver"]
