@@ -27,7 +27,7 @@ from budgetlens import __version__, codes
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
-from budgetlens.files import DiskFiles, FileSource, SourceError
+from budgetlens.files import DiskFiles, FileSource, RunFiles, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity, unique_diagnostics
 from budgetlens.tokens.core import SHIPPED_ENCODINGS, TokenizerError, get_tokenizer
@@ -287,8 +287,6 @@ class _Checker:
     def __init__(self, make_options: Callable[[], CheckOptions], piece: str | None,
                  targets: list[str] | None,
                  hashes: result_cache.ContentHashes | None) -> None:
-        from budgetlens.files import RunFiles
-
         self.make_options = make_options
         self.piece = piece
         self.targets = targets
@@ -372,24 +370,27 @@ def chunked(items: Sequence[T], jobs: int) -> list[list[T]]:
 def check_results(pipelines: Sequence[Path], make_options: Callable[[], CheckOptions],
                   piece: str | None,
                   store: result_cache.ResultCache | None = None,
-                  targets: list[str] | None = None, *, jobs: int = 1,
+                  targets: list[str] | None = None, *, jobs: int | None = 1,
                   spec: CheckSpec | None = None) -> list[PipelineResult]:
     """The result of every pipeline: from ``store`` when none of its inputs changed, else
     checked and put in ``store`` (by this process: workers only send results). With
-    ``jobs`` > 1 and a ``spec``, when at least ``MIN_PARALLEL`` pipelines need checking they
-    are checked in worker processes, the first one here (it warms the caches that forked
-    workers start with)."""
+    ``jobs`` > 1 (None: the usable CPUs) and a ``spec``, when at least ``MIN_PARALLEL``
+    pipelines need checking they are checked in worker processes, the first one here (it
+    warms the caches that forked workers start with)."""
     global LAST_RUN
     run = _Run(pipelines, piece, store)
     checker = _Checker(make_options, piece, targets, store.hashes if store else None)
-    parallel = jobs > 1 and spec is not None and len(run.todo) >= MIN_PARALLEL
+    if jobs is None and spec is not None and len(run.todo) >= MIN_PARALLEL:
+        jobs = jobs_default()  # not before: a cached run loads no multiprocessing
+    parallel = jobs is not None and jobs > 1 and spec is not None \
+        and len(run.todo) >= MIN_PARALLEL
     method = None
     with young_collections_only():
         for n, i in enumerate(run.todo[:1] if parallel else run.todo, start=1):
             run.keep(i, *checker.check(pipelines[i]))
             if n % 256 == 0:
                 gc.collect(1)
-        if parallel and spec is not None:
+        if parallel and spec is not None and jobs is not None:
             method = run.in_workers(run.todo[1:], checker, spec, jobs)
     LAST_RUN = RunStats(len(pipelines), len(run.todo), frozenset(run.pids), method)
     return [r for r in run.results if r is not None]
@@ -509,9 +510,8 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     piece = fragment_of(args)
     spec = CheckSpec(args.policy, args.tokenizer, args.config, piece, targets, store is not None)
-    jobs = getattr(args, "jobs", None) or jobs_default()
     results = check_results(pipelines, lambda: options_from(args), piece, store, targets,
-                            jobs=jobs, spec=spec)
+                            jobs=getattr(args, "jobs", None), spec=spec)
     diagnostics = unique_diagnostics([*(d for r in results for d in r.diagnostics),
                                       *(d for r in results if r.matrix is not None
                                         for d in r.matrix.diagnostics)])

@@ -438,3 +438,19 @@ def test_ctrl_c_during_check_exits_130_and_leaves_no_worker_behind(
                                  2 if method == "fork" else 3)
     assert code == 130 and err == "", err
     assert all(_gone(kid) for kid in kids)
+
+
+def test_a_run_in_one_process_loads_no_multiprocessing(tmp_path: Path) -> None:
+    """Below ``MIN_PARALLEL`` (and for a cached run) nothing of the workers is imported."""
+    make_big(tmp_path / "ws", count=10)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    script = ("import contextlib, io, json, sys\nfrom budgetlens_cli.main import main\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n    main(['check', 'ws'])\n"
+              "print(json.dumps(sorted(sys.modules)))\n")
+    for _ in range(2):  # checked, then from the cache
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        modules = set(json.loads(proc.stdout.splitlines()[-1]))
+        assert "budgetlens_cli.check_cmd" in modules
+        assert {"budgetlens_cli.workers", "multiprocessing"} & modules == set()
