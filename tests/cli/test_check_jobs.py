@@ -238,9 +238,35 @@ def test_inputs_read_by_the_check_are_not_read_again_to_key_the_cache(
 
     monkeypatch.setattr(result_cache.ResultCache, "save", save)
     _run(capsys, "check", "ws", "-j", "1")
-    # read again: only the places probed for a config.json that hold none (stat only)
-    # and the missing prompts; never a pipeline, a prompt or config.json that was read
-    assert hashed[0] <= 4 + len(list(big.glob("pipelines/*.yaml"))) // 7 + 1
+    # hashed apart from the check's own reads: only what the check could not read, i.e.
+    # the prompts that do not exist and the one place probed for a config.json that holds
+    # none (ws/pipelines/config.json); never a pipeline, a prompt or config.json it read
+    missing_prompts = sum(1 for i in range(PIPELINES) if i % 7 == 3)
+    assert hashed == [missing_prompts + 1]
+
+
+def test_the_targets_of_config_json_are_looked_up_once_per_folder(
+        big: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = check_cmd.target_matrix
+
+    def counting(path: Path, *args: Any) -> Any:
+        calls.append(Path(path).name)
+        return real(path, *args)
+
+    monkeypatch.setattr(check_cmd, "target_matrix", counting)
+    reference = _run(capsys, "check", "ws", "-j", "1", "--no-cache")
+    assert len(calls) == 1  # config.json names no targets: the other pipelines skip it
+    # a config.json with targets: every pipeline gets its matrix
+    config = big / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text("utf-8")),
+                                  "targets": ["gpt-4o"]}), "utf-8")
+    calls.clear()
+    _, out, _ = _run(capsys, "check", "ws", "-j", "1", "--no-cache", "--format", "json")
+    assert len(calls) == PIPELINES + 2
+    assert len(json.loads(out)["targets"]) == PIPELINES + 2
+    assert reference[1] != out
 
 
 # ------------------------------------------------------------------ errors and shutdown
