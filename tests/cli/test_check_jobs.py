@@ -130,7 +130,8 @@ def test_two_workers_print_the_same_bytes_as_one_process(
     assert _last().worker_pids == frozenset() and _last().checked == PIPELINES + 2
     two = _run(capsys, "check", "ws", "--jobs", "2", "--no-cache", "--format", fmt)
     assert len(_last().worker_pids) == 2 and os.getpid() not in _last().worker_pids
-    assert _last().method == "fork"  # Linux, one thread: the children share the warm caches
+    # Linux and one thread (pytest's own): forked, the children share the warm caches
+    assert _last().method == ("fork" if workers.thread_count() == 1 else "spawn")
     assert two == one
     assert one[0] == 1 and one[2] == ""
     if fmt in ("json", "sarif", "gitlab"):
@@ -172,6 +173,22 @@ def test_usable_cpus_follows_the_affinity() -> None:
     if hasattr(os, "process_cpu_count"):
         expected = os.process_cpu_count() or 1
     assert workers.usable_cpus() == expected
+
+
+def test_fork_only_while_the_process_has_one_thread() -> None:
+    import threading
+
+    before = workers.thread_count()
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert workers.thread_count() == before + 1
+        assert workers.start_method() == "spawn"
+    finally:
+        stop.set()
+        thread.join()
+    assert workers.start_method() == ("fork" if before == 1 else "spawn")
 
 
 def test_a_small_workspace_is_checked_in_this_process(
@@ -288,6 +305,7 @@ def test_an_error_in_a_worker_is_shown_as_in_one_process(
         return real(path, **kwargs)
 
     monkeypatch.setattr(check_cmd, "check_pipeline", broken)  # a forked worker has it too
+    monkeypatch.setattr(workers, "start_method", lambda: "fork")
     one = _run(capsys, "check", "ws", "-j", "1")
     two = _run(capsys, "check", "ws", "-j", "2")
     assert one[0] == 2 and one[1] == "" and "internal error" in one[2]
