@@ -1,19 +1,25 @@
 """Time ``budgetlens check`` against its floor, and ``check_pipeline`` in process.
 
     .venv/bin/python bench/bench_check.py [--sizes 500,1000,2000,5000] [--quick]
-        [--json out.json] [--pipelines 1000] [--prompts 2000] [--bases 10]
+        [--json out.json] [--pipelines 1000] [--prompts 2000] [--bases 10] [--jobs N]
+        [--no-in-process]
 
-**The command, as a process** (one per measure; wall and CPU seconds of the child), on
-generated workspaces of each of ``--sizes`` pipelines (half as many prompts, ``--bases``
-bases): the floor (``bench/floor_check.py``: the same file reads, libyaml ``CSafeLoader`` and
-tiktoken counting of the prompts, nothing else), ``budgetlens check`` with an empty result
-cache (the first run), the same again (the second run: the cache of
-``budgetlens_cli.cache``), their ratios (first / floor, second / first) and the growth per
-size (seconds per 1,000 pipelines, and that over the smallest size's: about 1.0 is linear;
+**The command, as a process** (one per measure; wall and CPU seconds of the child and its
+workers), on generated workspaces of each of ``--sizes`` pipelines (half as many prompts,
+``--bases`` bases): the floor (``bench/floor_check.py``: the same file reads, libyaml
+``CSafeLoader`` and tiktoken counting of the prompts, nothing else; one process),
+``budgetlens check -j 1`` with an empty result cache (the first run: one process, like the
+floor), the same again (the second run: the cache of ``budgetlens_cli.cache``), and a first
+run with the default jobs (``--jobs N``: ``-j N``), which checks in worker processes. Printed:
+their ratios to the floor both ways (``-j 1`` / floor, jobs / floor: wall, and CPU in
+brackets; the jobs' CPU is summed over its processes, so its CPU ratio is the work done and
+its wall ratio the wait), second / first, and the growth per size (seconds per 1,000
+pipelines for ``-j 1`` and the jobs, and that over the smallest size's: about 1.0 is linear;
 wall and CPU: on a busy machine the CPU figures are the steadier ones).
 Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
 (best of 5). ``--quick``: sizes 100,200,400. ``--json FILE`` writes every figure. With an
 explicit ``--pipelines N`` (and no ``--sizes``) the command is timed at that size only.
+``--no-in-process`` skips the in-process figures below.
 
 **In process** (``--pipelines``, ``--prompts``, ``--bases``):
 
@@ -159,22 +165,30 @@ def run_child(argv: list[str], cwd: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-def measure_size(root: Path, size: int, bases: int) -> dict[str, Any]:
-    """The floor, a first and a second ``budgetlens check`` of a new workspace of ``size``."""
+def measure_size(root: Path, size: int, bases: int, jobs: int | None) -> dict[str, Any]:
+    """The floor, a first and a second ``budgetlens check -j 1`` of a new workspace of
+    ``size``, and a first run with the default jobs (``jobs``: that ``-j`` instead)."""
     ws = root / f"ws{size}"
     generate(ws, size, max(2, size // 2), bases)
     cache = root / f"cache{size}"
-    check = [*CLI, "check", ".", "--cache-dir", str(cache)]
+    check = [*CLI, "check", ".", "--cache-dir", str(cache), "-j", "1"]
+    parallel = [*CLI, "check", ".", "--cache-dir", str(root / f"cache{size}-jobs"),
+                *(["-j", str(jobs)] if jobs else [])]
     floor = run_child([sys.executable, str(FLOOR), "."], ws)
     first = run_child(check, ws)
     second = run_child(check, ws)
+    many = run_child(parallel, ws)
     shutil.rmtree(ws)
     shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(root / f"cache{size}-jobs", ignore_errors=True)
     return {"pipelines": size, "floor_s": floor[0], "floor_cpu_s": floor[1],
             "first_s": first[0], "first_cpu_s": first[1],
             "second_s": second[0], "second_cpu_s": second[1],
+            "jobs_s": many[0], "jobs_cpu_s": many[1],
             "first_over_floor": first[0] / floor[0],
             "first_over_floor_cpu": first[1] / floor[1],
+            "jobs_over_floor": many[0] / floor[0],
+            "jobs_over_floor_cpu": many[1] / floor[1],
             "second_over_first": second[0] / first[0],
             "second_over_first_cpu": second[1] / first[1]}
 
@@ -188,34 +202,54 @@ def measure_startup(repeat: int = 5) -> dict[str, float]:
             for name, argv in cases.items()}
 
 
-def command_figures(root: Path, sizes: list[int], bases: int) -> dict[str, Any]:
+def command_figures(root: Path, sizes: list[int], bases: int,
+                    jobs: int | None = None) -> dict[str, Any]:
+    shown = f"-j {jobs}" if jobs else f"default jobs (-j {usable_cpus()})"
     print("budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets):")
-    print(f"{'pipelines':>9} {'floor':>13} {'first run':>13} {'second run':>13}"
-          f" {'first/floor':>14} {'second/first':>15} {'s/1k first':>11} {'growth':>11}")
+    print(f"  floor: bench/floor_check.py, one process; -j 1: in one process; {shown}:"
+          " worker processes (its CPU is the sum over them, so its CPU ratio is the work done,"
+          " its wall ratio the wait)")
+    print(f"{'pipelines':>9} {'floor':>13} {'-j 1 first':>13} {'-j 1 second':>13}"
+          f" {'jobs first':>13} {'j1/floor':>14} {'jobs/floor':>14} {'second/first':>15}"
+          f" {'s/1k -j 1':>11} {'growth':>11}")
     rows = []
     for size in sizes:
-        row = measure_size(root, size, bases)
+        row = measure_size(root, size, bases, jobs)
         row["first_s_per_1000"] = row["first_s"] / size * 1000
         row["first_cpu_s_per_1000"] = row["first_cpu_s"] / size * 1000
+        row["jobs_s_per_1000"] = row["jobs_s"] / size * 1000
         base = rows[0] if rows else row
         row["growth_vs_smallest"] = row["first_s_per_1000"] / base["first_s_per_1000"]
         row["growth_vs_smallest_cpu"] = (row["first_cpu_s_per_1000"]
                                          / base["first_cpu_s_per_1000"])
+        row["jobs_growth_vs_smallest"] = row["jobs_s_per_1000"] / base["jobs_s_per_1000"]
         rows.append(row)
         print(f"{size:>9} {row['floor_s']:6.2f}/{row['floor_cpu_s']:<6.2f}"
               f" {row['first_s']:6.2f}/{row['first_cpu_s']:<6.2f}"
               f" {row['second_s']:6.2f}/{row['second_cpu_s']:<6.2f}"
+              f" {row['jobs_s']:6.2f}/{row['jobs_cpu_s']:<6.2f}"
               f" {row['first_over_floor']:5.2f}x ({row['first_over_floor_cpu']:4.2f}x)"
+              f" {row['jobs_over_floor']:5.2f}x ({row['jobs_over_floor_cpu']:4.2f}x)"
               f" {row['second_over_first'] * 100:5.1f}%"
               f" ({row['second_over_first_cpu'] * 100:4.1f}%)"
               f" {row['first_s_per_1000']:5.2f}/{row['first_cpu_s_per_1000']:<5.2f}"
               f" {row['growth_vs_smallest']:5.2f}/{row['growth_vs_smallest_cpu']:<5.2f}")
+    print("seconds per 1,000 pipelines (wall), -j 1 and jobs: "
+          + ", ".join(f"{r['pipelines']}: {r['first_s_per_1000']:.2f} / {r['jobs_s_per_1000']:.2f}"
+                      for r in rows))
     startup = measure_startup()
     print("start-up, best of 5 (wall):")
     for name, seconds in startup.items():
         extra = seconds - startup["python -c pass"]
         print(f"  {name:<22} {seconds * 1e3:7.1f} ms  (+{extra * 1e3:.1f} ms over python -c pass)")
-    return {"sizes": rows, "startup_s": startup}
+    return {"sizes": rows, "startup_s": startup, "jobs": jobs or usable_cpus(),
+            "load_average": os.getloadavg()}
+
+
+def usable_cpus() -> int:
+    from budgetlens_cli.workers import usable_cpus as cpus
+
+    return cpus()
 
 
 def in_process(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -277,6 +311,10 @@ def main() -> int:
     parser.add_argument("--pipelines", type=int)
     parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--bases", type=int, default=10)
+    parser.add_argument("--jobs", type=int, help="the -j of the parallel runs (default: none"
+                                                 " given, so budgetlens uses every usable CPU)")
+    parser.add_argument("--no-in-process", action="store_true",
+                        help="time the command only (skip the in-process figures)")
     args = parser.parse_args()
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
@@ -292,8 +330,9 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="budgetlens-bench-"))
     figures: dict[str, Any] = {}
     try:
-        figures["in_process"] = in_process(tmp / "in-process", args)
-        figures["command"] = command_figures(tmp, sizes, args.bases)
+        if not args.no_in_process:
+            figures["in_process"] = in_process(tmp / "in-process", args)
+        figures["command"] = command_figures(tmp, sizes, args.bases, args.jobs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     assert not os.path.exists(tmp)

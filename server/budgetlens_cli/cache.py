@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens import __version__
-from budgetlens.files import MAX_FILE_BYTES
+from budgetlens.files import MAX_FILE_BYTES, DiskFiles
 
 CACHE_DIR_NAME = ".budgetlens_cache"
 CACHE_DIR_ENV = "BUDGETLENS_CACHE_DIR"
@@ -153,6 +153,12 @@ class ContentHashes:
             return True
         return self.content(path)[1] == fp
 
+    def record(self, path: str, at: str, data: bytes) -> None:
+        """Keep the content fingerprint of bytes a check has just read from ``path`` while
+        its stat fingerprint was ``at`` (``HashingFiles``): no second read to hash them."""
+        if len(data) <= MAX_FILE_BYTES:
+            self._contents[path] = (at, "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest())
+
     def at(self, path: str, seen: str) -> str:
         """The content fingerprint of ``path`` as it is with the stat fingerprint ``seen``
         (the one a check read it at), else ``unreadable``."""
@@ -160,6 +166,24 @@ class ContentHashes:
         if at != seen:
             at, fp = self.content(path, fresh=True)
         return fp if at == seen else UNCACHEABLE
+
+
+class HashingFiles(DiskFiles):
+    """The files on disk, each file's bytes hashed as the check reads them (into
+    ``hashes``), so the result cache need not read them again to key an entry. Bytes are
+    kept only when the file's stat fingerprint is the same before and after the read (a file
+    saved meanwhile is hashed again, or found unreadable, by ``ContentHashes.at``)."""
+
+    def __init__(self, hashes: ContentHashes) -> None:
+        super().__init__()
+        self.hashes = hashes
+
+    def read_bytes(self, path: Path) -> bytes:
+        before = self.fingerprint(path)
+        data = super().read_bytes(path)
+        if self.fingerprint(path) == before:
+            self.hashes.record(str(path), before, data)
+        return data
 
 
 def _tree_fingerprint(folder: str, digest: Any) -> None:
@@ -272,6 +296,20 @@ def _encode(entries: dict[str, Entry], key: str) -> bytes:
     return MAGIC + key.encode() + b"\n" + checksum + b"\n" + payload
 
 
+def entry_fingerprints(deps: Mapping[str, str],
+                       hashes: ContentHashes) -> dict[str, tuple[str, str]] | None:
+    """``path -> (stat fingerprint, content fingerprint)`` of the inputs ``deps`` (path ->
+    the stat fingerprint the check read it at); None when one of them changed since the
+    check read it or cannot be read (the pipeline stays out of the cache)."""
+    fps: dict[str, tuple[str, str]] = {}
+    for path, seen in deps.items():
+        fp = hashes.at(path, seen)
+        if fp == UNCACHEABLE:
+            return None
+        fps[path] = (seen, fp)
+    return fps
+
+
 @dataclass
 class ResultCache:
     """The cache file of one run key in ``folder``: read once, written once at the end."""
@@ -318,14 +356,16 @@ class ResultCache:
         fingerprint the check read it at). A file whose stat fingerprint is no longer that
         (it changed during the run) or that cannot be read keeps the pipeline out of the
         cache: the next run checks it."""
-        fps: dict[str, tuple[str, str]] = {}
-        for path, seen in deps.items():
-            fp = self.hashes.at(path, seen)
-            if fp == UNCACHEABLE:
-                self.entries.pop(pipeline, None)
-                self.dirty = True
-                return
-            fps[path] = (seen, fp)
+        self.put_entry(pipeline, entry_fingerprints(deps, self.hashes), result)
+
+    def put_entry(self, pipeline: str, fps: dict[str, tuple[str, str]] | None,
+                  result: Any) -> None:
+        """Keep ``result`` under ``fps`` (``entry_fingerprints``, possibly taken in a worker
+        process); None keeps the pipeline out of the cache."""
+        if fps is None:
+            self.entries.pop(pipeline, None)
+            self.dirty = True
+            return
         self.entries[pipeline] = Entry(fps, result)
         self.touched.add(pipeline)
         self.dirty = True

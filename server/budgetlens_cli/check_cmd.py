@@ -21,13 +21,13 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from budgetlens import __version__, codes
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
-from budgetlens.files import DiskFiles, FileSource, SourceError
+from budgetlens.files import DiskFiles, FileSource, RunFiles, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity, unique_diagnostics
 from budgetlens.tokens.core import SHIPPED_ENCODINGS, TokenizerError, get_tokenizer
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
+T = TypeVar("T")
 
 
 def register(sub: Any) -> None:
@@ -63,7 +64,22 @@ def register(sub: Any) -> None:
     p.add_argument("--cache-dir", metavar="DIR",
                    help="the result cache folder (default: the BUDGETLENS_CACHE_DIR environment"
                         f" variable, else {result_cache.CACHE_DIR_NAME} in the current folder)")
+    p.add_argument("-j", "--jobs", type=positive_int, metavar="N",
+                   help="check in N worker processes when at least"
+                        f" {MIN_PARALLEL} pipelines need checking (default: the number of"
+                        " usable CPUs; 1: in this process); the output is the same")
     p.set_defaults(run=run)
+
+
+def positive_int(value: str) -> int:
+    """The ``type=`` of ``--jobs``: a whole number >= 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {number}")
+    return number
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -207,7 +223,7 @@ def young_collections_only() -> Iterator[None]:
             gc.enable()
 
 
-def _deps_of(cache: _DepsCache, report: PipelineReport, files: DiskFiles) -> dict[str, str] | None:
+def _deps_of(cache: _DepsCache, report: PipelineReport, files: FileSource) -> dict[str, str] | None:
     deps = cache.last_deps
     if deps is None:
         return None
@@ -217,38 +233,222 @@ def _deps_of(cache: _DepsCache, report: PipelineReport, files: DiskFiles) -> dic
     return deps
 
 
+#: Fewer pipelines to check than this are checked in this process (starting workers and
+#: warming their caches would cost more than it saves).
+MIN_PARALLEL = 64
+#: Pipelines per chunk handed to a worker: about ``CHUNKS_PER_JOB`` chunks per worker (the
+#: last ones balance the load), within these bounds.
+CHUNK_MIN, CHUNK_MAX, CHUNKS_PER_JOB = 8, 64, 8
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """How this run checks a pipeline, for a worker process to do the same (picklable)."""
+
+    policy: str | None = None
+    tokenizer: str | None = None
+    config: str | None = None
+    piece: str | None = None
+    targets: list[str] | None = None
+    hash_inputs: bool = False
+    """The result cache is on: fingerprint the inputs of each pipeline checked."""
+
+    def options(self) -> CheckOptions:
+        from budgetlens.contract.model import CheckOptions  # lazy: start-up speed
+
+        return CheckOptions(policy=self.policy, tokenizer=self.tokenizer,
+                            config_path=self.config)
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What the last ``check_results`` of this process did (read by the tests: mechanisms,
+    not times)."""
+
+    pipelines: int
+    checked: int
+    worker_pids: frozenset[int] = frozenset()
+    """The worker processes that checked pipelines (empty: all checked in this process)."""
+    method: str | None = None
+    """``fork`` or ``spawn`` when workers ran."""
+
+
+LAST_RUN: RunStats | None = None
+#: A pipeline checked: its result, whether the core recorded its inputs, and their
+#: fingerprints for the result cache (None: without the cache, or one changed while read).
+Checked = tuple["PipelineResult", bool, "dict[str, tuple[str, str]] | None"]
+
+
+class _Checker:
+    """Checks pipelines for one run, in this process or in one worker: one ``BudgetCache``
+    and one ``RunFiles`` over the disk for all of them (the files are one unchanging state
+    for a run, so each path is stat'ed and resolved once), and the options made once."""
+
+    def __init__(self, make_options: Callable[[], CheckOptions], piece: str | None,
+                 targets: list[str] | None,
+                 hashes: result_cache.ContentHashes | None) -> None:
+        self.make_options = make_options
+        self.piece = piece
+        self.targets = targets
+        self.hashes = hashes
+        self.files = RunFiles(result_cache.HashingFiles(hashes) if hashes is not None
+                              else DiskFiles())
+        self.cache = _DepsCache()
+        self._options: CheckOptions | None = None
+        self._no_targets: set[str] = set()  # folders whose config.json names no targets
+
+    @classmethod
+    def of_spec(cls, spec: CheckSpec) -> _Checker:
+        hashes = result_cache.ContentHashes(_stat_fingerprint) if spec.hash_inputs else None
+        return cls(spec.options, spec.piece, spec.targets, hashes)
+
+    def options(self) -> CheckOptions:
+        if self._options is None:
+            self._options = self.make_options()
+        return self._options
+
+    def check(self, path: Path) -> Checked:
+        """The result of ``path``, whether the core recorded its inputs and, with the result
+        cache on, their fingerprints (None: one changed while it was read: not cacheable)."""
+        self.cache.last_deps = None
+        options = self.options()
+        report = check_pipeline(path, files=self.files, options=options, cache=self.cache)
+        got = pipeline_result(report, self.piece)
+        deps = _deps_of(self.cache, report, self.files)  # before the target checks store theirs
+        got.matrix = self.matrix(path, options)
+        fps = None
+        if deps is not None and self.hashes is not None:
+            fps = result_cache.entry_fingerprints(deps, self.hashes)
+        return got, deps is not None, fps
+
+    def matrix(self, path: Path, options: CheckOptions) -> TargetMatrix | None:
+        """The pipeline's target matrix; without ``--target``, skipped for a folder whose
+        config.json names no targets (the config is found from the folder alone)."""
+        folder = os.path.dirname(os.path.normpath(str(path)))
+        if self.targets is None and folder in self._no_targets:
+            return None
+        found = target_matrix(path, self.targets, self.files, options, self.cache)
+        if found is None and self.targets is None:
+            self._no_targets.add(folder)
+        return found
+
+    def check_chunk(self, paths: list[Path]) -> list[Checked]:
+        out = []
+        with young_collections_only():
+            for n, path in enumerate(paths, start=1):
+                out.append(self.check(path))
+                if n % 256 == 0:
+                    gc.collect(1)
+        return out
+
+
+#: The checker a forked worker starts from (set in the parent just before the workers start:
+#: its caches are warm; a spawned worker makes its own from the ``CheckSpec``).
+_FORK_CHECKER: _Checker | None = None
+
+
+def _worker(conn: Any, spec: CheckSpec) -> None:
+    """The body of a worker process: checks chunks of pipelines until told to stop."""
+    from budgetlens_cli import workers  # lazy: only a parallel run needs it
+
+    checker = _FORK_CHECKER if _FORK_CHECKER is not None else _Checker.of_spec(spec)
+    workers.serve(conn, checker.check_chunk)
+
+
+def jobs_default() -> int:
+    from budgetlens_cli import workers  # lazy: start-up speed
+
+    return workers.usable_cpus()
+
+
+def chunked(items: Sequence[T], jobs: int) -> list[list[T]]:
+    """``items`` cut into consecutive chunks (neighbours share parents and config.json)."""
+    size = max(CHUNK_MIN, min(CHUNK_MAX, -(-len(items) // (jobs * CHUNKS_PER_JOB))))
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
 def check_results(pipelines: Sequence[Path], make_options: Callable[[], CheckOptions],
                   piece: str | None,
                   store: result_cache.ResultCache | None = None,
-                  targets: list[str] | None = None) -> list[PipelineResult]:
+                  targets: list[str] | None = None, *, jobs: int | None = 1,
+                  spec: CheckSpec | None = None) -> list[PipelineResult]:
     """The result of every pipeline: from ``store`` when none of its inputs changed, else
-    checked (one ``BudgetCache``, one ``DiskFiles`` and ``make_options()`` for the run) and
-    put in ``store``."""
-    files = DiskFiles()
-    cache = _DepsCache()
-    results: list[PipelineResult] = []
-    options: CheckOptions | None = None
+    checked and put in ``store`` (by this process: workers only send results). With
+    ``jobs`` > 1 (None: the usable CPUs) and a ``spec``, when at least ``MIN_PARALLEL``
+    pipelines need checking they are checked in worker processes, the first one here (it
+    warms the caches that forked workers start with)."""
+    global LAST_RUN
+    run = _Run(pipelines, piece, store)
+    checker = _Checker(make_options, piece, targets, store.hashes if store else None)
+    if jobs is None and spec is not None and len(run.todo) >= MIN_PARALLEL:
+        jobs = jobs_default()  # not before: a cached run loads no multiprocessing
+    parallel = jobs is not None and jobs > 1 and spec is not None \
+        and len(run.todo) >= MIN_PARALLEL
+    method = None
     with young_collections_only():
-        for n, path in enumerate(pipelines, start=1):
-            name = os.path.normpath(str(path))
-            kept = store.get(name) if store is not None else None
-            if isinstance(kept, PipelineResult) and (piece is None or piece in kept.fragments):
-                results.append(kept)
-            else:
-                cache.last_deps = None
-                options = options if options is not None else make_options()
-                report = check_pipeline(path, files=files, options=options, cache=cache)
-                got = pipeline_result(report, piece)
-                if isinstance(kept, PipelineResult):  # still valid: the other formats' pieces
-                    got.fragments = {**kept.fragments, **got.fragments}
-                deps = _deps_of(cache, report, files)  # before the target checks store theirs
-                got.matrix = target_matrix(path, targets, files, options, cache)
-                if store is not None and deps is not None:
-                    store.put(name, deps, got)
-                results.append(got)
+        for n, i in enumerate(run.todo[:1] if parallel else run.todo, start=1):
+            run.keep(i, *checker.check(pipelines[i]))
             if n % 256 == 0:
                 gc.collect(1)
-    return results
+        if parallel and spec is not None and jobs is not None:
+            method = run.in_workers(run.todo[1:], checker, spec, jobs)
+    LAST_RUN = RunStats(len(pipelines), len(run.todo), frozenset(run.pids), method)
+    return [r for r in run.results if r is not None]
+
+
+class _Run:
+    """The results of one ``check_results`` as they come in, and the result cache's
+    entries of the pipelines checked (written by this process only)."""
+
+    def __init__(self, pipelines: Sequence[Path], piece: str | None,
+                 store: result_cache.ResultCache | None) -> None:
+        self.pipelines = pipelines
+        self.store = store
+        self.names = [os.path.normpath(str(path)) for path in pipelines]
+        self.results: list[PipelineResult | None] = [None] * len(pipelines)
+        self.kept: dict[int, Any] = {}
+        self.todo: list[int] = []
+        self.pids: set[int] = set()
+        for i, name in enumerate(self.names):
+            kept = store.get(name) if store is not None else None
+            if isinstance(kept, PipelineResult) and (piece is None or piece in kept.fragments):
+                self.results[i] = kept
+            else:
+                self.kept[i] = kept
+                self.todo.append(i)
+
+    def keep(self, i: int, got: PipelineResult, recorded: bool,
+             fps: dict[str, tuple[str, str]] | None) -> None:
+        kept = self.kept.pop(i, None)
+        if isinstance(kept, PipelineResult):  # still valid: the other formats' pieces
+            got.fragments = {**kept.fragments, **got.fragments}
+        if self.store is not None and recorded:
+            self.store.put_entry(self.names[i], fps, got)
+        self.results[i] = got
+
+    def in_workers(self, todo: list[int], checker: _Checker, spec: CheckSpec,
+                   jobs: int) -> str:
+        """Check ``todo`` in ``jobs`` worker processes; the start method used."""
+        global _FORK_CHECKER
+        from budgetlens_cli import workers  # lazy: only a parallel run needs it
+
+        chunks = chunked(todo, jobs)
+        method = workers.start_method()
+
+        def handle(index: int, pid: int, payload: list[Checked]) -> None:
+            self.pids.add(pid)
+            for i, checked in zip(chunks[index], payload, strict=True):
+                self.keep(i, *checked)
+            if index % 8 == 7:  # the young generations, as the loop in this process does
+                gc.collect(1)
+
+        _FORK_CHECKER = checker if method == "fork" else None
+        try:
+            workers.run_chunks(_worker, spec, [[self.pipelines[i] for i in c] for c in chunks],
+                               jobs, handle, method)
+        finally:
+            _FORK_CHECKER = None
+        return method
 
 
 def target_matrix(path: Path, targets: list[str] | None, files: FileSource,
@@ -263,7 +463,7 @@ def target_matrix(path: Path, targets: list[str] | None, files: FileSource,
 #: Arguments of ``check`` that do not change a pipeline's result (every other one is part of
 #: the result cache's key, so an option added later is in it without a word here).
 NOT_IN_KEY = frozenset({"paths", "format", "no_table", "no_cache", "cache_dir", "run",
-                        "command"})
+                        "command", "jobs"})
 
 
 def options_key(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -308,8 +508,10 @@ def run(args: argparse.Namespace) -> int:
     targets = validate_targets(args)
     pipelines = collect_pipelines(args.paths)
     store = open_store(args)
-    results = check_results(pipelines, lambda: options_from(args), fragment_of(args), store,
-                            targets)
+    piece = fragment_of(args)
+    spec = CheckSpec(args.policy, args.tokenizer, args.config, piece, targets, store is not None)
+    results = check_results(pipelines, lambda: options_from(args), piece, store, targets,
+                            jobs=getattr(args, "jobs", None), spec=spec)
     diagnostics = unique_diagnostics([*(d for r in results for d in r.diagnostics),
                                       *(d for r in results if r.matrix is not None
                                         for d in r.matrix.diagnostics)])

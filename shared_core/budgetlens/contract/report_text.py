@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # (the CLI prints a cached result's diagnostics without loadi
 
 def display_width(text: str) -> int:
     """Columns ``text`` takes in a terminal (East Asian wide and full-width characters: 2)."""
+    if text.isascii():
+        return len(text)
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
@@ -32,7 +34,12 @@ def budget_table(report: PipelineReport) -> list[str]:
     header = "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in COLUMNS) + "  fits"
     rows = [header]
     for s in report.steps:
-        b: dict[str, Any] = s.budget_dict()
+        # the numbers of ``s.budget_dict()``, read directly (a table per pipeline of a large
+        # run: its generic conversion cost more than the rest of the table)
+        b: dict[str, Any] = {"fixed": s.fixed.value, "history": s.history.value,
+                             "context": s.context.value, "output": s.output.value,
+                             "margin": s.margin.value, "total": s.total,
+                             "window": s.window.value, "headroom": s.headroom}
         # a missing term (an invalid or absent setting, reported above) is unknown, and so
         # are the total and the headroom: never a number next to NO that looks fine
         unknown = {"window": s.window.missing, "context": s.context.missing,
