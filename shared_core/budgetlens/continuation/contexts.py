@@ -270,7 +270,8 @@ def _contexts(result: Scan, *, budget: int, marker: str, overlap_chars: int) -> 
     hierarchy = text[start:]
     header = f"// {description}; the text stops at {marker}"
     rendering = render_hierarchy(text, result.frames, kind=kind, token_start=result.token_start,
-                                 stop=len(text), budget=budget, marker=marker, header=header)
+                                 stop=len(text), budget=budget, marker=marker, header=header,
+                                 cut_chars=result.cut_chars)
     return JsonContexts(
         overlap_context=hierarchy[-max(overlap_chars, 1):],
         hierarchy_context=hierarchy, hierarchy_context_for_prompt=rendering,

@@ -106,7 +106,8 @@ RUN = ValueKind.RUN
 RUN_MIN_ITEMS = 4          # a RUN stands for at least this many items
 _BULK_AFTER = 2            # single items scanned before a bulk skip is tried
 _BULK_TAIL = 2048          # the last characters of the text are never skipped in bulk
-_BULK_CHUNK = 1 << 20      # the most characters one bulk skip covers
+_BULK_CHUNK = 1 << 14         # the most characters one bulk skip covers (small: a copy this size
+                           # reuses freed memory, a larger one costs fresh pages)
 _BULK_TRIES = 2            # separators tried per bulk skip before giving up on the array
 
 
@@ -227,7 +228,7 @@ _GREEDY = 1 << 62
 # path to the cut: the scan descends into it. What failed windows read in all is bounded by
 # half the text (then containers are descended into without a try).
 _WINDOW_MIN = 1024
-_WINDOW_STREAM = 1 << 16
+_WINDOW_STREAM = 1 << 14
 
 
 def reject_constant(name: str) -> Any:
@@ -311,6 +312,8 @@ class Scan:
     token_start: int = -1                # start of the partial token at the cut, if any
     error: ScanError | None = None
     value_started: bool = False          # a top-level value has begun
+    cut_chars: int = -1                  # decoded characters of the cut string, when known
+    closed_text: str | None = None       # the text, a quote and the closers, when made already
 
 
 def position_at(text: str, offset: int) -> Position:
@@ -346,15 +349,22 @@ def _describe_bad_string(text: str, pos: int) -> tuple[int, str]:
 
 class _Windows:
     """The window the C scanner reads container siblings on (shared by consecutive siblings,
-    so the text is copied about once), and what failed windows may still read."""
+    so the text is copied about once), and what failed windows may still read; and what one
+    scan knows about the string that may run to the end of the text (see ``_read_string``)."""
 
-    __slots__ = ("base", "budget", "chunk", "largest")
+    __slots__ = ("base", "budget", "chunk", "largest", "last_quote", "closed_tried", "cut_chars",
+                 "closed", "frames")
 
     def __init__(self, n: int) -> None:
         self.budget = n // 2 + 4 * _WINDOW_MIN
         self.largest = max(_WINDOW_MIN, n // 32)
         self.base = 0
         self.chunk = ""
+        self.last_quote = -2          # where the last '"' of the text is (-2: not looked up)
+        self.closed_tried = False     # a string was read on a closed copy (once per scan)
+        self.cut_chars = -1           # decoded characters of the cut string, when read whole
+        self.closed: str | None = None  # the text closed after that string, when copied whole
+        self.frames: list[Frame] = []   # the scan's open containers
 
     def move(self, text: str, pos: int, width: int) -> None:
         self.base = pos
@@ -367,17 +377,21 @@ def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
     end inside the largest window (the open child) or is not valid there."""
     c = text[pos]
     if c == '"':
-        try:
-            value, end = _scanstring(text, pos + 1, True)
-        except json.JSONDecodeError as exc:  # the cut string (or an invalid one): read once
-            frame.failed_string = exc.msg
+        read = _read_string(text, pos, windows)
+        if type(read) is str:  # the cut string (or an invalid one): read once
+            frame.failed_string = read
             return None
-        return value, end
-    if c not in "{[" or n - pos <= _WINDOW_MIN:
+        return read  # type: ignore[return-value]  # (value, end)
+    if c not in "{[":
         value, end = _scan_once(text, pos)
         if type(value) in (int, float) and (end >= n or text[end] not in _VALUE_END):
             return None  # a number that may go on: tokenize it
         return value, end
+    if n - pos <= _WINDOW_MIN:
+        # on a copy of the tail: the open child fails there, and the scanner's error counts
+        # the lines before it in the string it was given
+        value, end = _scan_once(text[pos:], 0)
+        return value, pos + end
     return _read_windowed(text, pos, frame, windows, n)
 
 
@@ -467,6 +481,7 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
     pos = start
 
     windows = _Windows(n - start)
+    windows.frames = frames
 
     def new_frame(is_object: bool, at: int) -> Frame:
         return Frame(is_object, at, skip=_GREEDY if len(frames) < _GREEDY_LEVELS else 0)
@@ -516,11 +531,13 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
             if c == '"':
                 failed = frame.failed_string if frame is not None and pos == frame.descend_at \
                     else None
-                end, why = (-1, failed) if failed is not None else _string_end(text, pos)
+                end, why = (-1, failed) if failed is not None else _string_end(
+                    text, pos, windows)
                 if end > 0:
                     add_child(Child(pos, end, STRING))
                     pos = end
                     continue
+                result.cut_chars, result.closed_text = windows.cut_chars, windows.closed
                 return _cut_string(result, pos, CutKind.STRING, why)
             if c == "-" or "0" <= c <= "9":
                 m = _NUMBER.match(text, pos)
@@ -556,7 +573,7 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
         assert frame is not None
         if state == _KEY:
             if c == '"':
-                end, why = _string_end(text, pos)
+                end, why = _string_end(text, pos, windows)
                 if end > 0:
                     frame.key_start, frame.key_end = pos, end
                     frame.state = _COLON
@@ -646,12 +663,67 @@ def _cut_string(result: Scan, pos: int, kind: CutKind, why: str) -> Scan:
     return result
 
 
-def _string_end(text: str, pos: int) -> tuple[int, str]:
+def _string_end(text: str, pos: int, w: _Windows) -> tuple[int, str]:
     """End of the complete string token starting at ``pos`` (C speed), or -1 and why not."""
+    read = _read_string(text, pos, w)
+    if type(read) is str:
+        return -1, read
+    return int(read[1]), ""
+
+
+_UNTERMINATED = "Unterminated string"
+
+
+def _read_string(text: str, pos: int, w: _Windows) -> tuple[str, int] | str:
+    """The complete string at ``pos`` (its value and end, C speed), or why it does not end:
+    the C string scanner's message ("Unterminated string ..." when every character up to the
+    end of the text is valid).
+
+    A string whose first quote after ``pos`` is missing or escaped may be the cut string,
+    running to the end of the text: it is read on a closed copy (see ``_read_closed``)."""
+    q = text.find('"', pos + 1)
+    if q < 0 or text[q - 1] == "\\":
+        read = _read_closed(text, pos, w)
+        if read is not None:
+            return read
     try:
-        return int(_scanstring(text, pos + 1, True)[1]), ""
+        return _scanstring(text, pos + 1, True)  # type: ignore[no-any-return]
     except json.JSONDecodeError as exc:
-        return -1, exc.msg
+        return exc.msg
+
+
+def _read_closed(text: str, pos: int, w: _Windows) -> tuple[str, int] | str | None:
+    """Read the string at ``pos`` on a copy of the text closed with a quote, when it may run
+    to the end of the text (every quote after it escaped) and the text does not end in an
+    escape or a surrogate: it is then read once, its decoded length is kept for the type hint
+    (``w.cut_chars``), and no error is raised (the scanner's error on the text itself counts
+    the lines before the string: a pass over the text). None: read it on the text (at most
+    one string per scan is read this way; an invalid one is read again for its message)."""
+    n = len(text)
+    if w.closed_tried:
+        return None
+    if w.last_quote == -2:
+        w.last_quote = text.rfind('"')
+    last = w.last_quote
+    if last > pos and text[last - 1] != "\\":
+        return None  # an unescaped quote follows: the string ends before the text does
+    if partial_string_end(text, pos) != (n, False):
+        return None
+    w.closed_tried = True
+    # one copy: of the whole text closed as ``close`` closes a cut string (it is reused as
+    # the closed JSON), or of the string alone when that is shorter
+    offset = 0 if pos < n - pos else pos
+    closed = "".join((text, '"', closers(w.frames))) if offset == 0 \
+        else "".join((text[pos:], '"'))
+    try:
+        value, end = _scanstring(closed, pos - offset + 1, True)
+    except json.JSONDecodeError:
+        return None
+    if end == n - offset + 1:
+        w.cut_chars = len(value)
+        w.closed = closed if offset == 0 else None
+        return _UNTERMINATED
+    return value, end + offset
 
 
 def _dangling_escape_start(text: str, token_start: int) -> int:
@@ -741,6 +813,8 @@ def close(result: Scan) -> str:
         # end of the last complete child (or the opening bracket).
         keep = inner.last_value_end
     if result.start == 0 and keep == len(text):
+        if suffix == '"' and result.closed_text is not None:
+            return result.closed_text  # made when the cut string was read
         return "".join((text, suffix, closers(frames)))  # one copy of a long text
     closed = text[result.start:keep]
     closed += suffix + closers(frames)  # in place: this is the only reference

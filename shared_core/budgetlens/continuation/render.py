@@ -257,11 +257,12 @@ class _Layout:
 
 def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
                      token_start: int, stop: int, budget: int, marker: str,
-                     header: str) -> str:
+                     header: str, cut_chars: int = -1) -> str:
     """The budgeted rendering of ``text`` cut at ``stop`` (see the module docstring).
 
     ``kind`` is the cut kind (or the state at an error); ``token_start`` is where the partial
-    token at the cut starts (-1 when none).
+    token at the cut starts (-1 when none); ``cut_chars``, when >= 0, the decoded characters
+    of a cut string (the scan already knows them: not counted again).
     """
     cut_child: Child | None = None
     if kind is CutKind.AFTER_VALUE and frames and frames[-1].children:
@@ -291,10 +292,10 @@ def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
             lines.append(pad + key + ("{" if nxt.is_object else "["))
             continue
         lines.extend(_cut_lines(text, frame, kind, token_start, stop, cut_child, cut_decision,
-                                pad, depth, marker))
+                                pad, depth, marker, cut_chars))
     if not frames:
         lines.extend(_cut_lines(text, None, kind, token_start, stop, None, cut_decision,
-                                "", 0, marker))
+                                "", 0, marker, cut_chars))
     return "\n".join(lines)
 
 
@@ -388,7 +389,7 @@ def _render_child(text: str, child: Child, decision: int, depth: int) -> list[st
 
 def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start: int,
                stop: int, cut_child: Child | None, decision: int, pad: str, depth: int,
-               marker: str) -> list[str]:
+               marker: str, cut_chars: int) -> list[str]:
     key = ""
     if frame is not None and frame.is_object and frame.key_start >= 0 and kind in (
             CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL,
@@ -401,7 +402,7 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     if kind in _PARTIAL_KINDS and token_start >= 0:
         if decision == _FULL:
             return [pad + key + text[token_start:stop] + marker]
-        return [pad + key + _partial_hint(kind, text, token_start) + marker]
+        return [pad + key + _partial_hint(kind, text, token_start, cut_chars) + marker]
     if cut_child is not None and frame is not None:
         body = _render_child(text, cut_child, decision, depth)
         if frame.is_object:
@@ -412,10 +413,11 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     return [pad + key + marker]
 
 
-def _partial_hint(kind: CutKind, text: str, token_start: int) -> str:
+def _partial_hint(kind: CutKind, text: str, token_start: int, cut_chars: int) -> str:
     if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
-        keep = string_keep_end(text, token_start)
-        return type_hint(STRING, chars=decoded_chars(text, token_start + 1, keep))
+        if cut_chars < 0:
+            cut_chars = decoded_chars(text, token_start + 1, string_keep_end(text, token_start))
+        return type_hint(STRING, chars=cut_chars)
     if kind is CutKind.NUMBER:
         return type_hint(NUMBER)
     return type_hint(LITERAL, first=text[token_start:token_start + 1])
