@@ -158,19 +158,57 @@ def _bulk_run(text: str, pos: int, prev: Child, n: int) -> tuple[Child, int] | N
     return None
 
 
-def expand_run(text: str, run: Child) -> list[Child]:
-    """The single children a RUN child stands for."""
+def scalar_floor(value: Any, cap: int) -> int:
+    """A lower bound of the budget cost of a decoded JSON value (the characters of its scalar
+    literals as written): a string is written with at least its decoded characters and two
+    quotes, a number with at least one digit, ``true``/``false``/``null`` as is (a duplicate
+    key's dropped value only lowers it). Stops once above ``cap``."""
+    total = 0
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str:
+            total += len(v) + 2
+        elif t is dict:
+            push(v.values())
+            continue
+        elif t is list:
+            push(v)
+            continue
+        elif v is None or v is True:
+            total += 4
+        elif v is False:
+            total += 5
+        else:
+            total += 1
+        if total > cap:
+            return total
+    return total
+
+
+def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
+               cap: int = 0) -> list[Child]:
+    """The single children a RUN child stands for. With ``floors``: a lower bound of the cost
+    of each container item (``scalar_floor`` up to ``cap``), by its start."""
     out: list[Child] = []
     at = run.start
     while at < run.end:
         value, end = _scan_once(text, at)
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-        out.append(_child((at, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0, -1, -1)))
+        if kind is OBJECT or kind is ARRAY:
+            out.append(_child((at, end, kind, len(value), -1, -1)))
+            if floors is not None:
+                floors[at] = scalar_floor(value, cap)
+        else:
+            out.append(_child((at, end, kind, 0, -1, -1)))
         at = _SEPARATOR.match(text, end).end()  # type: ignore[union-attr]  # always matches
     return out
 
 
-def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
+def _expand_checked(text: str, start: int, end: int, floors: dict[int, int] | None = None,
+                    cap: int = 0) -> list[Child] | None:
     """The array items that exactly fill ``text[start:end]``, comma-separated, or None. After
     a comma inside a string an odd number of quotes is left, and after one inside a nested
     container a closer comes unopened: either way the items cannot fill the span."""
@@ -180,8 +218,12 @@ def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
         while True:
             value, stop = _scan_once(text, at)
             kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-            out.append(_child((at, stop, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
-                               -1, -1)))
+            if kind is OBJECT or kind is ARRAY:
+                out.append(_child((at, stop, kind, len(value), -1, -1)))
+                if floors is not None:
+                    floors[at] = scalar_floor(value, cap)
+            else:
+                out.append(_child((at, stop, kind, 0, -1, -1)))
             if stop >= end:
                 return out if stop == end else None
             m = _ARRAY_SEP.match(text, stop, end)
@@ -192,11 +234,13 @@ def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
         return None
 
 
-def split_run(text: str, run: Child, chars: int) -> list[Child]:
+def split_run(text: str, run: Child, chars: int, floors: dict[int, int] | None = None,
+              cap: int = 0) -> list[Child]:
     """The children a RUN stands for: all single, or, for a long run, a RUN of its first items
     followed by the single children of (about) its last ``chars`` characters. The split point
     is a separator like the one after the run (with the characters around it), found by
-    ``str.rfind`` and checked by reading the items after it."""
+    ``str.rfind`` and checked by reading the items after it. ``floors``, ``cap``: see
+    ``expand_run``."""
     if run.end - run.start > chars + chars // 2 and run.size >= 2 * RUN_MIN_ITEMS:
         m = _ARRAY_SEP.match(text, run.end)
         after = m.end() if m is not None else run.end
@@ -209,12 +253,12 @@ def split_run(text: str, run: Child, chars: int) -> list[Child]:
             if at <= run.start:
                 break
             first = _WS.match(text, text.index(",", at + len(lead)) + 1).end()  # type: ignore[union-attr]
-            tail = _expand_checked(text, first, run.end)
+            tail = _expand_checked(text, first, run.end, floors, cap)
             if tail is not None and run.size - len(tail) >= RUN_MIN_ITEMS:
                 head_end = _strip_end(text, run.start, at + len(lead))
                 return [Child(run.start, head_end, RUN, run.size - len(tail)), *tail]
             at = text.rfind(pattern, run.start, at + len(pattern) - 1)
-    return expand_run(text, run)
+    return expand_run(text, run, floors, cap)
 
 
 # Levels on which complete siblings are skipped with the C scanner (deeper levels are

@@ -70,17 +70,23 @@ def _indent(depth: int) -> str:
     return _PADS[depth] if depth <= MAX_INDENT_LEVELS else _PADS[MAX_INDENT_LEVELS]
 
 
-def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> int:
+def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int,
+               floor: int = 0) -> int:
     """Budget cost of the complete value ``text[start:end]``.
 
     Exact when it is at most ``limit``; otherwise some number above ``limit``: large values
     are measured on a window that grows until it holds more than ``limit`` (what a window
     holds is never more than the whole value costs) or the whole value, so a huge sibling
-    costs little to turn down.
+    costs little to turn down. ``floor``: a known lower bound of the cost (above ``limit``:
+    the value is not measured).
     """
     if kind != OBJECT and kind != ARRAY:
         return end - start
+    if floor > limit:
+        return floor
     window = 2 * max(limit, 0) + 64
+    if end - start <= 4 * window:  # one pass over a small value beats two windows
+        return sum(map(len, _COST_SCALARS.findall(text, start, end)))
     while True:
         stop = min(end, start + window)
         total = sum(map(len, _COST_SCALARS.findall(text, start, stop)))
@@ -318,6 +324,7 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
     decisions = layout.decisions[fi]
     ci = layout.shown(fi)
     misses = 0
+    floors: dict[int, int] = {}  # lower bounds of the cost of items split off a RUN
     while ci > 0 and not alloc.summary:
         ci -= 1
         if misses >= MAX_MISSES_PER_LEVEL:
@@ -328,7 +335,8 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             # split off enough items for the misses this level may still measure
             each = (child.end - child.start) // max(child.size, 1) + 1
             single = split_run(text, child, max(2 * alloc.remaining + 1024,
-                                                (MAX_MISSES_PER_LEVEL + 16) * each))
+                                                (MAX_MISSES_PER_LEVEL + 16) * each),
+                               floors, alloc.remaining)
             children[ci:ci + 1] = single
             shift = len(single) - 1  # decisions made after the run move along
             decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
@@ -337,7 +345,8 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             continue
         kind = child.kind
         decision = alloc.take(
-            value_cost(text, child.start, child.end, kind, alloc.remaining)
+            value_cost(text, child.start, child.end, kind, alloc.remaining,
+                       floors.get(child.start, 0))
             if kind in (OBJECT, ARRAY) else child.end - child.start)
         decisions[ci] = decision
         misses = misses + 1 if decision == _HINT else 0
