@@ -188,10 +188,38 @@ def scalar_floor(value: Any, cap: int) -> int:
     return total
 
 
+_SCALAR_ITEM = re.compile(
+    r'("[^"\\]*(?:\\.[^"\\]*)*"|[^ \t\n\r,:\[\]{}"]+)([ \t\n\r]*,[ \t\n\r]*|[ \t\n\r]*\Z)')
+_SCALAR_KIND = {'"': STRING, "t": LITERAL, "f": LITERAL, "n": LITERAL}
+
+
+def _expand_scalars(text: str, start: int, end: int) -> list[Child] | None:
+    """``expand_run`` for a run of scalars (numbers, strings, literals), from one regular
+    expression pass (the run was checked by the C scanner when it was read); None when an
+    item is a container."""
+    if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
+        # (a bracket inside a string is read the long way)
+        return None
+    out: list[Child] = []
+    append = out.append
+    at = start
+    kind_of = _SCALAR_KIND.get
+    for literal, sep in _SCALAR_ITEM.findall(text, start, end):
+        stop = at + len(literal)
+        append(_child((at, stop, kind_of(literal[0], NUMBER), 0, -1, -1)))
+        at = stop + len(sep)
+    if at != end or not out:
+        return None
+    return out
+
+
 def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
                cap: int = 0) -> list[Child]:
     """The single children a RUN child stands for. With ``floors``: a lower bound of the cost
     of each container item (``scalar_floor`` up to ``cap``), by its start."""
+    scalars = _expand_scalars(text, run.start, run.end)
+    if scalars is not None:
+        return scalars
     out: list[Child] = []
     at = run.start
     while at < run.end:
@@ -199,7 +227,7 @@ def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
         if kind is OBJECT or kind is ARRAY:
             out.append(_child((at, end, kind, len(value), -1, -1)))
-            if floors is not None:
+            if floors is not None and end - at > cap:  # (a floor never exceeds the span)
                 floors[at] = scalar_floor(value, cap)
         else:
             out.append(_child((at, end, kind, 0, -1, -1)))
@@ -220,7 +248,7 @@ def _expand_checked(text: str, start: int, end: int, floors: dict[int, int] | No
             kind = _KIND_OF_TYPE.get(type(value), NUMBER)
             if kind is OBJECT or kind is ARRAY:
                 out.append(_child((at, stop, kind, len(value), -1, -1)))
-                if floors is not None:
+                if floors is not None and stop - at > cap:
                     floors[at] = scalar_floor(value, cap)
             else:
                 out.append(_child((at, stop, kind, 0, -1, -1)))

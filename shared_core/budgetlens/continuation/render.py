@@ -179,6 +179,33 @@ def _relaid_lines(text: str, start: int, end: int, depth: int) -> list[str] | No
     return lines
 
 
+_WS_RE = r"[ \t\n\r]*"
+_SCALAR_RE = r"(?:" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)"
+_MEMBER_RE = _STR + _WS_RE + ":" + _WS_RE + _SCALAR_RE + _WS_RE
+# An object or array of scalars only (no nested container): laid out from one findall.
+_FLAT_OBJECT = re.compile(r"\{" + _WS_RE + _MEMBER_RE + r"(?:," + _WS_RE + _MEMBER_RE + r")*\}")
+_FLAT_ARRAY = re.compile(r"\[" + _WS_RE + _SCALAR_RE + _WS_RE + r"(?:," + _WS_RE + _SCALAR_RE
+                         + _WS_RE + r")*\]")
+_MEMBERS = re.compile(r"(" + _STR + r")" + _WS_RE + ":" + _WS_RE + r"(" + _SCALAR_RE + r")")
+_ITEMS = re.compile(_SCALAR_RE)
+
+
+def _flat_lines(text: str, start: int, end: int, depth: int) -> list[str] | None:
+    """``pretty_lines`` for an object or array that holds scalars only; None otherwise."""
+    pad = _indent(depth + 1)
+    if text[start] == "{":
+        if _FLAT_OBJECT.fullmatch(text, start, end) is None:
+            return None
+        lines = [pad + key + ": " + value + ","
+                 for key, value in _MEMBERS.findall(text, start + 1, end - 1)]
+    else:
+        if _FLAT_ARRAY.fullmatch(text, start, end) is None:
+            return None
+        lines = [pad + item + "," for item in _ITEMS.findall(text, start + 1, end - 1)]
+    lines[-1] = lines[-1][:-1]
+    return [text[start], *lines, _indent(depth) + text[end - 1]]
+
+
 def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
     """A complete value's source, one scalar or member per line (literals verbatim).
 
@@ -186,6 +213,8 @@ def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
     indented for ``depth + 1`` and deeper. Iterative: any nesting depth.
     """
     relaid = _relaid_lines(text, start, end, depth)
+    if relaid is None:
+        relaid = _flat_lines(text, start, end, depth)
     if relaid is not None:
         return relaid
     lines: list[str] = []
