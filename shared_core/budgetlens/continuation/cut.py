@@ -22,9 +22,12 @@ import json
 import json.decoder
 import json.scanner
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import accumulate, chain
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from budgetlens.source import Position
@@ -105,7 +108,7 @@ _VALUE_END = frozenset(" \t\n\r,]}")
 RUN = ValueKind.RUN
 RUN_MIN_ITEMS = 4          # a RUN stands for at least this many items
 _BULK_AFTER = 2            # single items scanned before a bulk skip is tried
-_BULK_TAIL = 2048          # the last characters of the text are never skipped in bulk
+_BULK_TAIL = 512           # the last characters of the text are never skipped in bulk
 _BULK_CHUNK = 1 << 14         # the most characters one bulk skip covers (small: a copy this size
                            # reuses freed memory, a larger one costs fresh pages)
 _BULK_TRIES = 2            # separators tried per bulk skip before giving up on the array
@@ -213,6 +216,92 @@ def _expand_scalars(text: str, start: int, end: int) -> list[Child] | None:
     return out
 
 
+def _scalar_items(text: str, run: Child) -> tuple[list[str], list[int]] | None:
+    """The literals of a RUN of scalar items and the length of the separator after each (0
+    after the last), or None when an item is a container. Strings without escapes are split
+    on their quotes (C speed); other scalars are read by one regular-expression pass."""
+    start, end = run.start, run.end
+    if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
+        return None  # (a bracket inside a string is read the long way)
+    if text.find("\\", start, end) < 0 and text.count('"', start, end) == 2 * run.size:
+        parts = text[start:end].split('"')  # '', item, separator, item, ..., item, ''
+        literals = ['"' + item + '"' for item in parts[1::2]]
+        seps = [len(sep) for sep in parts[2::2]]
+        seps[-1] = 0
+    else:
+        pairs = _SCALAR_ITEM.findall(text, start, end)
+        literals = [literal for literal, _ in pairs]
+        seps = [len(sep) for _, sep in pairs]
+    if len(literals) != run.size or sum(map(len, literals)) + sum(seps) != end - start:
+        return None
+    return literals, seps
+
+
+def scalar_tail(text: str, run: Child,
+                budget: int) -> tuple[int, int, int, int, list[str]] | None:
+    """For a RUN of scalar items: its last items whose costs (their lengths) add up to at most
+    ``budget``, as (where they start, how many, their cost, where the items before them end,
+    their literals); None when an item is a container or no last item fits."""
+    items = _scalar_items(text, run)
+    if items is None:
+        return None
+    literals, seps = items
+    n = len(literals)
+    cost = list(accumulate(map(len, reversed(literals))))
+    k = bisect_right(cost, budget)
+    if k == 0:
+        return None
+    start = run.end - cost[k - 1] - sum(seps[n - k:])
+    head_end = start - seps[n - k - 1] if k < n else run.start
+    return start, k, cost[k - 1], head_end, literals[n - k:]
+
+
+_FLAT_RECORD_ITEM = re.compile(
+    r'(\{[^{}\[\]"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}\[\]"]*)*\})'
+    r'([ \t\n\r]*,[ \t\n\r]*|[ \t\n\r]*\Z)')
+_RECORD_MEMBER = re.compile(
+    r'("[^"\\]*(?:\\.[^"\\]*)*")[ \t\n\r]*:[ \t\n\r]*'
+    r'("[^"\\]*(?:\\.[^"\\]*)*"|[^ \t\n\r,:\[\]{}"]+)')
+_VALUE_OF = itemgetter(1)
+
+
+def record_tail(text: str, run: Child,
+                budget: int) -> tuple[int, int, int, int, list[list[tuple[str, str]]]] | None:
+    """``scalar_tail`` for a RUN of objects that hold scalars only (records): their members
+    (key, value literals) are read by regular expressions, the run once and each record of
+    the tail once; None when an item is not such an object or no last item fits."""
+    if text[run.start] != "{" or text.find("[", run.start, run.end) >= 0:
+        return None
+    pairs = _FLAT_RECORD_ITEM.findall(text, run.start, run.end)
+    if len(pairs) != run.size or sum(map(len, chain.from_iterable(pairs))) \
+            != run.end - run.start:
+        return None
+    records: list[list[tuple[str, str]]] = []
+    total = span = 0
+    for record, sep in reversed(pairs):
+        members = _RECORD_MEMBER.findall(record)
+        if not members:
+            break  # an empty object: taken the long way
+        cost = sum(map(len, map(_VALUE_OF, members)))
+        if total + cost > budget:
+            break
+        total += cost
+        span += len(record) + len(sep)
+        records.append(members)
+    k = len(records)
+    if k == 0:
+        return None
+    records.reverse()
+    start = run.end - span
+    head_end = start - len(pairs[-k - 1][1]) if k < len(pairs) else run.start
+    return start, k, total, head_end, records
+
+
+def scalar_literals(text: str, start: int, end: int) -> list[str]:
+    """The literals of the scalar items in ``text[start:end]`` (a part of a scalar RUN)."""
+    return [literal for literal, _ in _SCALAR_ITEM.findall(text, start, end)]
+
+
 def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
                cap: int = 0) -> list[Child]:
     """The single children a RUN child stands for. With ``floors``: a lower bound of the cost
@@ -227,7 +316,7 @@ def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
         if kind is OBJECT or kind is ARRAY:
             out.append(_child((at, end, kind, len(value), -1, -1)))
-            if floors is not None and end - at > cap:  # (a floor never exceeds the span)
+            if floors is not None:
                 floors[at] = scalar_floor(value, cap)
         else:
             out.append(_child((at, end, kind, 0, -1, -1)))
@@ -248,7 +337,7 @@ def _expand_checked(text: str, start: int, end: int, floors: dict[int, int] | No
             kind = _KIND_OF_TYPE.get(type(value), NUMBER)
             if kind is OBJECT or kind is ARRAY:
                 out.append(_child((at, stop, kind, len(value), -1, -1)))
-                if floors is not None and stop - at > cap:
+                if floors is not None:
                     floors[at] = scalar_floor(value, cap)
             else:
                 out.append(_child((at, stop, kind, 0, -1, -1)))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from budgetlens.continuation.cut import (
     ARRAY,
@@ -33,10 +33,15 @@ from budgetlens.continuation.cut import (
     OBJECT,
     RUN,
     STRING,
+    RUN_MIN_ITEMS,
     Child,
     CutKind,
     Frame,
     ValueKind,
+    expand_run,
+    record_tail,
+    scalar_literals,
+    scalar_tail,
     split_run,
     string_keep_end,
 )
@@ -190,20 +195,46 @@ _MEMBERS = re.compile(r"(" + _STR + r")" + _WS_RE + ":" + _WS_RE + r"(" + _SCALA
 _ITEMS = re.compile(_SCALAR_RE)
 
 
-def _flat_lines(text: str, start: int, end: int, depth: int) -> list[str] | None:
-    """``pretty_lines`` for an object or array that holds scalars only; None otherwise."""
-    pad = _indent(depth + 1)
+Flat = list[tuple[str, str]] | list[str]
+"""The members (key, value) of an object or the items of an array holding scalars only."""
+
+
+def flat_parts(text: str, start: int, end: int) -> Flat | None:
+    """The members or items of an object or array that holds scalars only (literals as
+    written); None for one that holds a container (or is empty)."""
     if text[start] == "{":
         if _FLAT_OBJECT.fullmatch(text, start, end) is None:
             return None
-        lines = [pad + key + ": " + value + ","
-                 for key, value in _MEMBERS.findall(text, start + 1, end - 1)]
+        return _MEMBERS.findall(text, start + 1, end - 1)  # type: ignore[no-any-return]
+    if _FLAT_ARRAY.fullmatch(text, start, end) is None:
+        return None
+    return _ITEMS.findall(text, start + 1, end - 1)  # type: ignore[no-any-return]
+
+
+def flat_cost(parts: Flat) -> int:
+    """The budget cost of a flat object's members or a flat array's items."""
+    if parts and type(parts[0]) is tuple:
+        return sum([len(value) for _, value in parts])  # type: ignore[misc]
+    return sum(map(len, parts))  # type: ignore[arg-type]
+
+
+def flat_lines(parts: Flat, opener: str, depth: int) -> list[str]:
+    """``pretty_lines`` of a flat object or array from its parts."""
+    pad = _indent(depth + 1)
+    if opener == "{":
+        lines = [pad + key + ": " + value + "," for key, value in parts]  # type: ignore[misc]
+        closer = "}"
     else:
-        if _FLAT_ARRAY.fullmatch(text, start, end) is None:
-            return None
-        lines = [pad + item + "," for item in _ITEMS.findall(text, start + 1, end - 1)]
+        lines = [pad + item + "," for item in parts]  # type: ignore[operator]
+        closer = "]"
     lines[-1] = lines[-1][:-1]
-    return [text[start], *lines, _indent(depth) + text[end - 1]]
+    return [opener, *lines, _indent(depth) + closer]
+
+
+def _flat_lines(text: str, start: int, end: int, depth: int) -> list[str] | None:
+    """``pretty_lines`` for an object or array that holds scalars only; None otherwise."""
+    parts = flat_parts(text, start, end)
+    return None if parts is None else flat_lines(parts, text[start], depth)
 
 
 def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
@@ -279,6 +310,9 @@ class _Layout:
     levels: list[list[Child]]        # the children of each level (RUN children get expanded)
     decisions: list[dict[int, int]]  # per level: child index -> _FULL / _HINT
     defaults: list[int]              # per level: the decision of a child not measured
+    literals: dict[int, list[str]] = field(default_factory=dict)  # scalar RUNs in full
+    flat: dict[int, Flat] = field(default_factory=dict)  # flat containers measured, by start
+    records: dict[int, list[list[tuple[str, str]]]] = field(default_factory=dict)  # RUNs in full
 
     @property
     def innermost(self) -> int:
@@ -354,6 +388,7 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
     ci = layout.shown(fi)
     misses = 0
     floors: dict[int, int] = {}  # lower bounds of the cost of items split off a RUN
+    whole = [True]  # RUNs are still taken whole at their end (until one is not)
     while ci > 0 and not alloc.summary:
         ci -= 1
         if misses >= MAX_MISSES_PER_LEVEL:
@@ -361,24 +396,81 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             break
         child = children[ci]
         if child.kind == RUN:
-            # split off enough items for the misses this level may still measure
-            each = (child.end - child.start) // max(child.size, 1) + 1
-            single = split_run(text, child, max(2 * alloc.remaining + 1024,
-                                                (MAX_MISSES_PER_LEVEL + 16) * each),
-                               floors, alloc.remaining)
-            children[ci:ci + 1] = single
-            shift = len(single) - 1  # decisions made after the run move along
-            decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
-                                                for k, v in decisions.items()}
-            ci += len(single)
+            ci, fitted = _split_level_run(text, layout, fi, ci, alloc, floors, whole)
+            decisions = layout.decisions[fi]
+            if fitted:
+                misses = 0
             continue
         kind = child.kind
-        decision = alloc.take(
-            value_cost(text, child.start, child.end, kind, alloc.remaining,
-                       floors.get(child.start, 0))
-            if kind in (OBJECT, ARRAY) else child.end - child.start)
+        if kind is OBJECT or kind is ARRAY:
+            cost = _container_cost(text, layout, child, alloc.remaining,
+                                   floors.get(child.start, 0))
+        else:
+            cost = child.end - child.start
+        decision = alloc.take(cost)
         decisions[ci] = decision
         misses = misses + 1 if decision == _HINT else 0
+
+
+_FLAT_MAX = 2048  # containers up to this many characters are tried as flat ones
+
+
+def _container_cost(text: str, layout: _Layout, child: Child, limit: int, floor: int) -> int:
+    """``value_cost`` of a container side branch; a small flat one is measured from its
+    parts, which are kept for printing it."""
+    start, end = child.start, child.end
+    if floor <= limit and end - start <= _FLAT_MAX and text.find("{", start + 1, end) < 0 \
+            and text.find("[", start + 1, end) < 0:
+        parts = flat_parts(text, start, end)
+        if parts is not None:
+            layout.flat[child.start] = parts
+            return flat_cost(parts)
+    return value_cost(text, child.start, child.end, child.kind, limit, floor)
+
+
+def _split_level_run(text: str, layout: _Layout, fi: int, ci: int, alloc: _Allocator,
+                     floors: dict[int, int], whole: list[bool]) -> tuple[int, bool]:
+    """Replace the RUN child ``ci`` of level ``fi`` by what it stands for; returns the index the
+    allocation goes on from (it steps back one first) and whether items were taken in full.
+
+    Scalar items at its end that fit while the budget stays at or above ``SUMMARY_BELOW`` are
+    taken at once (each would be taken in full, one by one, with the same result) and kept
+    as one RUN shown in full (scalars, or objects of scalars); otherwise the items of (about)
+    twice the budget left, at least 16, are split off. ``whole``: whether to try the first
+    (once a RUN was not taken whole, the budget left is about one item)."""
+    children = layout.levels[fi]
+    child = children[ci]
+    tail = scalar_tail(text, child, alloc.remaining - SUMMARY_BELOW) if whole[0] else None
+    if tail is not None:
+        layout.literals[tail[0]] = tail[4]
+    elif whole[0]:
+        records = record_tail(text, child, alloc.remaining - SUMMARY_BELOW)
+        if records is not None:
+            layout.records[records[0]] = records[4]
+        tail = records  # type: ignore[assignment]
+    whole[0] = tail is not None and tail[1] == child.size
+    if tail is not None:
+        start, count, cost, head_end, _ = tail
+        parts = [Child(start, child.end, RUN, count)]
+        head = Child(child.start, head_end, RUN, child.size - count)
+        if head.size >= RUN_MIN_ITEMS:
+            parts.insert(0, head)
+        elif head.size:
+            parts[:0] = expand_run(text, head)
+        alloc.remaining -= cost  # stays at or above SUMMARY_BELOW
+    else:
+        each = (child.end - child.start) // max(child.size, 1) + 1
+        # (a run reached again is split again: a few items at a time past the budget)
+        parts = split_run(text, child, max(2 * alloc.remaining + 256, 16 * each),
+                          floors, alloc.remaining)
+    children[ci:ci + 1] = parts
+    shift = len(parts) - 1  # decisions made after the run move along
+    decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
+                                        for k, v in layout.decisions[fi].items()}
+    if tail is not None:
+        decisions[ci + shift] = _FULL
+        return ci + shift, True
+    return ci + len(parts), False
 
 
 def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
@@ -403,11 +495,26 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
                 continue
         child = children[ci]
         prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
+        if decision == _FULL and child.kind == RUN and child.start in layout.records:
+            inner = ",\n" + _indent(depth + 1)
+            lines.extend([pad + "{\n" + inner[2:] + inner.join(map(": ".join, members)) + "\n"
+                          + pad + "},"for members in layout.records[child.start]])
+            ci += 1
+            continue
+        if decision == _FULL and child.kind == RUN:  # scalar items in full, one per line
+            literals = layout.literals.get(child.start)
+            if literals is None:
+                literals = scalar_literals(text, child.start, child.end)
+            lines.append(pad + (",\n" + pad).join(literals) + ",")
+            ci += 1
+            continue
         if decision == _FULL and child.kind != OBJECT and child.kind != ARRAY:
             lines.append(prefix + text[child.start:child.end] + ",")  # a scalar in full
             ci += 1
             continue
-        body = _render_child(text, child, decision, depth)
+        parts = layout.flat.get(child.start) if decision == _FULL else None
+        body = flat_lines(parts, text[child.start], depth) if parts is not None \
+            else _render_child(text, child, decision, depth)
         body[0] = prefix + body[0]
         body[-1] += ","
         lines.extend(body)
