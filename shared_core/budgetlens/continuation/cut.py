@@ -513,8 +513,17 @@ class _Windows:
     so the text is copied about once), and what failed windows may still read; and what one
     scan knows about the string that may run to the end of the text (see ``_read_string``)."""
 
-    __slots__ = ("base", "budget", "chunk", "largest", "last_quote", "closed_tried", "cut_chars",
-                 "closed", "frames")
+    __slots__ = (
+        "base",
+        "budget",
+        "chunk",
+        "closed",
+        "closed_tried",
+        "cut_chars",
+        "frames",
+        "largest",
+        "last_quote",
+    )
 
     def __init__(self, n: int) -> None:
         self.budget = n // 2 + 4 * _WINDOW_MIN
@@ -848,7 +857,7 @@ def _read_string(text: str, pos: int, w: _Windows) -> tuple[str, int] | str:
         if read is not None:
             return read
     try:
-        return _scanstring(text, pos + 1, True)  # type: ignore[no-any-return]
+        return _scanstring(text, pos + 1, True)
     except json.JSONDecodeError as exc:
         return exc.msg
 

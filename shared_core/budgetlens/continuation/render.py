@@ -32,8 +32,8 @@ from budgetlens.continuation.cut import (
     NUMBER,
     OBJECT,
     RUN,
-    STRING,
     RUN_MIN_ITEMS,
+    STRING,
     Child,
     CutKind,
     Frame,
@@ -195,37 +195,39 @@ _MEMBERS = re.compile(r"(" + _STR + r")" + _WS_RE + ":" + _WS_RE + r"(" + _SCALA
 _ITEMS = re.compile(_SCALAR_RE)
 
 
-Flat = list[tuple[str, str]] | list[str]
-"""The members (key, value) of an object or the items of an array holding scalars only."""
+Flat = list[tuple[str, str]]
+"""The members (key, value literals) of an object, or the items ("", literal) of an array, that
+holds scalars only."""
 
 
 def flat_parts(text: str, start: int, end: int) -> Flat | None:
     """The members or items of an object or array that holds scalars only (literals as
     written); None for one that holds a container (or is empty)."""
+    parts: Flat
     if text[start] == "{":
         if _FLAT_OBJECT.fullmatch(text, start, end) is None:
             return None
-        return _MEMBERS.findall(text, start + 1, end - 1)  # type: ignore[no-any-return]
+        parts = _MEMBERS.findall(text, start + 1, end - 1)
+        return parts
     if _FLAT_ARRAY.fullmatch(text, start, end) is None:
         return None
-    return _ITEMS.findall(text, start + 1, end - 1)  # type: ignore[no-any-return]
+    parts = [("", item) for item in _ITEMS.findall(text, start + 1, end - 1)]
+    return parts
 
 
 def flat_cost(parts: Flat) -> int:
     """The budget cost of a flat object's members or a flat array's items."""
-    if parts and type(parts[0]) is tuple:
-        return sum([len(value) for _, value in parts])  # type: ignore[misc]
-    return sum(map(len, parts))  # type: ignore[arg-type]
+    return sum([len(value) for _, value in parts])
 
 
 def flat_lines(parts: Flat, opener: str, depth: int) -> list[str]:
     """``pretty_lines`` of a flat object or array from its parts."""
     pad = _indent(depth + 1)
     if opener == "{":
-        lines = [pad + key + ": " + value + "," for key, value in parts]  # type: ignore[misc]
+        lines = [pad + key + ": " + value + "," for key, value in parts]
         closer = "}"
     else:
-        lines = [pad + item + "," for item in parts]  # type: ignore[operator]
+        lines = [pad + item + "," for _, item in parts]
         closer = "]"
     lines[-1] = lines[-1][:-1]
     return [opener, *lines, _indent(depth) + closer]
@@ -243,9 +245,7 @@ def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
     The first line carries no indentation (it follows a key or an indent); nested lines are
     indented for ``depth + 1`` and deeper. Iterative: any nesting depth.
     """
-    relaid = _relaid_lines(text, start, end, depth)
-    if relaid is None:
-        relaid = _flat_lines(text, start, end, depth)
+    relaid = _relaid_lines(text, start, end, depth) or _flat_lines(text, start, end, depth)
     if relaid is not None:
         return relaid
     lines: list[str] = []
