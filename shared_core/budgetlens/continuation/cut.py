@@ -280,8 +280,6 @@ def record_tail(text: str, run: Child,
     total = span = 0
     for record, sep in reversed(pairs):
         members = _RECORD_MEMBER.findall(record)
-        if not members:
-            break  # an empty object: taken the long way
         cost = sum(map(len, map(_VALUE_OF, members)))
         if total + cost > budget:
             break

@@ -498,7 +498,8 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
         if decision == _FULL and child.kind == RUN and child.start in layout.records:
             inner = ",\n" + _indent(depth + 1)
             lines.extend([pad + "{\n" + inner[2:] + inner.join(map(": ".join, members)) + "\n"
-                          + pad + "},"for members in layout.records[child.start]])
+                          + pad + "}," if members else pad + "{},"
+                          for members in layout.records[child.start]])
             ci += 1
             continue
         if decision == _FULL and child.kind == RUN:  # scalar items in full, one per line
