@@ -109,26 +109,27 @@ RUN = ValueKind.RUN
 RUN_MIN_ITEMS = 4          # a RUN stands for at least this many items
 _BULK_AFTER = 2            # single items scanned before a bulk skip is tried
 _BULK_TAIL = 512           # the last characters of the text are never skipped in bulk
-_BULK_CHUNK = 1 << 14         # the most characters one bulk skip covers (small: a copy this size
+_BULK_CHUNK = 1 << 14      # the most characters one bulk skip covers (small: a copy this size
                            # reuses freed memory, a larger one costs fresh pages)
 _BULK_TRIES = 2            # separators tried per bulk skip before giving up on the array
+_KEPT_RUNS = 2             # the decoded items of this many last RUNs per array are kept
 
 
-def _probe_items(text: str, start: int, end: int) -> int:
-    """How many complete array items ``text[start:end]`` holds (one C scanner call), or -1
-    when it is not a comma-separated list of complete values. A cut inside a string leaves an
-    odd number of quotes and one inside a nested container leaves its brackets unbalanced, so
-    a wrong separator never passes."""
+def _probe_items(text: str, start: int, end: int) -> list[Any] | None:
+    """The complete array items ``text[start:end]`` holds, decoded (one C scanner call), or
+    None when it is not a comma-separated list of complete values. A cut inside a string
+    leaves an odd number of quotes and one inside a nested container leaves its brackets
+    unbalanced, so a wrong separator never passes."""
     probe = "["
     probe += text[start:end]
     probe += "]"
     try:
         value, stop = _scan_once(probe, 0)
     except (StopIteration, ValueError, RecursionError):
-        return -1
+        return None
     if stop != len(probe) or type(value) is not list:
-        return -1
-    return len(value)
+        return None
+    return value
 
 
 def _strip_end(text: str, start: int, end: int) -> int:
@@ -138,11 +139,13 @@ def _strip_end(text: str, start: int, end: int) -> int:
     return end
 
 
-def _bulk_run(text: str, pos: int, prev: Child, n: int) -> tuple[Child, int] | None:
+def _bulk_run(text: str, pos: int, prev: Child,
+              n: int) -> tuple[Child, int, list[Any]] | None:
     """Skip many items of an array at once: the separator seen before ``pos`` (with the
     closing and opening characters around it, when the items are strings or containers) is
     looked for far ahead with ``str.rfind``, and the items up to it are checked by one C
-    scanner call. Returns the RUN child and where the next item starts, or None."""
+    scanner call. Returns the RUN child, where the next item starts and the decoded items,
+    or None."""
     sep = text[prev.end:pos]
     lead = text[prev.end - 1] if prev.kind in (OBJECT, ARRAY, STRING) else ""
     trail = text[pos] if text[pos] in '{["' else ""
@@ -153,10 +156,10 @@ def _bulk_run(text: str, pos: int, prev: Child, n: int) -> tuple[Child, int] | N
         if at <= pos:
             return None
         item_end = _strip_end(text, pos, at + len(lead))
-        count = _probe_items(text, pos, item_end)
-        if count >= RUN_MIN_ITEMS:
-            return (_child((pos, item_end, RUN, count, -1, -1)),
-                    at + len(lead) + len(sep))
+        items = _probe_items(text, pos, item_end)
+        if items is not None and len(items) >= RUN_MIN_ITEMS:
+            return (_child((pos, item_end, RUN, len(items), -1, -1)),
+                    at + len(lead) + len(sep), items)
         stop = at + len(pattern) - 1
     return None
 
@@ -439,6 +442,16 @@ class Frame:
     failed_string: str | None = None    # why the string at descend_at did not end
     bulk: bool = True                   # bulk skipping may still be tried (arrays)
     singles: int = 0                    # children skipped one by one since the last bulk try
+    run_items: dict[int, list[Any]] | None = None  # the decoded items of the last RUNs
+
+    def keep_items(self, start: int, items: list[Any]) -> None:
+        """Keep the decoded items of the RUN child at ``start`` (of the last two RUNs only:
+        the rendering reaches those first)."""
+        if self.run_items is None:
+            self.run_items = {}
+        self.run_items[start] = items
+        if len(self.run_items) > _KEPT_RUNS:
+            del self.run_items[next(iter(self.run_items))]
 
     @property
     def items(self) -> int:
@@ -604,6 +617,7 @@ def _skip_siblings(text: str, pos: int, frame: Frame, windows: _Windows,  # noqa
                 frame.bulk = False
             else:
                 children.append(bulk[0])
+                frame.keep_items(bulk[0].start, bulk[2])
                 frame.extra += bulk[0].size - 1
                 pos = bulk[1]
         try:

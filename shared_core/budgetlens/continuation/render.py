@@ -40,6 +40,7 @@ from budgetlens.continuation.cut import (
     ValueKind,
     expand_run,
     record_tail,
+    scalar_floor,
     scalar_literals,
     scalar_tail,
     split_run,
@@ -174,11 +175,12 @@ def _relaid_lines(text: str, start: int, end: int, depth: int) -> list[str] | No
     first = lines[0]
     if first[-1] in "[{":
         depth += 1
+    pads, top = _PADS, MAX_INDENT_LEVELS
     for i in range(1, len(lines)):
         line = lines[i].lstrip(" ")
         if line[0] in "]}":
             depth -= 1
-        lines[i] = _indent(depth) + line
+        lines[i] = (pads[depth] if depth <= top else pads[top]) + line
         if line[-1] in "[{":
             depth += 1
     return lines
@@ -396,6 +398,11 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             break
         child = children[ci]
         if child.kind == RUN:
+            turned = _turned_down(layout, fi, child, alloc.remaining, misses)
+            if turned is not None:
+                decisions[ci] = _HINT
+                misses = turned
+                continue
             ci, fitted = _split_level_run(text, layout, fi, ci, alloc, floors, whole)
             decisions = layout.decisions[fi]
             if fitted:
@@ -426,6 +433,23 @@ def _container_cost(text: str, layout: _Layout, child: Child, limit: int, floor:
             layout.flat[child.start] = parts
             return flat_cost(parts)
     return value_cost(text, child.start, child.end, child.kind, limit, floor)
+
+
+def _turned_down(layout: _Layout, fi: int, run: Child, limit: int, misses: int) -> int | None:
+    """The misses of level ``fi`` after the RUN ``run`` when none of its items can fit, from
+    the end back to the run's start or to the last miss measured: every one's cost is at least
+    ``scalar_floor`` of its decoded item (kept by the scan) and that is above ``limit``. None
+    when an item may fit (or its items were not kept): the run is split instead."""
+    kept = layout.frames[fi].run_items
+    items = kept.get(run.start) if kept is not None else None
+    if items is None or len(items) != run.size:
+        return None
+    for count, item in enumerate(reversed(items), 1):
+        if scalar_floor(item, limit) <= limit:
+            return None
+        if misses + count >= MAX_MISSES_PER_LEVEL:
+            return MAX_MISSES_PER_LEVEL
+    return misses + len(items)
 
 
 def _split_level_run(text: str, layout: _Layout, fi: int, ci: int, alloc: _Allocator,
