@@ -169,7 +169,7 @@ def test_side_branches_that_do_not_fit_are_not_measured_one_by_one() -> None:
     sections = [{"id": i, "text": "word " * 60, "tags": ["a", "b"], "n": i}
                 for i in range(400)]
     doc = json.dumps({"doc": {"sections": sections}}, indent=2)
-    cut = doc[:len(doc) - 200]
+    cut = doc[:doc.rindex("{") + 1]  # right after the last section's opening brace
     mp = pytest.MonkeyPatch()
     findall_calls: list[int] = []
     real = render_module._COST_SCALARS
@@ -188,3 +188,15 @@ def test_side_branches_that_do_not_fit_are_not_measured_one_by_one() -> None:
     assert ctx.hierarchy_context_for_prompt == legacy_get_contexts(
         cut, budget=200).hierarchy_context_for_prompt
     assert len(findall_calls) < 10, len(findall_calls)
+    # nor read again: the items the scan decoded in bulk give the bound (the C scanner is
+    # called about as often as for the budget 0, which measures nothing)
+    scans: dict[int, int] = {}
+    for budget in (0, 200):
+        mp = pytest.MonkeyPatch()
+        calls = _count_calls(cut_module, "_scan_once", mp)
+        try:
+            get_contexts(cut, budget=budget)
+        finally:
+            mp.undo()
+        scans[budget] = len(calls)
+    assert scans[200] <= scans[0] + 8, scans
