@@ -262,6 +262,8 @@ def _contexts(result: Scan, *, budget: int, marker: str, overlap_chars: int) -> 
 
     kind = result.kind
     assert kind is not None
+    # the closed copy first: a long text's copy then reuses the memory the scan just freed
+    complete = close(result)
     path = cut_path(result)
     at = position_at(text, len(text))
     where = path_text(path)
@@ -270,10 +272,11 @@ def _contexts(result: Scan, *, budget: int, marker: str, overlap_chars: int) -> 
     hierarchy = text[start:]
     header = f"// {description}; the text stops at {marker}"
     rendering = render_hierarchy(text, result.frames, kind=kind, token_start=result.token_start,
-                                 stop=len(text), budget=budget, marker=marker, header=header)
+                                 stop=len(text), budget=budget, marker=marker, header=header,
+                                 cut_chars=result.cut_chars)
     return JsonContexts(
         overlap_context=hierarchy[-max(overlap_chars, 1):],
         hierarchy_context=hierarchy, hierarchy_context_for_prompt=rendering,
-        complete_part=close(result), json_parsing_success=True, cut=cut, error=None,
+        complete_part=complete, json_parsing_success=True, cut=cut, error=None,
         description=description, budget=budget, marker=marker, json_start=start,
         skipped_prefix=prefix)

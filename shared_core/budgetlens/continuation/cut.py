@@ -22,9 +22,12 @@ import json
 import json.decoder
 import json.scanner
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import accumulate, chain
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from budgetlens.source import Position
@@ -105,26 +108,28 @@ _VALUE_END = frozenset(" \t\n\r,]}")
 RUN = ValueKind.RUN
 RUN_MIN_ITEMS = 4          # a RUN stands for at least this many items
 _BULK_AFTER = 2            # single items scanned before a bulk skip is tried
-_BULK_TAIL = 2048          # the last characters of the text are never skipped in bulk
-_BULK_CHUNK = 1 << 20      # the most characters one bulk skip covers
+_BULK_TAIL = 512           # the last characters of the text are never skipped in bulk
+_BULK_CHUNK = 1 << 14      # the most characters one bulk skip covers (small: a copy this size
+                           # reuses freed memory, a larger one costs fresh pages)
 _BULK_TRIES = 2            # separators tried per bulk skip before giving up on the array
+_KEPT_RUNS = 2             # the decoded items of this many last RUNs per array are kept
 
 
-def _probe_items(text: str, start: int, end: int) -> int:
-    """How many complete array items ``text[start:end]`` holds (one C scanner call), or -1
-    when it is not a comma-separated list of complete values. A cut inside a string leaves an
-    odd number of quotes and one inside a nested container leaves its brackets unbalanced, so
-    a wrong separator never passes."""
+def _probe_items(text: str, start: int, end: int) -> list[Any] | None:
+    """The complete array items ``text[start:end]`` holds, decoded (one C scanner call), or
+    None when it is not a comma-separated list of complete values. A cut inside a string
+    leaves an odd number of quotes and one inside a nested container leaves its brackets
+    unbalanced, so a wrong separator never passes."""
     probe = "["
     probe += text[start:end]
     probe += "]"
     try:
         value, stop = _scan_once(probe, 0)
     except (StopIteration, ValueError, RecursionError):
-        return -1
+        return None
     if stop != len(probe) or type(value) is not list:
-        return -1
-    return len(value)
+        return None
+    return value
 
 
 def _strip_end(text: str, start: int, end: int) -> int:
@@ -134,11 +139,13 @@ def _strip_end(text: str, start: int, end: int) -> int:
     return end
 
 
-def _bulk_run(text: str, pos: int, prev: Child, n: int) -> tuple[Child, int] | None:
+def _bulk_run(text: str, pos: int, prev: Child,
+              n: int) -> tuple[Child, int, list[Any]] | None:
     """Skip many items of an array at once: the separator seen before ``pos`` (with the
     closing and opening characters around it, when the items are strings or containers) is
     looked for far ahead with ``str.rfind``, and the items up to it are checked by one C
-    scanner call. Returns the RUN child and where the next item starts, or None."""
+    scanner call. Returns the RUN child, where the next item starts and the decoded items,
+    or None."""
     sep = text[prev.end:pos]
     lead = text[prev.end - 1] if prev.kind in (OBJECT, ARRAY, STRING) else ""
     trail = text[pos] if text[pos] in '{["' else ""
@@ -149,27 +156,177 @@ def _bulk_run(text: str, pos: int, prev: Child, n: int) -> tuple[Child, int] | N
         if at <= pos:
             return None
         item_end = _strip_end(text, pos, at + len(lead))
-        count = _probe_items(text, pos, item_end)
-        if count >= RUN_MIN_ITEMS:
-            return (_child((pos, item_end, RUN, count, -1, -1)),
-                    at + len(lead) + len(sep))
+        items = _probe_items(text, pos, item_end)
+        if items is not None and len(items) >= RUN_MIN_ITEMS:
+            return (_child((pos, item_end, RUN, len(items), -1, -1)),
+                    at + len(lead) + len(sep), items)
         stop = at + len(pattern) - 1
     return None
 
 
-def expand_run(text: str, run: Child) -> list[Child]:
-    """The single children a RUN child stands for."""
+def scalar_floor(value: Any, cap: int) -> int:
+    """A lower bound of the budget cost of a decoded JSON value (the characters of its scalar
+    literals as written): a string is written with at least its decoded characters and two
+    quotes, a number with at least one digit, ``true``/``false``/``null`` as is (a duplicate
+    key's dropped value only lowers it). Stops once above ``cap``."""
+    total = 0
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str:
+            total += len(v) + 2
+        elif t is dict:
+            push(v.values())
+            continue
+        elif t is list:
+            push(v)
+            continue
+        elif v is None or v is True:
+            total += 4
+        elif v is False:
+            total += 5
+        else:
+            total += 1
+        if total > cap:
+            return total
+    return total
+
+
+_SCALAR_ITEM = re.compile(
+    r'("[^"\\]*(?:\\.[^"\\]*)*"|[^ \t\n\r,:\[\]{}"]+)([ \t\n\r]*,[ \t\n\r]*|[ \t\n\r]*\Z)')
+_SCALAR_KIND = {'"': STRING, "t": LITERAL, "f": LITERAL, "n": LITERAL}
+
+
+def _expand_scalars(text: str, start: int, end: int) -> list[Child] | None:
+    """``expand_run`` for a run of scalars (numbers, strings, literals), from one regular
+    expression pass (the run was checked by the C scanner when it was read); None when an
+    item is a container."""
+    if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
+        # (a bracket inside a string is read the long way)
+        return None
+    out: list[Child] = []
+    append = out.append
+    at = start
+    kind_of = _SCALAR_KIND.get
+    for literal, sep in _SCALAR_ITEM.findall(text, start, end):
+        stop = at + len(literal)
+        append(_child((at, stop, kind_of(literal[0], NUMBER), 0, -1, -1)))
+        at = stop + len(sep)
+    if at != end or not out:
+        return None
+    return out
+
+
+def _scalar_items(text: str, run: Child) -> tuple[list[str], list[int]] | None:
+    """The literals of a RUN of scalar items and the length of the separator after each (0
+    after the last), or None when an item is a container. Strings without escapes are split
+    on their quotes (C speed); other scalars are read by one regular-expression pass."""
+    start, end = run.start, run.end
+    if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
+        return None  # (a bracket inside a string is read the long way)
+    if text.find("\\", start, end) < 0 and text.count('"', start, end) == 2 * run.size:
+        parts = text[start:end].split('"')  # '', item, separator, item, ..., item, ''
+        literals = ['"' + item + '"' for item in parts[1::2]]
+        seps = [len(sep) for sep in parts[2::2]]
+        seps[-1] = 0
+    else:
+        pairs = _SCALAR_ITEM.findall(text, start, end)
+        literals = [literal for literal, _ in pairs]
+        seps = [len(sep) for _, sep in pairs]
+    if len(literals) != run.size or sum(map(len, literals)) + sum(seps) != end - start:
+        return None
+    return literals, seps
+
+
+def scalar_tail(text: str, run: Child,
+                budget: int) -> tuple[int, int, int, int, list[str]] | None:
+    """For a RUN of scalar items: its last items whose costs (their lengths) add up to at most
+    ``budget``, as (where they start, how many, their cost, where the items before them end,
+    their literals); None when an item is a container or no last item fits."""
+    items = _scalar_items(text, run)
+    if items is None:
+        return None
+    literals, seps = items
+    n = len(literals)
+    cost = list(accumulate(map(len, reversed(literals))))
+    k = bisect_right(cost, budget)
+    if k == 0:
+        return None
+    start = run.end - cost[k - 1] - sum(seps[n - k:])
+    head_end = start - seps[n - k - 1] if k < n else run.start
+    return start, k, cost[k - 1], head_end, literals[n - k:]
+
+
+_FLAT_RECORD_ITEM = re.compile(
+    r'(\{[^{}\[\]"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}\[\]"]*)*\})'
+    r'([ \t\n\r]*,[ \t\n\r]*|[ \t\n\r]*\Z)')
+_RECORD_MEMBER = re.compile(
+    r'("[^"\\]*(?:\\.[^"\\]*)*")[ \t\n\r]*:[ \t\n\r]*'
+    r'("[^"\\]*(?:\\.[^"\\]*)*"|[^ \t\n\r,:\[\]{}"]+)')
+_VALUE_OF = itemgetter(1)
+
+
+def record_tail(text: str, run: Child,
+                budget: int) -> tuple[int, int, int, int, list[list[tuple[str, str]]]] | None:
+    """``scalar_tail`` for a RUN of objects that hold scalars only (records): their members
+    (key, value literals) are read by regular expressions, the run once and each record of
+    the tail once; None when an item is not such an object or no last item fits."""
+    if text[run.start] != "{" or text.find("[", run.start, run.end) >= 0:
+        return None
+    pairs = _FLAT_RECORD_ITEM.findall(text, run.start, run.end)
+    if len(pairs) != run.size or sum(map(len, chain.from_iterable(pairs))) \
+            != run.end - run.start:
+        return None
+    records: list[list[tuple[str, str]]] = []
+    total = span = 0
+    for record, sep in reversed(pairs):
+        members = _RECORD_MEMBER.findall(record)
+        cost = sum(map(len, map(_VALUE_OF, members)))
+        if total + cost > budget:
+            break
+        total += cost
+        span += len(record) + len(sep)
+        records.append(members)
+    k = len(records)
+    if k == 0:
+        return None
+    records.reverse()
+    start = run.end - span
+    head_end = start - len(pairs[-k - 1][1]) if k < len(pairs) else run.start
+    return start, k, total, head_end, records
+
+
+def scalar_literals(text: str, start: int, end: int) -> list[str]:
+    """The literals of the scalar items in ``text[start:end]`` (a part of a scalar RUN)."""
+    return [literal for literal, _ in _SCALAR_ITEM.findall(text, start, end)]
+
+
+def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
+               cap: int = 0) -> list[Child]:
+    """The single children a RUN child stands for. With ``floors``: a lower bound of the cost
+    of each container item (``scalar_floor`` up to ``cap``), by its start."""
+    scalars = _expand_scalars(text, run.start, run.end)
+    if scalars is not None:
+        return scalars
     out: list[Child] = []
     at = run.start
     while at < run.end:
         value, end = _scan_once(text, at)
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-        out.append(_child((at, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0, -1, -1)))
+        if kind is OBJECT or kind is ARRAY:
+            out.append(_child((at, end, kind, len(value), -1, -1)))
+            if floors is not None:
+                floors[at] = scalar_floor(value, cap)
+        else:
+            out.append(_child((at, end, kind, 0, -1, -1)))
         at = _SEPARATOR.match(text, end).end()  # type: ignore[union-attr]  # always matches
     return out
 
 
-def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
+def _expand_checked(text: str, start: int, end: int, floors: dict[int, int] | None = None,
+                    cap: int = 0) -> list[Child] | None:
     """The array items that exactly fill ``text[start:end]``, comma-separated, or None. After
     a comma inside a string an odd number of quotes is left, and after one inside a nested
     container a closer comes unopened: either way the items cannot fill the span."""
@@ -179,8 +336,12 @@ def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
         while True:
             value, stop = _scan_once(text, at)
             kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-            out.append(_child((at, stop, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
-                               -1, -1)))
+            if kind is OBJECT or kind is ARRAY:
+                out.append(_child((at, stop, kind, len(value), -1, -1)))
+                if floors is not None:
+                    floors[at] = scalar_floor(value, cap)
+            else:
+                out.append(_child((at, stop, kind, 0, -1, -1)))
             if stop >= end:
                 return out if stop == end else None
             m = _ARRAY_SEP.match(text, stop, end)
@@ -191,11 +352,13 @@ def _expand_checked(text: str, start: int, end: int) -> list[Child] | None:
         return None
 
 
-def split_run(text: str, run: Child, chars: int) -> list[Child]:
+def split_run(text: str, run: Child, chars: int, floors: dict[int, int] | None = None,
+              cap: int = 0) -> list[Child]:
     """The children a RUN stands for: all single, or, for a long run, a RUN of its first items
     followed by the single children of (about) its last ``chars`` characters. The split point
     is a separator like the one after the run (with the characters around it), found by
-    ``str.rfind`` and checked by reading the items after it."""
+    ``str.rfind`` and checked by reading the items after it. ``floors``, ``cap``: see
+    ``expand_run``."""
     if run.end - run.start > chars + chars // 2 and run.size >= 2 * RUN_MIN_ITEMS:
         m = _ARRAY_SEP.match(text, run.end)
         after = m.end() if m is not None else run.end
@@ -208,12 +371,12 @@ def split_run(text: str, run: Child, chars: int) -> list[Child]:
             if at <= run.start:
                 break
             first = _WS.match(text, text.index(",", at + len(lead)) + 1).end()  # type: ignore[union-attr]
-            tail = _expand_checked(text, first, run.end)
+            tail = _expand_checked(text, first, run.end, floors, cap)
             if tail is not None and run.size - len(tail) >= RUN_MIN_ITEMS:
                 head_end = _strip_end(text, run.start, at + len(lead))
                 return [Child(run.start, head_end, RUN, run.size - len(tail)), *tail]
             at = text.rfind(pattern, run.start, at + len(pattern) - 1)
-    return expand_run(text, run)
+    return expand_run(text, run, floors, cap)
 
 
 # Levels on which complete siblings are skipped with the C scanner (deeper levels are
@@ -227,7 +390,7 @@ _GREEDY = 1 << 62
 # path to the cut: the scan descends into it. What failed windows read in all is bounded by
 # half the text (then containers are descended into without a try).
 _WINDOW_MIN = 1024
-_WINDOW_STREAM = 1 << 16
+_WINDOW_STREAM = 1 << 14
 
 
 def reject_constant(name: str) -> Any:
@@ -279,6 +442,16 @@ class Frame:
     failed_string: str | None = None    # why the string at descend_at did not end
     bulk: bool = True                   # bulk skipping may still be tried (arrays)
     singles: int = 0                    # children skipped one by one since the last bulk try
+    run_items: dict[int, list[Any]] | None = None  # the decoded items of the last RUNs
+
+    def keep_items(self, start: int, items: list[Any]) -> None:
+        """Keep the decoded items of the RUN child at ``start`` (of the last two RUNs only:
+        the rendering reaches those first)."""
+        if self.run_items is None:
+            self.run_items = {}
+        self.run_items[start] = items
+        if len(self.run_items) > _KEPT_RUNS:
+            del self.run_items[next(iter(self.run_items))]
 
     @property
     def items(self) -> int:
@@ -311,6 +484,8 @@ class Scan:
     token_start: int = -1                # start of the partial token at the cut, if any
     error: ScanError | None = None
     value_started: bool = False          # a top-level value has begun
+    cut_chars: int = -1                  # decoded characters of the cut string, when known
+    closed_text: str | None = None       # the text, a quote and the closers, when made already
 
 
 def position_at(text: str, offset: int) -> Position:
@@ -346,15 +521,31 @@ def _describe_bad_string(text: str, pos: int) -> tuple[int, str]:
 
 class _Windows:
     """The window the C scanner reads container siblings on (shared by consecutive siblings,
-    so the text is copied about once), and what failed windows may still read."""
+    so the text is copied about once), and what failed windows may still read; and what one
+    scan knows about the string that may run to the end of the text (see ``_read_string``)."""
 
-    __slots__ = ("base", "budget", "chunk", "largest")
+    __slots__ = (
+        "base",
+        "budget",
+        "chunk",
+        "closed",
+        "closed_tried",
+        "cut_chars",
+        "frames",
+        "largest",
+        "last_quote",
+    )
 
     def __init__(self, n: int) -> None:
         self.budget = n // 2 + 4 * _WINDOW_MIN
         self.largest = max(_WINDOW_MIN, n // 32)
         self.base = 0
         self.chunk = ""
+        self.last_quote = -2          # where the last '"' of the text is (-2: not looked up)
+        self.closed_tried = False     # a string was read on a closed copy (once per scan)
+        self.cut_chars = -1           # decoded characters of the cut string, when read whole
+        self.closed: str | None = None  # the text closed after that string, when copied whole
+        self.frames: list[Frame] = []   # the scan's open containers
 
     def move(self, text: str, pos: int, width: int) -> None:
         self.base = pos
@@ -367,17 +558,21 @@ def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
     end inside the largest window (the open child) or is not valid there."""
     c = text[pos]
     if c == '"':
-        try:
-            value, end = _scanstring(text, pos + 1, True)
-        except json.JSONDecodeError as exc:  # the cut string (or an invalid one): read once
-            frame.failed_string = exc.msg
+        read = _read_string(text, pos, windows)
+        if type(read) is str:  # the cut string (or an invalid one): read once
+            frame.failed_string = read
             return None
-        return value, end
-    if c not in "{[" or n - pos <= _WINDOW_MIN:
+        return read  # type: ignore[return-value]  # (value, end)
+    if c not in "{[":
         value, end = _scan_once(text, pos)
         if type(value) in (int, float) and (end >= n or text[end] not in _VALUE_END):
             return None  # a number that may go on: tokenize it
         return value, end
+    if n - pos <= _WINDOW_MIN:
+        # on a copy of the tail: the open child fails there, and the scanner's error counts
+        # the lines before it in the string it was given
+        value, end = _scan_once(text[pos:], 0)
+        return value, pos + end
     return _read_windowed(text, pos, frame, windows, n)
 
 
@@ -422,6 +617,7 @@ def _skip_siblings(text: str, pos: int, frame: Frame, windows: _Windows,  # noqa
                 frame.bulk = False
             else:
                 children.append(bulk[0])
+                frame.keep_items(bulk[0].start, bulk[2])
                 frame.extra += bulk[0].size - 1
                 pos = bulk[1]
         try:
@@ -467,6 +663,7 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
     pos = start
 
     windows = _Windows(n - start)
+    windows.frames = frames
 
     def new_frame(is_object: bool, at: int) -> Frame:
         return Frame(is_object, at, skip=_GREEDY if len(frames) < _GREEDY_LEVELS else 0)
@@ -516,11 +713,13 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
             if c == '"':
                 failed = frame.failed_string if frame is not None and pos == frame.descend_at \
                     else None
-                end, why = (-1, failed) if failed is not None else _string_end(text, pos)
+                end, why = (-1, failed) if failed is not None else _string_end(
+                    text, pos, windows)
                 if end > 0:
                     add_child(Child(pos, end, STRING))
                     pos = end
                     continue
+                result.cut_chars, result.closed_text = windows.cut_chars, windows.closed
                 return _cut_string(result, pos, CutKind.STRING, why)
             if c == "-" or "0" <= c <= "9":
                 m = _NUMBER.match(text, pos)
@@ -556,7 +755,7 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
         assert frame is not None
         if state == _KEY:
             if c == '"':
-                end, why = _string_end(text, pos)
+                end, why = _string_end(text, pos, windows)
                 if end > 0:
                     frame.key_start, frame.key_end = pos, end
                     frame.state = _COLON
@@ -646,12 +845,67 @@ def _cut_string(result: Scan, pos: int, kind: CutKind, why: str) -> Scan:
     return result
 
 
-def _string_end(text: str, pos: int) -> tuple[int, str]:
+def _string_end(text: str, pos: int, w: _Windows) -> tuple[int, str]:
     """End of the complete string token starting at ``pos`` (C speed), or -1 and why not."""
+    read = _read_string(text, pos, w)
+    if type(read) is str:
+        return -1, read
+    return int(read[1]), ""
+
+
+_UNTERMINATED = "Unterminated string"
+
+
+def _read_string(text: str, pos: int, w: _Windows) -> tuple[str, int] | str:
+    """The complete string at ``pos`` (its value and end, C speed), or why it does not end:
+    the C string scanner's message ("Unterminated string ..." when every character up to the
+    end of the text is valid).
+
+    A string whose first quote after ``pos`` is missing or escaped may be the cut string,
+    running to the end of the text: it is read on a closed copy (see ``_read_closed``)."""
+    q = text.find('"', pos + 1)
+    if q < 0 or text[q - 1] == "\\":
+        read = _read_closed(text, pos, w)
+        if read is not None:
+            return read
     try:
-        return int(_scanstring(text, pos + 1, True)[1]), ""
+        return _scanstring(text, pos + 1, True)
     except json.JSONDecodeError as exc:
-        return -1, exc.msg
+        return exc.msg
+
+
+def _read_closed(text: str, pos: int, w: _Windows) -> tuple[str, int] | str | None:
+    """Read the string at ``pos`` on a copy of the text closed with a quote, when it may run
+    to the end of the text (every quote after it escaped) and the text does not end in an
+    escape or a surrogate: it is then read once, its decoded length is kept for the type hint
+    (``w.cut_chars``), and no error is raised (the scanner's error on the text itself counts
+    the lines before the string: a pass over the text). None: read it on the text (at most
+    one string per scan is read this way; an invalid one is read again for its message)."""
+    n = len(text)
+    if w.closed_tried:
+        return None
+    if w.last_quote == -2:
+        w.last_quote = text.rfind('"')
+    last = w.last_quote
+    if last > pos and text[last - 1] != "\\":
+        return None  # an unescaped quote follows: the string ends before the text does
+    if partial_string_end(text, pos) != (n, False):
+        return None
+    w.closed_tried = True
+    # one copy: of the whole text closed as ``close`` closes a cut string (it is reused as
+    # the closed JSON), or of the string alone when that is shorter
+    offset = 0 if pos < n - pos else pos
+    closed = "".join((text, '"', closers(w.frames))) if offset == 0 \
+        else "".join((text[pos:], '"'))
+    try:
+        value, end = _scanstring(closed, pos - offset + 1, True)
+    except json.JSONDecodeError:
+        return None
+    if end == n - offset + 1:
+        w.cut_chars = len(value)
+        w.closed = closed if offset == 0 else None
+        return _UNTERMINATED
+    return value, end + offset
 
 
 def _dangling_escape_start(text: str, token_start: int) -> int:
@@ -741,6 +995,8 @@ def close(result: Scan) -> str:
         # end of the last complete child (or the opening bracket).
         keep = inner.last_value_end
     if result.start == 0 and keep == len(text):
+        if suffix == '"' and result.closed_text is not None:
+            return result.closed_text  # made when the cut string was read
         return "".join((text, suffix, closers(frames)))  # one copy of a long text
     closed = text[result.start:keep]
     closed += suffix + closers(frames)  # in place: this is the only reference

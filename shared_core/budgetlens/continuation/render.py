@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from budgetlens.continuation.cut import (
     ARRAY,
@@ -32,11 +32,17 @@ from budgetlens.continuation.cut import (
     NUMBER,
     OBJECT,
     RUN,
+    RUN_MIN_ITEMS,
     STRING,
     Child,
     CutKind,
     Frame,
     ValueKind,
+    expand_run,
+    record_tail,
+    scalar_floor,
+    scalar_literals,
+    scalar_tail,
     split_run,
     string_keep_end,
 )
@@ -70,17 +76,23 @@ def _indent(depth: int) -> str:
     return _PADS[depth] if depth <= MAX_INDENT_LEVELS else _PADS[MAX_INDENT_LEVELS]
 
 
-def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int) -> int:
+def value_cost(text: str, start: int, end: int, kind: ValueKind, limit: int,
+               floor: int = 0) -> int:
     """Budget cost of the complete value ``text[start:end]``.
 
     Exact when it is at most ``limit``; otherwise some number above ``limit``: large values
     are measured on a window that grows until it holds more than ``limit`` (what a window
     holds is never more than the whole value costs) or the whole value, so a huge sibling
-    costs little to turn down.
+    costs little to turn down. ``floor``: a known lower bound of the cost (above ``limit``:
+    the value is not measured).
     """
     if kind != OBJECT and kind != ARRAY:
         return end - start
+    if floor > limit:
+        return floor
     window = 2 * max(limit, 0) + 64
+    if end - start <= 4 * window:  # one pass over a small value beats two windows
+        return sum(map(len, _COST_SCALARS.findall(text, start, end)))
     while True:
         stop = min(end, start + window)
         total = sum(map(len, _COST_SCALARS.findall(text, start, stop)))
@@ -163,14 +175,70 @@ def _relaid_lines(text: str, start: int, end: int, depth: int) -> list[str] | No
     first = lines[0]
     if first[-1] in "[{":
         depth += 1
+    pads, top = _PADS, MAX_INDENT_LEVELS
     for i in range(1, len(lines)):
         line = lines[i].lstrip(" ")
         if line[0] in "]}":
             depth -= 1
-        lines[i] = _indent(depth) + line
+        lines[i] = (pads[depth] if depth <= top else pads[top]) + line
         if line[-1] in "[{":
             depth += 1
     return lines
+
+
+_WS_RE = r"[ \t\n\r]*"
+_SCALAR_RE = r"(?:" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)"
+_MEMBER_RE = _STR + _WS_RE + ":" + _WS_RE + _SCALAR_RE + _WS_RE
+# An object or array of scalars only (no nested container): laid out from one findall.
+_FLAT_OBJECT = re.compile(r"\{" + _WS_RE + _MEMBER_RE + r"(?:," + _WS_RE + _MEMBER_RE + r")*\}")
+_FLAT_ARRAY = re.compile(r"\[" + _WS_RE + _SCALAR_RE + _WS_RE + r"(?:," + _WS_RE + _SCALAR_RE
+                         + _WS_RE + r")*\]")
+_MEMBERS = re.compile(r"(" + _STR + r")" + _WS_RE + ":" + _WS_RE + r"(" + _SCALAR_RE + r")")
+_ITEMS = re.compile(_SCALAR_RE)
+
+
+Flat = list[tuple[str, str]]
+"""The members (key, value literals) of an object, or the items ("", literal) of an array, that
+holds scalars only."""
+
+
+def flat_parts(text: str, start: int, end: int) -> Flat | None:
+    """The members or items of an object or array that holds scalars only (literals as
+    written); None for one that holds a container (or is empty)."""
+    parts: Flat
+    if text[start] == "{":
+        if _FLAT_OBJECT.fullmatch(text, start, end) is None:
+            return None
+        parts = _MEMBERS.findall(text, start + 1, end - 1)
+        return parts
+    if _FLAT_ARRAY.fullmatch(text, start, end) is None:
+        return None
+    parts = [("", item) for item in _ITEMS.findall(text, start + 1, end - 1)]
+    return parts
+
+
+def flat_cost(parts: Flat) -> int:
+    """The budget cost of a flat object's members or a flat array's items."""
+    return sum([len(value) for _, value in parts])
+
+
+def flat_lines(parts: Flat, opener: str, depth: int) -> list[str]:
+    """``pretty_lines`` of a flat object or array from its parts."""
+    pad = _indent(depth + 1)
+    if opener == "{":
+        lines = [pad + key + ": " + value + "," for key, value in parts]
+        closer = "}"
+    else:
+        lines = [pad + item + "," for _, item in parts]
+        closer = "]"
+    lines[-1] = lines[-1][:-1]
+    return [opener, *lines, _indent(depth) + closer]
+
+
+def _flat_lines(text: str, start: int, end: int, depth: int) -> list[str] | None:
+    """``pretty_lines`` for an object or array that holds scalars only; None otherwise."""
+    parts = flat_parts(text, start, end)
+    return None if parts is None else flat_lines(parts, text[start], depth)
 
 
 def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
@@ -179,7 +247,7 @@ def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
     The first line carries no indentation (it follows a key or an indent); nested lines are
     indented for ``depth + 1`` and deeper. Iterative: any nesting depth.
     """
-    relaid = _relaid_lines(text, start, end, depth)
+    relaid = _relaid_lines(text, start, end, depth) or _flat_lines(text, start, end, depth)
     if relaid is not None:
         return relaid
     lines: list[str] = []
@@ -244,6 +312,9 @@ class _Layout:
     levels: list[list[Child]]        # the children of each level (RUN children get expanded)
     decisions: list[dict[int, int]]  # per level: child index -> _FULL / _HINT
     defaults: list[int]              # per level: the decision of a child not measured
+    literals: dict[int, list[str]] = field(default_factory=dict)  # scalar RUNs in full
+    flat: dict[int, Flat] = field(default_factory=dict)  # flat containers measured, by start
+    records: dict[int, list[list[tuple[str, str]]]] = field(default_factory=dict)  # RUNs in full
 
     @property
     def innermost(self) -> int:
@@ -257,11 +328,12 @@ class _Layout:
 
 def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
                      token_start: int, stop: int, budget: int, marker: str,
-                     header: str) -> str:
+                     header: str, cut_chars: int = -1) -> str:
     """The budgeted rendering of ``text`` cut at ``stop`` (see the module docstring).
 
     ``kind`` is the cut kind (or the state at an error); ``token_start`` is where the partial
-    token at the cut starts (-1 when none).
+    token at the cut starts (-1 when none); ``cut_chars``, when >= 0, the decoded characters
+    of a cut string (the scan already knows them: not counted again).
     """
     cut_child: Child | None = None
     if kind is CutKind.AFTER_VALUE and frames and frames[-1].children:
@@ -291,10 +363,10 @@ def render_hierarchy(text: str, frames: list[Frame], *, kind: CutKind | None,
             lines.append(pad + key + ("{" if nxt.is_object else "["))
             continue
         lines.extend(_cut_lines(text, frame, kind, token_start, stop, cut_child, cut_decision,
-                                pad, depth, marker))
+                                pad, depth, marker, cut_chars))
     if not frames:
         lines.extend(_cut_lines(text, None, kind, token_start, stop, None, cut_decision,
-                                "", 0, marker))
+                                "", 0, marker, cut_chars))
     return "\n".join(lines)
 
 
@@ -317,6 +389,8 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
     decisions = layout.decisions[fi]
     ci = layout.shown(fi)
     misses = 0
+    floors: dict[int, int] = {}  # lower bounds of the cost of items split off a RUN
+    whole = [True]  # RUNs are still taken whole at their end (until one is not)
     while ci > 0 and not alloc.summary:
         ci -= 1
         if misses >= MAX_MISSES_PER_LEVEL:
@@ -324,22 +398,103 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             break
         child = children[ci]
         if child.kind == RUN:
-            # split off enough items for the misses this level may still measure
-            each = (child.end - child.start) // max(child.size, 1) + 1
-            single = split_run(text, child, max(2 * alloc.remaining + 1024,
-                                                (MAX_MISSES_PER_LEVEL + 16) * each))
-            children[ci:ci + 1] = single
-            shift = len(single) - 1  # decisions made after the run move along
-            decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
-                                                for k, v in decisions.items()}
-            ci += len(single)
+            turned = _turned_down(layout, fi, child, alloc.remaining, misses)
+            if turned is not None:
+                decisions[ci] = _HINT
+                misses = turned
+                continue
+            ci, fitted = _split_level_run(text, layout, fi, ci, alloc, floors, whole)
+            decisions = layout.decisions[fi]
+            if fitted:
+                misses = 0
             continue
         kind = child.kind
-        decision = alloc.take(
-            value_cost(text, child.start, child.end, kind, alloc.remaining)
-            if kind in (OBJECT, ARRAY) else child.end - child.start)
+        if kind is OBJECT or kind is ARRAY:
+            cost = _container_cost(text, layout, child, alloc.remaining,
+                                   floors.get(child.start, 0))
+        else:
+            cost = child.end - child.start
+        decision = alloc.take(cost)
         decisions[ci] = decision
         misses = misses + 1 if decision == _HINT else 0
+
+
+_FLAT_MAX = 2048  # containers up to this many characters are tried as flat ones
+
+
+def _container_cost(text: str, layout: _Layout, child: Child, limit: int, floor: int) -> int:
+    """``value_cost`` of a container side branch; a small flat one is measured from its
+    parts, which are kept for printing it."""
+    start, end = child.start, child.end
+    if floor <= limit and end - start <= _FLAT_MAX and text.find("{", start + 1, end) < 0 \
+            and text.find("[", start + 1, end) < 0:
+        parts = flat_parts(text, start, end)
+        if parts is not None:
+            layout.flat[child.start] = parts
+            return flat_cost(parts)
+    return value_cost(text, child.start, child.end, child.kind, limit, floor)
+
+
+def _turned_down(layout: _Layout, fi: int, run: Child, limit: int, misses: int) -> int | None:
+    """The misses of level ``fi`` after the RUN ``run`` when none of its items can fit, from
+    the end back to the run's start or to the last miss measured: every one's cost is at least
+    ``scalar_floor`` of its decoded item (kept by the scan) and that is above ``limit``. None
+    when an item may fit (or its items were not kept): the run is split instead."""
+    kept = layout.frames[fi].run_items
+    items = kept.get(run.start) if kept is not None else None
+    if items is None or len(items) != run.size:
+        return None
+    for count, item in enumerate(reversed(items), 1):
+        if scalar_floor(item, limit) <= limit:
+            return None
+        if misses + count >= MAX_MISSES_PER_LEVEL:
+            return MAX_MISSES_PER_LEVEL
+    return misses + len(items)
+
+
+def _split_level_run(text: str, layout: _Layout, fi: int, ci: int, alloc: _Allocator,
+                     floors: dict[int, int], whole: list[bool]) -> tuple[int, bool]:
+    """Replace the RUN child ``ci`` of level ``fi`` by what it stands for; returns the index the
+    allocation goes on from (it steps back one first) and whether items were taken in full.
+
+    Scalar items at its end that fit while the budget stays at or above ``SUMMARY_BELOW`` are
+    taken at once (each would be taken in full, one by one, with the same result) and kept
+    as one RUN shown in full (scalars, or objects of scalars); otherwise the items of (about)
+    twice the budget left, at least 16, are split off. ``whole``: whether to try the first
+    (once a RUN was not taken whole, the budget left is about one item)."""
+    children = layout.levels[fi]
+    child = children[ci]
+    tail = scalar_tail(text, child, alloc.remaining - SUMMARY_BELOW) if whole[0] else None
+    if tail is not None:
+        layout.literals[tail[0]] = tail[4]
+    elif whole[0]:
+        records = record_tail(text, child, alloc.remaining - SUMMARY_BELOW)
+        if records is not None:
+            layout.records[records[0]] = records[4]
+        tail = records  # type: ignore[assignment]
+    whole[0] = tail is not None and tail[1] == child.size
+    if tail is not None:
+        start, count, cost, head_end, _ = tail
+        parts = [Child(start, child.end, RUN, count)]
+        head = Child(child.start, head_end, RUN, child.size - count)
+        if head.size >= RUN_MIN_ITEMS:
+            parts.insert(0, head)
+        elif head.size:
+            parts[:0] = expand_run(text, head)
+        alloc.remaining -= cost  # stays at or above SUMMARY_BELOW
+    else:
+        each = (child.end - child.start) // max(child.size, 1) + 1
+        # (a run reached again is split again: a few items at a time past the budget)
+        parts = split_run(text, child, max(2 * alloc.remaining + 256, 16 * each),
+                          floors, alloc.remaining)
+    children[ci:ci + 1] = parts
+    shift = len(parts) - 1  # decisions made after the run move along
+    decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
+                                        for k, v in layout.decisions[fi].items()}
+    if tail is not None:
+        decisions[ci + shift] = _FULL
+        return ci + shift, True
+    return ci + len(parts), False
 
 
 def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
@@ -364,11 +519,27 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
                 continue
         child = children[ci]
         prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
+        if decision == _FULL and child.kind == RUN and child.start in layout.records:
+            inner = ",\n" + _indent(depth + 1)
+            lines.extend([pad + "{\n" + inner[2:] + inner.join(map(": ".join, members)) + "\n"
+                          + pad + "}," if members else pad + "{},"
+                          for members in layout.records[child.start]])
+            ci += 1
+            continue
+        if decision == _FULL and child.kind == RUN:  # scalar items in full, one per line
+            literals = layout.literals.get(child.start)
+            if literals is None:
+                literals = scalar_literals(text, child.start, child.end)
+            lines.append(pad + (",\n" + pad).join(literals) + ",")
+            ci += 1
+            continue
         if decision == _FULL and child.kind != OBJECT and child.kind != ARRAY:
             lines.append(prefix + text[child.start:child.end] + ",")  # a scalar in full
             ci += 1
             continue
-        body = _render_child(text, child, decision, depth)
+        parts = layout.flat.get(child.start) if decision == _FULL else None
+        body = flat_lines(parts, text[child.start], depth) if parts is not None \
+            else _render_child(text, child, decision, depth)
         body[0] = prefix + body[0]
         body[-1] += ","
         lines.extend(body)
@@ -388,7 +559,7 @@ def _render_child(text: str, child: Child, decision: int, depth: int) -> list[st
 
 def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start: int,
                stop: int, cut_child: Child | None, decision: int, pad: str, depth: int,
-               marker: str) -> list[str]:
+               marker: str, cut_chars: int) -> list[str]:
     key = ""
     if frame is not None and frame.is_object and frame.key_start >= 0 and kind in (
             CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL,
@@ -401,7 +572,7 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     if kind in _PARTIAL_KINDS and token_start >= 0:
         if decision == _FULL:
             return [pad + key + text[token_start:stop] + marker]
-        return [pad + key + _partial_hint(kind, text, token_start) + marker]
+        return [pad + key + _partial_hint(kind, text, token_start, cut_chars) + marker]
     if cut_child is not None and frame is not None:
         body = _render_child(text, cut_child, decision, depth)
         if frame.is_object:
@@ -412,10 +583,11 @@ def _cut_lines(text: str, frame: Frame | None, kind: CutKind | None, token_start
     return [pad + key + marker]
 
 
-def _partial_hint(kind: CutKind, text: str, token_start: int) -> str:
+def _partial_hint(kind: CutKind, text: str, token_start: int, cut_chars: int) -> str:
     if kind in (CutKind.STRING, CutKind.STRING_ESCAPE):
-        keep = string_keep_end(text, token_start)
-        return type_hint(STRING, chars=decoded_chars(text, token_start + 1, keep))
+        if cut_chars < 0:
+            cut_chars = decoded_chars(text, token_start + 1, string_keep_end(text, token_start))
+        return type_hint(STRING, chars=cut_chars)
     if kind is CutKind.NUMBER:
         return type_hint(NUMBER)
     return type_hint(LITERAL, first=text[token_start:token_start + 1])

@@ -1,0 +1,202 @@
+"""The rendering's fast paths give what the previous implementation gave, and do bounded work.
+
+Each path below (a long cut string read once on a closed copy, runs of scalar items or of flat
+records taken whole at their end, flat containers laid out from one pass, cost floors for
+side branches that do not fit) is exercised on documents built for it and compared with the
+frozen previous implementation in ``tests/core/continuation/legacy/``; the mechanism tests
+count calls (never time).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from budgetlens import get_contexts
+from budgetlens.continuation import cut as cut_module
+from budgetlens.continuation import render as render_module
+from budgetlens.serialize import to_jsonable
+from tests.core.continuation.legacy.legacy_contexts import get_contexts as legacy_get_contexts
+
+_WORDS = ("a", "budget", "tok, en", 'say "hi"', "back\\slash", "数据", "😀", "{x}", "[y]", "",
+          "tab\there", "é")
+
+
+def _records(count: int, seed: int, *, nested: bool = False,
+             words: tuple[str, ...] = _WORDS) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for i in range(count):
+        row: dict[str, Any] = {"id": i, "name": rng.choice(words), "ok": rng.random() < 0.5,
+                               "value": rng.choice([1.5, -0.25, 10**20, 3, 1e-7]),
+                               "note": None if rng.random() < 0.5 else rng.choice(words)}
+        if rng.random() < 0.05:
+            row = {}  # an empty object among the records
+        if nested and rng.random() < 0.1:
+            row["tags"] = [rng.choice(_WORDS)]
+        rows.append(row)
+    return rows
+
+
+def _scalars(count: int, seed: int, kinds: str) -> list[Any]:
+    rng = random.Random(seed)
+    pool: dict[str, list[Any]] = {
+        "s": [w for w in _WORDS if not set(w) & set('\\"{}[]\t')] + ["x" * 30],
+        "e": list(_WORDS),
+        "n": [0, -12, 3.25, 1e300, 10**25, -0.0],
+        "l": [True, False, None],
+    }
+    choices = [v for k in kinds for v in pool[k]]
+    return [rng.choice(choices) for _ in range(count)]
+
+
+def _docs() -> dict[str, str]:
+    return {
+        "records-compact": json.dumps(_records(900, 1), ensure_ascii=False),
+        "records-plain": json.dumps(_records(900, 10, words=("a", "b c", "数据", "😀", "")),
+                                    ensure_ascii=False),
+        "records-pretty": json.dumps(_records(400, 2), indent=2),
+        "records-nested": json.dumps(_records(700, 3, nested=True)),
+        "records-tight": json.dumps(_records(700, 4), separators=(",", ":")),
+        "records-in-object": json.dumps({"meta": {"n": 1}, "rows": _records(600, 5)},
+                                        ensure_ascii=False, indent=1),
+        "strings-plain": json.dumps(_scalars(3000, 6, "s"), ensure_ascii=False),
+        "strings-escaped": json.dumps(_scalars(3000, 7, "e"), ensure_ascii=False, indent=2),
+        "numbers-and-literals": json.dumps({"v": _scalars(4000, 8, "nl")}, indent=2),
+        "mixed-scalars": json.dumps(_scalars(3000, 9, "senl"), separators=(",", ":")),
+        "long-string": json.dumps({"t": "x", "text": "\n".join(
+            f'line {i}, "q" é 😀 \\ {{}}' for i in range(3000))}, ensure_ascii=False),
+        "long-plain-string": json.dumps(["a", "word " * 4000], indent=2),
+    }
+
+
+DOCS = _docs()
+
+
+def _same(text: str, budget: int) -> None:
+    new = to_jsonable(get_contexts(text, budget=budget))
+    old = to_jsonable(legacy_get_contexts(text, budget=budget))
+    assert new == old, f"differs for a cut at {len(text)} (budget {budget}): {text[-60:]!r}"
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_fast_paths_match_the_previous_implementation(name: str) -> None:
+    doc = DOCS[name]
+    rng = random.Random(name)
+    offsets = sorted({rng.randrange(1, len(doc) + 1) for _ in range(24)} | {len(doc) - 1})
+    for k, offset in enumerate(offsets):
+        _same(doc[:offset], (60, 200, 1000, 10_000, 30_000)[k % 5])
+    for offset in offsets[-3:]:
+        _same(doc[:offset] + "\n", 10_000)
+
+
+@pytest.mark.parametrize("tail", ["", "\\", "\\u00", "\\ud83d", "\\ud83d\\ude0", "\ud83d"])
+def test_a_long_cut_string_with_any_ending_matches_the_previous_implementation(
+        tail: str) -> None:
+    doc = DOCS["long-string"]
+    cut = doc[:len(doc) // 2] + tail
+    for budget in (0, 200, 10**6):
+        _same(cut, budget)
+
+
+def test_a_long_cut_string_is_decoded_once_and_its_copy_is_the_closed_json() -> None:
+    doc = DOCS["long-string"]
+    cut = doc[:len(doc) - 40]
+    decoded: list[int] = []
+    scanstring = cut_module._scanstring
+
+    def counting(s: str, end: int, strict: bool) -> tuple[str, int]:
+        value, stop = scanstring(s, end, strict)
+        decoded.append(len(value))
+        return value, stop
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cut_module, "_scanstring", counting)
+    loads_calls: list[int] = []
+    real_loads = json.loads
+    mp.setattr(json, "loads", lambda s, *a, **k: loads_calls.append(len(s)) or real_loads(s))
+    try:
+        ctx = get_contexts(cut, budget=200)
+    finally:
+        mp.undo()
+    body = cut[cut.index('"text": "') + 9:]
+    expected_chars = len(json.loads('"' + body + '"'))
+    assert ctx.hierarchy_context_for_prompt.endswith(
+        f'"text": <string: {expected_chars:,} chars><<<CUT>>>')
+    # the long string's characters were decoded once (by the scanner), never by json.loads
+    assert sum(1 for n in decoded if n > 1000) == 1, decoded
+    assert all(n < 1000 for n in loads_calls), loads_calls
+    assert json.loads(ctx.complete_part)["text"] == json.loads('"' + body + '"')
+
+
+def _count_calls(module: Any, name: str, mp: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    mp.setattr(module, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", ["strings-plain", "records-plain"])
+def test_items_that_fit_are_taken_without_a_call_per_item(name: str) -> None:
+    doc = DOCS[name]
+    cut = doc[:len(doc) - 500]
+    mp = pytest.MonkeyPatch()
+    takes = _count_calls(render_module._Allocator, "take", mp)
+    costs = _count_calls(render_module, "value_cost", mp)
+    try:
+        ctx = get_contexts(cut, budget=10_000)
+    finally:
+        mp.undo()
+    assert ctx.hierarchy_context_for_prompt == legacy_get_contexts(
+        cut, budget=10_000).hierarchy_context_for_prompt
+    shown = ctx.hierarchy_context_for_prompt.count("\n")
+    assert shown > 300  # hundreds of lines of items in full
+    # the items of the runs were taken at once; only the few around them one by one
+    assert len(takes) + len(costs) < 150, (len(takes), len(costs))
+
+
+def test_side_branches_that_do_not_fit_are_not_measured_one_by_one() -> None:
+    # sections far larger than the budget: the 64 misses of the level are decided from a lower
+    # bound of their cost (read with the C scanner), not by measuring each one
+    sections = [{"id": i, "text": "word " * 60, "tags": ["a", "b"], "n": i}
+                for i in range(400)]
+    doc = json.dumps({"doc": {"sections": sections}}, indent=2)
+    cut = doc[:doc.rindex("{") + 1]  # right after the last section's opening brace
+    mp = pytest.MonkeyPatch()
+    findall_calls: list[int] = []
+    real = render_module._COST_SCALARS
+
+    class Counting:
+        def findall(self, *args: Any) -> Any:
+            findall_calls.append(1)
+            return real.findall(*args)
+
+    mp.setattr(render_module, "_COST_SCALARS", Counting())
+    try:
+        ctx = get_contexts(cut, budget=200)
+    finally:
+        mp.undo()
+    assert "items not shown>" in ctx.hierarchy_context_for_prompt
+    assert ctx.hierarchy_context_for_prompt == legacy_get_contexts(
+        cut, budget=200).hierarchy_context_for_prompt
+    assert len(findall_calls) < 10, len(findall_calls)
+    # nor read again: the items the scan decoded in bulk give the bound (the C scanner is
+    # called about as often as for the budget 0, which measures nothing)
+    scans: dict[int, int] = {}
+    for budget in (0, 200):
+        mp = pytest.MonkeyPatch()
+        calls = _count_calls(cut_module, "_scan_once", mp)
+        try:
+            get_contexts(cut, budget=budget)
+        finally:
+            mp.undo()
+        scans[budget] = len(calls)
+    assert scans[200] <= scans[0] + 8, scans
