@@ -198,6 +198,10 @@ def prompt_edit(text: str, i: int) -> tuple[str, list[dict[str, Any]]]:
 
 # -- measurements ---------------------------------------------------------------------------
 
+#: The rows one run can measure (--rows): start-up, the three didChange scenarios, the two
+#: typing bursts, opening in a large workspace, RSS growth.
+ROWS = ("start", "example", "big", "many", "typing-big", "typing-prompt", "open", "rss")
+
 
 @dataclass
 class Latencies:
@@ -464,28 +468,35 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
                            "cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
     peers = [k for k in ("yaml-ls",) if k in srv]
 
-    print(f"start to first diagnostics ({args.starts} runs each, median) on "
-          f"{example.relative_to(example_root)} ...", flush=True)
-    starts: dict[str, Any] = {}
-    for key in ("budgetlens", "floor", *peers):
-        times, rss = await measure_start(srv[key], example_root, example, "yaml", args.starts,
-                                         logs / f"start-{key}.log")
-        starts[key] = {"median_ms": statistics.median(times) * 1000 if times else None,
-                       "min_ms": min(times) * 1000 if times else None,
-                       "runs_ms": [t * 1000 for t in times], "peak_rss_kib": max(rss or [0])}
-    out["start"] = starts
+    rows = args.rows
+    if "start" in rows:
+        print(f"start to first diagnostics ({args.starts} runs each, median) on "
+              f"{example.relative_to(example_root)} ...", flush=True)
+        starts: dict[str, Any] = {}
+        for key in ("budgetlens", "floor", *peers):
+            times, rss = await measure_start(srv[key], example_root, example, "yaml",
+                                             args.starts, logs / f"start-{key}.log")
+            starts[key] = {"median_ms": statistics.median(times) * 1000 if times else None,
+                           "min_ms": min(times) * 1000 if times else None,
+                           "runs_ms": [t * 1000 for t in times],
+                           "peak_rss_kib": max(rss or [0])}
+        out["start"] = starts
 
     scenarios: dict[str, Any] = {}
     plan = [
-        ("example pipeline", example_root, example, "yaml", number_edit("max_context_tokens"),
-         None, args.edits, ("budgetlens", "floor", *peers)),
-        (f"{args.big_steps} steps, 5-level extends", big_root, big, "yaml",
+        ("example", "example pipeline", example_root, example, "yaml",
          number_edit("max_context_tokens"), None, args.edits, ("budgetlens", "floor", *peers)),
-        (f"{args.pipelines:,} pipelines, prompt used by {args.shared_by}", many_root, shared,
+        ("big", f"{args.big_steps} steps, 5-level extends", big_root, big, "yaml",
+         number_edit("max_context_tokens"), None, args.edits, ("budgetlens", "floor", *peers)),
+        ("many", f"{args.pipelines:,} pipelines, prompt used by {args.shared_by}",
+         many_root, shared,
          "plaintext", prompt_edit, [p.as_uri() for p in dependents], max(4, args.edits // 4),
          ("budgetlens", *peers)),
     ]
-    for title, root, document, language, edit, wait_uris, count, keys in plan:
+    for row_key, title, root, document, language, edit, wait_uris, count, keys in plan:
+        if row_key not in rows:
+            continue
+        out.setdefault("scenario_titles", {})[row_key] = title
         scenarios[title] = {}
         for key in keys:
             print(f"{title}: {count} edits against {srv[key].name} ...", flush=True)
@@ -500,25 +511,30 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
             scenarios[title][key] = lat_row(lat, rss, targets)
     out["scenarios"] = scenarios
 
-    print(f"typing {args.keystrokes} keystrokes at 50 ms in the {args.big_steps}-step"
-          " pipeline ...", flush=True)
-    out["typing_big"] = await measure_typing(srv["budgetlens-logged"], big_root, big, "yaml",
-                                             args.keystrokes, typing_edit,
-                                             logs / "typing-big.log")
-    print(f"typing {args.keystrokes} keystrokes at 50 ms in the prompt used by"
-          f" {args.shared_by} ...", flush=True)
-    out["typing_prompt"] = await measure_typing(
-        srv["budgetlens-logged"], many_root, shared, "plaintext", args.keystrokes,
-        prompt_typing_edit, logs / "typing-prompt.log",
-        prepare=lambda t: t + "\n<<filler>> " + words(6000, 1) + "\n")
-    print(f"opening a pipeline in the {args.pipelines:,}-pipeline workspace ...", flush=True)
-    last_pipeline = sorted((many_root / "pipelines").glob("p*.yaml"))[-1]
-    out["open_in_large"] = await measure_open(srv["budgetlens"], many_root, last_pipeline,
-                                              logs / "open-large.log")
-    print(f"RSS over {args.rss_edits} edits of the {args.big_steps}-step pipeline ...",
-          flush=True)
-    out["rss"] = await measure_rss(srv["budgetlens"], big_root, big, args.rss_edits,
-                                   logs / "rss.log")
+    if "typing-big" in rows:
+        print(f"typing {args.keystrokes} keystrokes at 50 ms in the {args.big_steps}-step"
+              " pipeline ...", flush=True)
+        out["typing_big"] = await measure_typing(srv["budgetlens-logged"], big_root, big,
+                                                 "yaml", args.keystrokes, typing_edit,
+                                                 logs / "typing-big.log")
+    if "typing-prompt" in rows:
+        print(f"typing {args.keystrokes} keystrokes at 50 ms in the prompt used by"
+              f" {args.shared_by} ...", flush=True)
+        out["typing_prompt"] = await measure_typing(
+            srv["budgetlens-logged"], many_root, shared, "plaintext", args.keystrokes,
+            prompt_typing_edit, logs / "typing-prompt.log",
+            prepare=lambda t: t + "\n<<filler>> " + words(6000, 1) + "\n")
+    if "open" in rows:
+        print(f"opening a pipeline in the {args.pipelines:,}-pipeline workspace ...",
+              flush=True)
+        last_pipeline = sorted((many_root / "pipelines").glob("p*.yaml"))[-1]
+        out["open_in_large"] = await measure_open(srv["budgetlens"], many_root, last_pipeline,
+                                                  logs / "open-large.log")
+    if "rss" in rows:
+        print(f"RSS over {args.rss_edits} edits of the {args.big_steps}-step pipeline ...",
+              flush=True)
+        out["rss"] = await measure_rss(srv["budgetlens"], big_root, big, args.rss_edits,
+                                       logs / "rss.log")
     out["load_after"] = os.getloadavg()[0]
     out["work"] = str(work)
     out["table"] = goal_table(out)
@@ -528,55 +544,80 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
 # -- report ---------------------------------------------------------------------------------
 
 
-def goal_table(out: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 12's language-server rows: measure, figure, floor, goal, met."""
-    sc = out["scenarios"]
-    titles = list(sc)
-    ex, big, many = (sc[t] for t in titles)
-    floor_start = out["start"]["floor"]["median_ms"]
-    ours_start = out["start"]["budgetlens"]["median_ms"]
-    tb, tp = out["typing_big"], out["typing_prompt"]
-    rows: list[dict[str, Any]] = []
+class _Table:
+    """Issue 12's language-server rows, as far as the run measured them."""
 
-    def row(measure: str, figure: float | None, floor: float | None, goal: str,
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def row(self, measure: str, figure: float | None, floor: float | None, goal: str,
             met: bool | None, unit: str = "ms", extra: str = "") -> None:
-        rows.append({"measure": measure, "figure": figure, "floor": floor, "goal": goal,
-                     "met": met, "unit": unit, "extra": extra})
+        self.rows.append({"measure": measure, "figure": figure, "floor": floor, "goal": goal,
+                          "met": met, "unit": unit, "extra": extra})
 
-    def le(value: float | None, bound: float) -> bool | None:
-        return None if value is None else value <= bound
+    def latency(self, measure: str, sc: dict[str, Any], goal_ms: float) -> None:
+        ours = sc["budgetlens"]
+        self.row(measure, ours["p95_ms"], sc["floor"]["p95_ms"] if "floor" in sc else None,
+                 f"<= {goal_ms:,.0f} ms", le(ours["p95_ms"], goal_ms),
+                 extra=f"p50 {fmt_ms(ours['p50_ms']).strip()}")
 
-    row("didChange -> publish, example pipeline, p95", ex["budgetlens"]["p95_ms"],
-        ex["floor"]["p95_ms"], "<= 10 ms", le(ex["budgetlens"]["p95_ms"], 10),
-        extra=f"p50 {fmt_ms(ex['budgetlens']['p50_ms']).strip()}")
-    row(f"same, {titles[1]}, p95", big["budgetlens"]["p95_ms"], big["floor"]["p95_ms"],
-        "<= 100 ms", le(big["budgetlens"]["p95_ms"], 100),
-        extra=f"p50 {fmt_ms(big['budgetlens']['p50_ms']).strip()}")
-    row(f"typing {tb['keystrokes']} keystrokes at 50 ms there: last keystroke -> final",
-        tb["final_ms"], None, "<= 150 ms; no older publish",
-        None if tb["final_ms"] is None else tb["final_ms"] <= 150 and tb["out_of_order"] == 0,
-        extra=f"{tb['analyses']} analyses of {tb['keystrokes']} versions,"
-              f" {tb['versions_pushed']} versions pushed, {tb['out_of_order']} out of order")
-    row(f"edit a prompt used by {out['shared_by']} of {out['pipelines']:,}: all re-published,"
-        " p95", many["budgetlens"]["p95_ms"], None, "<= 300 ms",
-        le(many["budgetlens"]["p95_ms"], 300),
-        extra=f"p50 {fmt_ms(many['budgetlens']['p50_ms']).strip()}")
-    row(f"typing in that prompt ({tp['keystrokes']} keystrokes): final", tp["final_ms"], None,
-        "<= 400 ms; publishes bounded by analyses", le(tp["final_ms"], 400),
-        extra=f"{tp['pushes']} pushes, {tp['analyses']} analyses")
-    row("server start -> first diagnostics, one open file", ours_start, floor_start,
-        "<= floor + 200 ms", None if ours_start is None or floor_start is None
-        else ours_start <= floor_start + 200)
-    op = out["open_in_large"]
-    row(f"open a file in a {out['pipelines']:,}-pipeline workspace -> its diagnostics",
-        op["open_to_diagnostics_ms"], None, "<= 1,500 ms",
-        le(op["open_to_diagnostics_ms"], 1500))
-    rs = out["rss"]
-    row(f"RSS growth over {rs['edits']} edits of the {out['big_steps']}-step pipeline",
-        rs["growth_mib"], None, "<= +20 MB over 1,000 edits", rs["growth_mib"] <= 20,
-        unit="MiB", extra=f"{rs['rss_start_kib'] / 1024:.0f} -> {rs['rss_end_kib'] / 1024:.0f}"
-                          " MiB")
-    return rows
+
+def le(value: float | None, bound: float) -> bool | None:
+    return None if value is None else value <= bound
+
+
+def goal_table(out: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 12's language-server rows: measure, figure, floor, goal, met (the rows that
+    --rows left out are not in the table)."""
+    sc = out["scenarios"]
+    titles = out.get("scenario_titles", {})
+    table = _Table()
+    if "example" in titles:
+        table.latency("didChange -> publish, example pipeline, p95", sc[titles["example"]], 10)
+    if "big" in titles:
+        table.latency(f"same, {titles['big']}, p95", sc[titles["big"]], 100)
+    if "typing_big" in out:
+        tb = out["typing_big"]
+        table.row(f"typing {tb['keystrokes']} keystrokes at 50 ms in the {out['big_steps']}"
+                  "-step pipeline: last keystroke -> final", tb["final_ms"], None,
+                  "<= 150 ms; no older publish",
+                  None if tb["final_ms"] is None
+                  else tb["final_ms"] <= 150 and tb["out_of_order"] == 0,
+                  extra=f"{tb['analyses']} analyses of {tb['keystrokes']} versions,"
+                        f" {tb['versions_pushed']} versions pushed,"
+                        f" {tb['out_of_order']} out of order")
+    if "many" in titles:
+        table.latency(f"edit a prompt used by {out['shared_by']} of {out['pipelines']:,}: all"
+                      " re-published, p95", sc[titles["many"]], 300)
+    if "typing_prompt" in out:
+        tp = out["typing_prompt"]
+        table.row(f"typing in that prompt ({tp['keystrokes']} keystrokes): final",
+                  tp["final_ms"], None, "<= 400 ms; publishes bounded by analyses",
+                  le(tp["final_ms"], 400),
+                  extra=f"{tp['pushes']} pushes, {tp['analyses']} analyses")
+    _other_rows(table, out)
+    return table.rows
+
+
+def _other_rows(table: _Table, out: dict[str, Any]) -> None:
+    if "start" in out:
+        floor_start = out["start"]["floor"]["median_ms"]
+        ours_start = out["start"]["budgetlens"]["median_ms"]
+        table.row("server start -> first diagnostics, one open file", ours_start, floor_start,
+                  "<= floor + 200 ms", None if ours_start is None or floor_start is None
+                  else ours_start <= floor_start + 200)
+    if "open_in_large" in out:
+        op = out["open_in_large"]
+        table.row(f"open a file in a {out['pipelines']:,}-pipeline workspace -> its"
+                  " diagnostics", op["open_to_diagnostics_ms"], None, "<= 1,500 ms",
+                  le(op["open_to_diagnostics_ms"], 1500))
+    if "rss" in out:
+        rs = out["rss"]
+        table.row(f"RSS growth over {rs['edits']} edits of the {out['big_steps']}-step"
+                  " pipeline", rs["growth_mib"], None, "<= +20 MB over 1,000 edits",
+                  rs["growth_mib"] <= 20, unit="MiB",
+                  extra=f"{rs['rss_start_kib'] / 1024:.0f} -> {rs['rss_end_kib'] / 1024:.0f}"
+                        " MiB")
 
 
 def fmt_ms(value: float | None) -> str:
@@ -593,10 +634,7 @@ def ratio(ours: float | None, peer: float | None) -> str:
     return f"{ours / peer:5.2f}x"
 
 
-def print_report(out: dict[str, Any]) -> None:
-    print()
-    print(f"machine: {out['cpus']} CPUs, 1-minute load average {out['load_before']:.1f} before,"
-          f" {out['load_after']:.1f} after (figures from a busy machine are noisier)")
+def print_start(out: dict[str, Any]) -> None:
     print(f"== start to first diagnostics ({out['starts']} runs) ==")
     s = out["start"]
     for key, label in (("budgetlens", "budgetlens"), ("floor", "bare pygls (floor)"),
@@ -610,6 +648,14 @@ def print_report(out: dict[str, Any]) -> None:
     if "yaml-ls" in s:
         print(f"  budgetlens / yaml-ls   {ratio(ours, s['yaml-ls']['median_ms'])}")
     print()
+
+
+def print_report(out: dict[str, Any]) -> None:
+    print()
+    print(f"machine: {out['cpus']} CPUs, 1-minute load average {out['load_before']:.1f} before,"
+          f" {out['load_after']:.1f} after (figures from a busy machine are noisier)")
+    if "start" in out:
+        print_start(out)
     print("== didChange -> publishDiagnostics (ms) ==")
     print(f"  {'scenario':40} {'server':22} {'p50':>8} {'p95':>8}  {'n':>4} {'RSS MiB':>8}")
     for title, by_server in out["scenarios"].items():
@@ -656,9 +702,18 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait per edit")
     parser.add_argument("--no-peer", action="store_true", help="leave yaml-language-server out")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--rows", default=",".join(ROWS),
+                        help="the rows to measure, comma-separated, from: " + ", ".join(ROWS)
+                             + " (default: all)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the generated workspaces and logs (bench/.work/lsp-PID)")
     args = parser.parse_args()
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = sorted(set(rows) - set(ROWS))
+    if unknown or not rows:
+        parser.error(f"--rows: unknown {', '.join(unknown) or '(none given)'}; choose from"
+                     f" {', '.join(ROWS)}")
+    args.rows = frozenset(rows)
     quick = args.quick
     for name, full, small in (("edits", 60, 5), ("starts", 5, 1), ("keystrokes", 60, 10),
                               ("rss_edits", 1000, 20)):
