@@ -17,8 +17,12 @@ the rest. With a snapshot that asks for it
 is checked by later updates with nothing changed, a slice of at most that many seconds at a
 time, and the update says so (``Changes.more``). Any check loop stops between two pipelines
 once ``Snapshot.superseded()`` is true (newer edits wait): urgent pipelines not reached are
-carried into the next update's urgent set, the backlog waits. Without a slice (tests, a
-direct caller) an update checks everything at once, as before.
+carried into the next update's urgent set, the backlog waits; and the check of one pipeline
+is abandoned midway when ``superseded()`` turns true while it runs (the core asks between
+steps: ``check_pipeline(stop=...)``), so a large pipeline does not finish a check of text
+already replaced. Such an update is superseded, so it is held, never published (see
+``features/diagnostics.py``). Without a slice (tests, a direct caller) an update checks
+everything at once, as before.
 
 Silence means "checked and fine", never "could not check": when checking a pipeline or
 analysing a JSON buffer raises, the file is recorded in :attr:`WorkspaceIndex.failures`
@@ -46,7 +50,7 @@ from pathlib import Path
 from budgetlens import codes
 from budgetlens.continuation.contexts import JsonContexts, get_contexts
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.check import CheckStopped, check_pipeline
 from budgetlens.contract.discovery import find_pipelines, project_root
 from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
@@ -450,15 +454,21 @@ class WorkspaceIndex:
     def _check(self, paths: list[str], progress: ProgressHook | None,
                stop: Callable[[], bool]) -> list[str]:
         """Check ``paths`` in order until ``stop()`` holds (asked before each one but the
-        first); the ones checked."""
+        first); the ones checked. A check that a newer edit overtakes
+        (``Snapshot.superseded``, asked by the core between steps) is abandoned midway: it
+        and the rest are not checked, and nothing of it is kept."""
         done: list[str] = []
+        superseded = self.snapshot.superseded
         for path in paths:
             if done and stop():
                 break
             try:
                 _test_fault("check")
                 report = check_pipeline(path, files=self.files_for(path),
-                                        options=self.options_for(path), cache=self.cache)
+                                        options=self.options_for(path), cache=self.cache,
+                                        stop=None if superseded is never else superseded)
+            except CheckStopped:
+                break  # superseded: the next update checks it on the newer text
             except Exception as exc:  # the core never raises for bad input: a real bug
                 log.exception("checking %s failed", path)
                 self._forget(path)  # no stale report, lens or hover
