@@ -203,6 +203,8 @@ class WorkspaceIndex:
         self._round: set[str] = set()  # pipelines of the running whole re-check left to check
         self._round_total = 0
         self._sources: dict[str | None, FileSource] = {}  # one per root, for one update
+        #: the project root of each folder of pipelines, for one update (as ``_sources``)
+        self._project_roots: dict[str, str | None] = {}
 
     # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:
@@ -234,7 +236,13 @@ class WorkspaceIndex:
         ``budgetlens check`` would use (``discovery.project_root``); the folder itself when
         the settings name a config.json."""
         root = self.root_for(path)
-        return root if self.snapshot.settings.config_path else project_root(path, root)
+        if self.snapshot.settings.config_path or root is None:
+            return root
+        folder = os.path.dirname(path)
+        key = f"{root}\0{folder}"
+        if key not in self._project_roots:  # looked up once per folder and update
+            self._project_roots[key] = project_root(path, root)
+        return self._project_roots[key]
 
     def files_for(self, path: str) -> FileSource:
         """The files a check of ``path`` reads: its project root's, with the open buffers over
@@ -309,6 +317,7 @@ class WorkspaceIndex:
             changes = self._update(snapshot, changed, mode, progress)
         except Exception as exc:
             self._sources.clear()
+            self._project_roots.clear()
             log.exception("analysis failed for %d changed file(s)", len(changed))
             self.snapshot = snapshot
             return Changes(republish=self.analysis_failed(changed, exc), failed=True)
@@ -332,6 +341,7 @@ class WorkspaceIndex:
         self._drop_failures(Stage.ANALYSIS)  # shown until the next analysis
         self.snapshot = snapshot
         self._sources = {}
+        self._project_roots = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
         self._track_pipelines(mode, closed)
@@ -340,6 +350,7 @@ class WorkspaceIndex:
         urgent = self._plan(affected, changed, mode)
         checked = self._run_checks(urgent, progress)
         self._sources = {}  # per update: no file facts kept across updates
+        self._project_roots = {}
         json_changed = set(changed) | closed
         if mode is IndexMode.FULL:  # the marker, budget or the toggle may have changed
             json_changed |= {p for p in snapshot.overlay if snapshot.is_json(p)}
