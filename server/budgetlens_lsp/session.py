@@ -35,7 +35,9 @@ the first workspace index (see its docstring).
 The session knows no feature: the analysis function (run on the worker thread with a
 snapshot, the changed paths and an :class:`IndexMode`) and the callback that publishes its
 result (on the loop) are given to it. A result may carry two flags, read with ``getattr``:
-``held`` (superseded, nothing to deliver) and ``more`` (background work left).
+``held`` (superseded, nothing to deliver) and ``more`` (background work left); and
+``after``, a callable run on the worker once the result is delivered and no edit waits
+(freeing what the analysis replaced, which would otherwise delay its results).
 """
 
 from __future__ import annotations
@@ -279,15 +281,15 @@ class Session(Generic[R]):
             gc.disable()
         try:
             while self._pending():
-                await self._analyze_next()
-                if paused:
-                    await self.collect_held_back()
+                after = await self._analyze_next()
+                await self._tidy(after, paused)
         finally:
             if paused:
                 gc.enable()
 
-    async def _analyze_next(self) -> None:
-        """One analysis of what is pending, and the delivery of its results."""
+    async def _analyze_next(self) -> Callable[[], None] | None:
+        """One analysis of what is pending, and the delivery of its results; the work its
+        result left for after (``after``)."""
         if self._mode is not None:
             changed, mode = self._dirty, self._mode
             self._dirty, self._mode = set(), None
@@ -305,25 +307,32 @@ class Session(Generic[R]):
                                      progress)
         except Exception:
             log.exception("analysis failed for %d changed file(s)", len(changed))
-            return
+            return None
         self._more = getattr(results, "more", False) is True
+        after = getattr(results, "after", None)
         await self._after_analysis(background)
         if getattr(results, "held", False) is True:
-            return  # superseded: the next analysis delivers
+            return after if callable(after) else None  # the next analysis delivers
         if self.on_results is not None:
             try:
                 await self.on_results(results)
             except Exception:
                 log.exception("publishing analysis results failed")
+        return after if callable(after) else None
 
-    async def collect_held_back(self) -> None:
-        """After an analysis was delivered (or held): the collections it held back, on the
-        analysis thread, unless an edit waits (the next analysis goes first) and less than
+    async def _tidy(self, after: Callable[[], None] | None, paused: bool) -> None:
+        """After an analysis was delivered (or held), on the analysis thread: the work its
+        result left for after, and (``paused``) the collections it held back; unless an
+        edit waits (the next analysis goes first) and, for the collections, less than
         :data:`GC_BACKLOG` net allocations are pending."""
-        if self._mode is not None and gc.get_count()[0] < GC_BACKLOG:
-            return
-        self.collections += 1
-        await self.run(_collect_held_back)
+        try:
+            if self._mode is None and after is not None:
+                await self.run(after)
+            if paused and (self._mode is None or gc.get_count()[0] >= GC_BACKLOG):
+                self.collections += 1
+                await self.run(_collect_held_back)
+        except Exception:  # never stops the analyses
+            log.exception("tidying up after an analysis failed")
 
     async def _after_analysis(self, background: bool) -> None:
         """Once, when the first workspace index is complete and no edit waits: freeze the

@@ -205,6 +205,8 @@ class WorkspaceIndex:
         self._sources: dict[str | None, FileSource] = {}  # one per root, for one update
         #: the project root of each folder of pipelines, for one update (as ``_sources``)
         self._project_roots: dict[str, str | None] = {}
+        #: what updates replaced (reports, diagnostics shown), freed by :meth:`release`
+        self.retired: list[object] = []
 
     # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:
@@ -335,8 +337,15 @@ class WorkspaceIndex:
             self._fail(path, Stage.ANALYSIS, exc)
         return failed
 
+    def release(self) -> None:
+        """Free what the last updates replaced. Freeing a large pipeline's report takes a
+        few milliseconds, so the session does it once the results are out (and the next
+        update does it first, if the session did not)."""
+        self.retired.clear()
+
     def _update(self, snapshot: Snapshot, changed: frozenset[str], mode: IndexMode,
                 progress: ProgressHook | None) -> Changes:
+        self.release()
         old_overlay = self.snapshot.overlay
         self._drop_failures(Stage.ANALYSIS)  # shown until the next analysis
         self.snapshot = snapshot
@@ -518,6 +527,7 @@ class WorkspaceIndex:
     def _forget(self, path: str) -> None:
         old = self.reports.pop(path, None)
         if old is not None:
+            self.retired.append(old)
             for dep in old.inputs:
                 self.dependents.get(norm(dep), set()).discard(path)
 

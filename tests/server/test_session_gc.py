@@ -1,6 +1,9 @@
-"""The collector in the server (``session.configure_gc``): no collection runs while an
-analysis runs or its results are published; the collections held back run afterwards on the
-analysis thread, and only when no edit waits. Counted, never timed.
+"""What waits until an analysis's results are out (counted, never timed):
+
+- the collector in the server (``session.configure_gc``): no collection runs while an
+  analysis runs or its results are published; the collections held back run afterwards on
+  the analysis thread, and only when no edit waits;
+- freeing what the analysis replaced (the old reports, the diagnostics shown before).
 """
 
 from __future__ import annotations
@@ -9,13 +12,16 @@ import asyncio
 import functools
 import gc
 import threading
+import weakref
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
 from budgetlens_lsp.features import diagnostics
+from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.session import Session
-from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot
+from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot, norm
 
 URI = "file:///w/pipelines/a.yaml"
 
@@ -112,5 +118,46 @@ async def test_without_configure_gc_the_collector_is_left_alone() -> None:
         session.open(URI, 1, "steps: []\n", "yaml")
         await session.flush()
         assert fake.enabled == [True] and session.collections == 0
+    finally:
+        session.shutdown()
+
+
+async def test_what_an_analysis_replaced_is_freed_after_its_publish(tmp_path: Path) -> None:
+    """The old report of a re-checked pipeline (and the diagnostics shown before) stay alive
+    until the new ones are published, then the analysis thread frees them."""
+    (tmp_path / "pipelines").mkdir()
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "config.json").write_text(
+        '{"model_context_window": 8192, "model_max_tokens": 1024, "prompts_dir": "prompts"}')
+    (tmp_path / "prompts/own.txt").write_text("Answer briefly.\n")
+    pipeline = tmp_path / "pipelines/a.yaml"
+    text = ("settings:\n  max_context_tokens: 3000\nsteps:\n  - id: s\n    type: call_model\n"
+            "    prompt_key: own\n    max_output_tokens: 500\n")
+    pipeline.write_text(text)
+    analysis = Analysis()
+    session: Session[diagnostics.Batch] = Session(
+        functools.partial(diagnostics.analyze, analysis))
+    session.roots = [norm(tmp_path)]
+    alive_at_publish: list[bool] = []
+    old: list[weakref.ref[Any]] = []
+
+    async def on_results(batch: diagnostics.Batch) -> None:
+        alive_at_publish.extend(ref() is not None for ref in old)
+    session.on_results = on_results
+    try:
+        uri = pipeline.as_uri()
+        session.open(uri, 1, text, "yaml")
+        session.mark_dirty([], IndexMode.FULL)
+        await session.flush()
+        first = analysis.index.reports[norm(pipeline)]
+        old.append(weakref.ref(first))
+        del first
+        session.change(uri, 2, [types.TextDocumentContentChangeWholeDocument(
+            text=text.replace("3000", "7900"))])
+        await session.flush()
+        assert alive_at_publish == [True]  # not freed before the publish
+        assert old[0]() is None  # freed after it
+        assert analysis.index.retired == []
+        assert "BL050" in [d.code for d in analysis.shown[norm(pipeline)]]
     finally:
         session.shutdown()
