@@ -295,18 +295,18 @@ async def settle(client: LspProcess, quiet: float = 0.05, limit: float = 2.0) ->
 
 
 def typing_edit(text: str, i: int) -> tuple[str, list[dict[str, Any]]]:
-    """Keystroke i types one character at the end of the first `max_context_tokens: N`
-    line's number, or deletes it again (odd keystrokes), so the number moves by a digit."""
+    """Keystroke i overtypes the last two digits of the first `max_context_tokens: N` line's
+    number with i + 1 (3000 -> 3001 -> ... -> 3060: one character changes, two at every
+    tenth), so every version is a text no analysis saw before (a text that came back, as
+    when a digit is typed and deleted again, would be answered from the report cache)."""
     match = re.search(r"max_context_tokens:\s*(\d+)", text)
     assert match, "max_context_tokens not found"
     end = match.end(1)
-    if i % 2 == 0:
-        change = {"range": {"start": position(text, end), "end": position(text, end)},
-                  "text": "1"}
-        return text[:end] + "1" + text[end:], [change]
-    change = {"range": {"start": position(text, end - 1), "end": position(text, end)},
-              "text": ""}
-    return text[:end - 1] + text[end:], [change]
+    start = max(match.start(1), end - 2)
+    digits = f"{(i + 1) % 100:02d}"[-(end - start):]
+    change = {"range": {"start": position(text, start), "end": position(text, end)},
+              "text": digits}
+    return text[:start] + digits + text[end:], [change]
 
 
 def prompt_typing_edit(text: str, i: int) -> tuple[str, list[dict[str, Any]]]:
