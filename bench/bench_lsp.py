@@ -377,6 +377,22 @@ async def measure_typing(server: Server, root: Path, document: Path, language: s
             "older_than_last_after_last_keystroke": older_after_last, "peak_rss_kib": rss}
 
 
+async def measure_bursts(bursts: int, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``measure_typing`` ``bursts`` times (a new server each time): the median burst's
+    figures, with every burst's final time and the counts over all of them."""
+    runs = [await measure_typing(*args, **kwargs) for _ in range(bursts)]
+    finals = [r["final_ms"] for r in runs]
+    timed = sorted((r for r in runs if r["final_ms"] is not None), key=lambda r: r["final_ms"])
+    out = dict(timed[(len(timed) - 1) // 2] if timed else runs[0])
+    out.update(bursts=bursts, finals_ms=[None if f is None else round(f, 1) for f in finals],
+               final_ms=statistics.median(r["final_ms"] for r in timed) if timed else None,
+               last_version_pushed=all(r["last_version_pushed"] for r in runs),
+               out_of_order=sum(r["out_of_order"] for r in runs),
+               older_than_last_after_last_keystroke=sum(
+                   r["older_than_last_after_last_keystroke"] for r in runs))
+    return out
+
+
 async def measure_open(server: Server, root: Path, document: Path, log: Path
                        ) -> dict[str, Any]:
     """didOpen right after initialized in a large workspace -> the document's diagnostics."""
@@ -514,14 +530,14 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
     if "typing-big" in rows:
         print(f"typing {args.keystrokes} keystrokes at 50 ms in the {args.big_steps}-step"
               " pipeline ...", flush=True)
-        out["typing_big"] = await measure_typing(srv["budgetlens-logged"], big_root, big,
-                                                 "yaml", args.keystrokes, typing_edit,
-                                                 logs / "typing-big.log")
+        out["typing_big"] = await measure_bursts(args.bursts, srv["budgetlens-logged"],
+                                                 big_root, big, "yaml", args.keystrokes,
+                                                 typing_edit, logs / "typing-big.log")
     if "typing-prompt" in rows:
         print(f"typing {args.keystrokes} keystrokes at 50 ms in the prompt used by"
               f" {args.shared_by} ...", flush=True)
-        out["typing_prompt"] = await measure_typing(
-            srv["budgetlens-logged"], many_root, shared, "plaintext", args.keystrokes,
+        out["typing_prompt"] = await measure_bursts(
+            args.bursts, srv["budgetlens-logged"], many_root, shared, "plaintext", args.keystrokes,
             prompt_typing_edit, logs / "typing-prompt.log",
             prepare=lambda t: t + "\n<<filler>> " + words(6000, 1) + "\n")
     if "open" in rows:
@@ -585,7 +601,7 @@ def goal_table(out: dict[str, Any]) -> list[dict[str, Any]]:
                   else tb["final_ms"] <= 150 and tb["out_of_order"] == 0,
                   extra=f"{tb['analyses']} analyses of {tb['keystrokes']} versions,"
                         f" {tb['versions_pushed']} versions pushed,"
-                        f" {tb['out_of_order']} out of order")
+                        f" {tb['out_of_order']} out of order" + _bursts(tb))
     if "many" in titles:
         table.latency(f"edit a prompt used by {out['shared_by']} of {out['pipelines']:,}: all"
                       " re-published, p95", sc[titles["many"]], 300)
@@ -594,9 +610,18 @@ def goal_table(out: dict[str, Any]) -> list[dict[str, Any]]:
         table.row(f"typing in that prompt ({tp['keystrokes']} keystrokes): final",
                   tp["final_ms"], None, "<= 400 ms; publishes bounded by analyses",
                   le(tp["final_ms"], 400),
-                  extra=f"{tp['pushes']} pushes, {tp['analyses']} analyses")
+                  extra=f"{tp['pushes']} pushes, {tp['analyses']} analyses" + _bursts(tp))
     _other_rows(table, out)
     return table.rows
+
+
+def _bursts(typing: dict[str, Any]) -> str:
+    """The final times of every burst, when there were several (the figure is their
+    median; the counts before it are the median burst's, out of order over all)."""
+    if typing.get("bursts", 1) <= 1:
+        return ""
+    finals = ", ".join("—" if f is None else f"{f:.0f}" for f in typing["finals_ms"])
+    return f"; median of {typing['bursts']} bursts: {finals} ms"
 
 
 def _other_rows(table: _Table, out: dict[str, Any]) -> None:
@@ -697,6 +722,9 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=None, help="start runs per server (5)")
     parser.add_argument("--keystrokes", type=int, default=None,
                         help="keystrokes per typing burst (60)")
+    parser.add_argument("--bursts", type=int, default=1,
+                        help="typing bursts per typing row, each with a new server; the"
+                             " row shows the median (1)")
     parser.add_argument("--rss-edits", type=int, default=None,
                         help="edits for the RSS growth (1000)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait per edit")
