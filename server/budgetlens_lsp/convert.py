@@ -331,12 +331,18 @@ class DiagnosticData:
 # --- the converter ----------------------------------------------------------------------------
 
 class Converter:
-    """Converts core data to LSP types for one negotiated position encoding."""
+    """Converts core data to LSP types for one negotiated position encoding.
+
+    A converter reads each file once and keeps what it converted (line indexes, ranges): make
+    one per batch of answers, over one state of the files."""
 
     def __init__(self, encoding: str, text_of: Callable[[str], str | None]) -> None:
         self.encoding = encoding_name(encoding)
         self._text_of = text_of
         self._indexes: dict[str, LineIndex | None] = {}
+        #: converted ranges: the places many diagnostics of a batch point to (config.json's
+        #: keys, a shared prompt, a parent's settings) are converted once
+        self._ranges: dict[tuple[str, Range], types.Range] = {}
 
     def _index(self, file: str) -> LineIndex | None:
         if file not in self._indexes:
@@ -360,8 +366,12 @@ class Converter:
                               character=to_lsp_character(line, pos.character, self.encoding))
 
     def range(self, file: str, rng: Range) -> types.Range:
-        return types.Range(start=self.position(file, rng.start),
-                           end=self.position(file, rng.end))
+        key = (file, rng)
+        out = self._ranges.get(key)
+        if out is None:
+            out = self._ranges[key] = types.Range(start=self.position(file, rng.start),
+                                                  end=self.position(file, rng.end))
+        return out
 
     def location(self, loc: Location) -> types.Location:
         return types.Location(uri=uri_from_path(loc.file), range=self.range(loc.file, loc.range))

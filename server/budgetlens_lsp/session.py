@@ -16,8 +16,10 @@ them first, so answers are never stale and the last state is never lost.
 
 Superseded work is dropped. Every edit bumps a generation counter; the snapshot an analysis
 runs on carries :meth:`Snapshot.superseded`, true once newer edits exist. The analysis may
-then stop early and answer "held" (see ``features/diagnostics.py``): the session does not
-deliver it, and the next analysis delivers everything that changed since the last delivery.
+then stop early — between two pipelines, or inside one between two steps (the index passes
+it to the core's ``check_pipeline`` as ``stop``) — and answer "held" (see
+``features/diagnostics.py``): the session does not deliver it, and the next analysis, which
+starts at once on the newest text, delivers everything that changed since the last delivery.
 So publishes arrive in version order, and the last one is the last version's; as a last
 guard, :attr:`Session.published_versions` lets the publisher drop a version older than one
 it already sent.
@@ -28,9 +30,11 @@ no changed paths, whenever no edit is pending (edits always go first). :meth:`fl
 for that background work too.
 
 Memory: the server keeps one text per open document (here) and one snapshot and one report
-per pipeline (the index); old versions are dropped as new ones arrive. :func:`configure_gc`
-(called by ``serve.py``) raises the collector's thresholds and freezes the heap once after
-the first workspace index (see its docstring).
+per pipeline (the index); old versions are dropped as new ones arrive — freed once the
+analysis that replaced them is published (a result's ``after``). :func:`configure_gc`
+(called by ``serve.py``) raises the collector's thresholds, freezes the heap once after the
+first workspace index, and keeps the collector out of analyses and their publishing (see
+its docstring).
 
 The session knows no feature: the analysis function (run on the worker thread with a
 snapshot, the changed paths and an :class:`IndexMode`) and the callback that publishes its
@@ -113,7 +117,7 @@ def configure_gc(session: Session[Any]) -> None:
       the CPU time of a 500-step pipeline's analysis was young collections): the session
       runs the collections held back afterwards, on the analysis thread, when no edit waits
       (or once :data:`GC_BACKLOG` net allocations are pending), so they are never between
-      a keystroke and its diagnostics (:meth:`Session.collect_held_back`);
+      a keystroke and its diagnostics (:meth:`Session._tidy`);
     - a shorter thread switch interval (:data:`SWITCH_INTERVAL_S`), so the message loop
       takes in a keystroke promptly while the analysis thread runs.
     """
@@ -164,7 +168,7 @@ class Session(Generic[R]):
         self._frozen = False
         #: no collection during an analysis and its publish (set by configure_gc)
         self.pause_gc = False
-        self.collections = 0  # held-back collections run (see collect_held_back)
+        self.collections = 0  # held-back collections run (see _tidy)
 
     def warm_up(self) -> None:
         """Load the default tokenizer on the analysis thread while the client connects, so
