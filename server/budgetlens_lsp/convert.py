@@ -280,15 +280,32 @@ def _jsonable(value: Any) -> Any:
     return value if _plain(value) else to_jsonable(value)
 
 
+#: Values :func:`_plain` looks at before it gives up (and the data is converted instead).
+_PLAIN_LIMIT = 1_000_000
+
+
 def _plain(value: Any) -> bool:
-    kind = type(value)
-    if kind in _SCALARS:
-        return True
-    if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v) for v in value)
-    return False
+    """Whether ``value`` is plain JSON: dicts with string keys, lists and scalars, of their
+    exact types (no subclass, tuple or enum). One loop over the values, no recursion (a
+    contract diagnostic's data has about a hundred)."""
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > _PLAIN_LIMIT:
+            return False
+        kind = type(item)
+        if kind is dict:
+            for key, inner in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append(inner)
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _SCALARS:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
