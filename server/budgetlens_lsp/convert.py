@@ -280,15 +280,32 @@ def _jsonable(value: Any) -> Any:
     return value if _plain(value) else to_jsonable(value)
 
 
+#: Values :func:`_plain` looks at before it gives up (and the data is converted instead).
+_PLAIN_LIMIT = 1_000_000
+
+
 def _plain(value: Any) -> bool:
-    kind = type(value)
-    if kind in _SCALARS:
-        return True
-    if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v) for v in value)
-    return False
+    """Whether ``value`` is plain JSON: dicts with string keys, lists and scalars, of their
+    exact types (no subclass, tuple or enum). One loop over the values, no recursion (a
+    contract diagnostic's data has about a hundred)."""
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > _PLAIN_LIMIT:
+            return False
+        kind = type(item)
+        if kind is dict:
+            for key, inner in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append(inner)
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _SCALARS:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -331,12 +348,18 @@ class DiagnosticData:
 # --- the converter ----------------------------------------------------------------------------
 
 class Converter:
-    """Converts core data to LSP types for one negotiated position encoding."""
+    """Converts core data to LSP types for one negotiated position encoding.
+
+    A converter reads each file once and keeps what it converted (line indexes, ranges): make
+    one per batch of answers, over one state of the files."""
 
     def __init__(self, encoding: str, text_of: Callable[[str], str | None]) -> None:
         self.encoding = encoding_name(encoding)
         self._text_of = text_of
         self._indexes: dict[str, LineIndex | None] = {}
+        #: converted ranges: the places many diagnostics of a batch point to (config.json's
+        #: keys, a shared prompt, a parent's settings) are converted once
+        self._ranges: dict[tuple[str, Range], types.Range] = {}
 
     def _index(self, file: str) -> LineIndex | None:
         if file not in self._indexes:
@@ -360,8 +383,12 @@ class Converter:
                               character=to_lsp_character(line, pos.character, self.encoding))
 
     def range(self, file: str, rng: Range) -> types.Range:
-        return types.Range(start=self.position(file, rng.start),
-                           end=self.position(file, rng.end))
+        key = (file, rng)
+        out = self._ranges.get(key)
+        if out is None:
+            out = self._ranges[key] = types.Range(start=self.position(file, rng.start),
+                                                  end=self.position(file, rng.end))
+        return out
 
     def location(self, loc: Location) -> types.Location:
         return types.Location(uri=uri_from_path(loc.file), range=self.range(loc.file, loc.range))

@@ -16,8 +16,10 @@ them first, so answers are never stale and the last state is never lost.
 
 Superseded work is dropped. Every edit bumps a generation counter; the snapshot an analysis
 runs on carries :meth:`Snapshot.superseded`, true once newer edits exist. The analysis may
-then stop early and answer "held" (see ``features/diagnostics.py``): the session does not
-deliver it, and the next analysis delivers everything that changed since the last delivery.
+then stop early — between two pipelines, or inside one between two steps (the index passes
+it to the core's ``check_pipeline`` as ``stop``) — and answer "held" (see
+``features/diagnostics.py``): the session does not deliver it, and the next analysis, which
+starts at once on the newest text, delivers everything that changed since the last delivery.
 So publishes arrive in version order, and the last one is the last version's; as a last
 guard, :attr:`Session.published_versions` lets the publisher drop a version older than one
 it already sent.
@@ -28,14 +30,18 @@ no changed paths, whenever no edit is pending (edits always go first). :meth:`fl
 for that background work too.
 
 Memory: the server keeps one text per open document (here) and one snapshot and one report
-per pipeline (the index); old versions are dropped as new ones arrive. :func:`configure_gc`
-(called by ``serve.py``) raises the collector's thresholds and freezes the heap once after
-the first workspace index (see its docstring).
+per pipeline (the index); old versions are dropped as new ones arrive — freed once the
+analysis that replaced them is published (a result's ``after``). :func:`configure_gc`
+(called by ``serve.py``) raises the collector's thresholds, freezes the heap once after the
+first workspace index, and keeps the collector out of analyses and their publishing (see
+its docstring).
 
 The session knows no feature: the analysis function (run on the worker thread with a
 snapshot, the changed paths and an :class:`IndexMode`) and the callback that publishes its
 result (on the loop) are given to it. A result may carry two flags, read with ``getattr``:
-``held`` (superseded, nothing to deliver) and ``more`` (background work left).
+``held`` (superseded, nothing to deliver) and ``more`` (background work left); and
+``after``, a callable run on the worker once the result is delivered and no edit waits
+(freeing what the analysis replaced, which would otherwise delay its results).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -82,26 +89,51 @@ BACKGROUND_SLICE_S = 0.25
 #: every 20,000 net allocations instead of 700, so parsing a large pipeline is not
 #: interrupted hundreds of times; the older generations as CPython's defaults.
 GC_THRESHOLDS = (20_000, 10, 10)
+#: Net allocations after which the collections held back during analyses run even while
+#: edits wait (a bound on the garbage a long typing burst can leave uncollected).
+GC_BACKLOG = 2_000_000
+#: Seconds a thread holds the GIL while another waits for it, in the server (CPython's
+#: default is 0.005): the message loop reads a keystroke within about 1 ms while the
+#: analysis thread runs, so the analysis it overtakes stops sooner.
+SWITCH_INTERVAL_S = 0.001
 
 
 def configure_gc(session: Session[Any]) -> None:
-    """Tune the cyclic garbage collector for the server process (never for the tests that
-    make sessions in process).
+    """Tune the cyclic garbage collector (and the threads' turns at the GIL) for the server
+    process (never for the tests that make sessions in process).
 
     The analysis allocates many small objects (YAML nodes, positions, steps); with the
     default thresholds the collector runs hundreds of times per analysis of a large
     pipeline and each full collection walks the whole retained heap (every report of the
-    workspace). Two measures, both here:
+    workspace). Four measures, all here:
 
     - raise the thresholds (:data:`GC_THRESHOLDS`): far fewer young collections;
     - after the first workspace index has finished, collect once and ``gc.freeze()``: the
       objects alive then (imports, the tokenizer's tables, the first reports) move to the
       permanent generation, which later collections skip. Objects there are still freed by
       reference counting when they are dropped; only a reference cycle among them would be
-      kept, and the server's reports and caches hold no such cycles.
+      kept, and the server's reports and caches hold no such cycles;
+    - no collection while an analysis runs and its results are published (about a sixth of
+      the CPU time of a 500-step pipeline's analysis was young collections): the session
+      runs the collections held back afterwards, on the analysis thread, when no edit waits
+      (or once :data:`GC_BACKLOG` net allocations are pending), so they are never between
+      a keystroke and its diagnostics (:meth:`Session._tidy`);
+    - a shorter thread switch interval (:data:`SWITCH_INTERVAL_S`), so the message loop
+      takes in a keystroke promptly while the analysis thread runs.
     """
     gc.set_threshold(*GC_THRESHOLDS)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     session.freeze_after_index = True
+    session.pause_gc = True
+
+
+def _collect_held_back() -> None:
+    """The collections the collector would have run meanwhile: the oldest generation whose
+    count is over its threshold, with the younger ones."""
+    counts, limits = gc.get_count(), gc.get_threshold()
+    generation = 2 if counts[2] > limits[2] else 1 if counts[1] > limits[1] else 0
+    if generation or counts[0] > limits[0]:
+        gc.collect(generation)
 
 
 def _freeze_heap() -> None:
@@ -134,6 +166,9 @@ class Session(Generic[R]):
         self.analyses = 0  # analyses run (each on the newest text when it started)
         self.freeze_after_index = False  # set by configure_gc
         self._frozen = False
+        #: no collection during an analysis and its publish (set by configure_gc)
+        self.pause_gc = False
+        self.collections = 0  # held-back collections run (see _tidy)
 
     def warm_up(self) -> None:
         """Load the default tokenizer on the analysis thread while the client connects, so
@@ -245,33 +280,62 @@ class Session(Generic[R]):
     async def _analyze_pending(self) -> None:
         """Analyse until nothing is pending: the edits first (all of them at once, on the
         newest text), then any background work the last analysis left."""
-        while self._pending():
-            if self._mode is not None:
-                changed, mode = self._dirty, self._mode
-                self._dirty, self._mode = set(), None
-            else:  # no edit pending: go on with the background work
-                changed, mode = set(), IndexMode.INCREMENTAL
-            background = mode is not IndexMode.INCREMENTAL or not changed
-            self._more = False
-            snapshot = self.snapshot()
-            progress = self.progress_hook() if self.progress_hook and background else None
-            self.analyses += 1
-            log.info("analysis %d: %d changed path(s), mode %s, versions %s", self.analyses,
-                     len(changed), mode.value, snapshot.versions)
+        paused = self.pause_gc and gc.isenabled()
+        if paused:  # see configure_gc: the collections run between analyses, not in them
+            gc.disable()
+        try:
+            while self._pending():
+                after = await self._analyze_next()
+                await self._tidy(after, paused)
+        finally:
+            if paused:
+                gc.enable()
+
+    async def _analyze_next(self) -> Callable[[], None] | None:
+        """One analysis of what is pending, and the delivery of its results; the work its
+        result left for after (``after``)."""
+        if self._mode is not None:
+            changed, mode = self._dirty, self._mode
+            self._dirty, self._mode = set(), None
+        else:  # no edit pending: go on with the background work
+            changed, mode = set(), IndexMode.INCREMENTAL
+        background = mode is not IndexMode.INCREMENTAL or not changed
+        self._more = False
+        snapshot = self.snapshot()
+        progress = self.progress_hook() if self.progress_hook and background else None
+        self.analyses += 1
+        log.info("analysis %d: %d changed path(s), mode %s, versions %s", self.analyses,
+                 len(changed), mode.value, snapshot.versions)
+        try:
+            results = await self.run(self._analyze, snapshot, frozenset(changed), mode,
+                                     progress)
+        except Exception:
+            log.exception("analysis failed for %d changed file(s)", len(changed))
+            return None
+        self._more = getattr(results, "more", False) is True
+        after = getattr(results, "after", None)
+        # superseded (held): the next analysis delivers
+        if getattr(results, "held", False) is not True and self.on_results is not None:
             try:
-                results = await self.run(self._analyze, snapshot, frozenset(changed), mode,
-                                         progress)
+                await self.on_results(results)
             except Exception:
-                log.exception("analysis failed for %d changed file(s)", len(changed))
-                continue
-            self._more = getattr(results, "more", False) is True
-            # superseded (held): the next analysis delivers
-            if getattr(results, "held", False) is not True and self.on_results is not None:
-                try:
-                    await self.on_results(results)
-                except Exception:
-                    log.exception("publishing analysis results failed")
-            await self._after_analysis(background)  # after the publish: it never waits on it
+                log.exception("publishing analysis results failed")
+        await self._after_analysis(background)  # after the publish: it never waits on it
+        return after if callable(after) else None
+
+    async def _tidy(self, after: Callable[[], None] | None, paused: bool) -> None:
+        """After an analysis was delivered (or held), on the analysis thread: the work its
+        result left for after, and (``paused``) the collections it held back; unless an
+        edit waits (the next analysis goes first) and, for the collections, less than
+        :data:`GC_BACKLOG` net allocations are pending."""
+        try:
+            if self._mode is None and after is not None:
+                await self.run(after)
+            if paused and (self._mode is None or gc.get_count()[0] >= GC_BACKLOG):
+                self.collections += 1
+                await self.run(_collect_held_back)
+        except Exception:  # never stops the analyses
+            log.exception("tidying up after an analysis failed")
 
     async def _after_analysis(self, background: bool) -> None:
         """Once, when the first workspace index is complete and no edit waits: freeze the

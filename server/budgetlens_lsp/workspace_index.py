@@ -17,8 +17,12 @@ the rest. With a snapshot that asks for it
 is checked by later updates with nothing changed, a slice of at most that many seconds at a
 time, and the update says so (``Changes.more``). Any check loop stops between two pipelines
 once ``Snapshot.superseded()`` is true (newer edits wait): urgent pipelines not reached are
-carried into the next update's urgent set, the backlog waits. Without a slice (tests, a
-direct caller) an update checks everything at once, as before.
+carried into the next update's urgent set, the backlog waits; and the check of one pipeline
+is abandoned midway when ``superseded()`` turns true while it runs (the core asks between
+steps: ``check_pipeline(stop=...)``), so a large pipeline does not finish a check of text
+already replaced. Such an update is superseded, so it is held, never published (see
+``features/diagnostics.py``). Without a slice (tests, a direct caller) an update checks
+everything at once, as before.
 
 Silence means "checked and fine", never "could not check": when checking a pipeline or
 analysing a JSON buffer raises, the file is recorded in :attr:`WorkspaceIndex.failures`
@@ -46,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import check_pipeline
+from budgetlens.contract.check import CheckStopped, check_pipeline
 from budgetlens.contract.discovery import find_pipelines, project_root
 from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
@@ -204,6 +208,10 @@ class WorkspaceIndex:
         self._round: set[str] = set()  # pipelines of the running whole re-check left to check
         self._round_total = 0
         self._sources: dict[str | None, FileSource] = {}  # one per root, for one update
+        #: the project root of each folder of pipelines, for one update (as ``_sources``)
+        self._project_roots: dict[str, str | None] = {}
+        #: what updates replaced (reports, diagnostics shown), freed by :meth:`release`
+        self.retired: list[object] = []
 
     # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:
@@ -235,7 +243,13 @@ class WorkspaceIndex:
         ``budgetlens check`` would use (``discovery.project_root``); the folder itself when
         the settings name a config.json."""
         root = self.root_for(path)
-        return root if self.snapshot.settings.config_path else project_root(path, root)
+        if self.snapshot.settings.config_path or root is None:
+            return root
+        folder = os.path.dirname(path)
+        key = f"{root}\0{folder}"
+        if key not in self._project_roots:  # looked up once per folder and update
+            self._project_roots[key] = project_root(path, root)
+        return self._project_roots[key]
 
     def files_for(self, path: str) -> FileSource:
         """The files a check of ``path`` reads: its project root's, with the open buffers over
@@ -310,6 +324,7 @@ class WorkspaceIndex:
             changes = self._update(snapshot, changed, mode, progress)
         except Exception as exc:
             self._sources.clear()
+            self._project_roots.clear()
             log.exception("analysis failed for %d changed file(s)", len(changed))
             self.snapshot = snapshot
             return Changes(republish=self.analysis_failed(changed, exc), failed=True)
@@ -327,12 +342,20 @@ class WorkspaceIndex:
             self._fail(path, Stage.ANALYSIS, exc)
         return failed
 
+    def release(self) -> None:
+        """Free what the last updates replaced. Freeing a large pipeline's report takes a
+        few milliseconds, so the session does it once the results are out (and the next
+        update does it first, if the session did not)."""
+        self.retired.clear()
+
     def _update(self, snapshot: Snapshot, changed: frozenset[str], mode: IndexMode,
                 progress: ProgressHook | None) -> Changes:
+        self.release()
         old_overlay = self.snapshot.overlay
         self._drop_failures(Stage.ANALYSIS)  # shown until the next analysis
         self.snapshot = snapshot
         self._sources = {}
+        self._project_roots = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
         self._track_pipelines(mode, closed)
@@ -341,6 +364,7 @@ class WorkspaceIndex:
         urgent = self._plan(affected, changed, mode)
         checked = self._run_checks(urgent, progress)
         self._sources = {}  # per update: no file facts kept across updates
+        self._project_roots = {}
         json_changed = set(changed) | closed
         if mode is IndexMode.FULL:  # the marker, budget or the toggle may have changed
             json_changed |= {p for p in snapshot.overlay if snapshot.is_json(p)}
@@ -455,15 +479,21 @@ class WorkspaceIndex:
     def _check(self, paths: list[str], progress: ProgressHook | None,
                stop: Callable[[], bool]) -> list[str]:
         """Check ``paths`` in order until ``stop()`` holds (asked before each one but the
-        first); the ones checked."""
+        first); the ones checked. A check that a newer edit overtakes
+        (``Snapshot.superseded``, asked by the core between steps) is abandoned midway: it
+        and the rest are not checked, and nothing of it is kept."""
         done: list[str] = []
+        superseded = self.snapshot.superseded
         for path in paths:
             if done and stop():
                 break
             try:
                 _test_fault("check")
                 report = check_pipeline(path, files=self.files_for(path),
-                                        options=self.options_for(path), cache=self.cache)
+                                        options=self.options_for(path), cache=self.cache,
+                                        stop=None if superseded is never else superseded)
+            except CheckStopped:
+                break  # superseded: the next update checks it on the newer text
             except Exception as exc:  # the core never raises for bad input: a real bug
                 log.exception("checking %s failed", path)
                 self._forget(path)  # no stale report, lens or hover
@@ -502,6 +532,7 @@ class WorkspaceIndex:
     def _forget(self, path: str) -> None:
         old = self.reports.pop(path, None)
         if old is not None:
+            self.retired.append(old)
             for dep in old.inputs:
                 self.dependents.get(norm(dep), set()).discard(path)
 

@@ -54,3 +54,50 @@ def test_a_budget_diagnostic_with_no_or_foreign_data_gets_no_quick_fix() -> None
         diag = types.Diagnostic(range=rng, message="over", code="BL050", source="budgetlens",
                                 data=data)
         assert quick_fixes(index, "/nowhere/p.yaml", diag, ctx) == []
+
+
+def _reference_plain(value: object) -> bool:
+    """Plain JSON, by the definition: exact dicts with exact str keys, exact lists, exact
+    scalars (a recursive reference, independent of the server's loop)."""
+    if type(value) in (str, int, float, bool, type(None)):
+        return True
+    if type(value) is dict:
+        return all(type(k) is str and _reference_plain(v) for k, v in value.items())
+    if type(value) is list:
+        return all(_reference_plain(v) for v in value)
+    return False
+
+
+class _Text(str):
+    pass
+
+
+def test_plain_core_data_is_sent_as_it_is_and_anything_else_converted() -> None:
+    from enum import Enum
+
+    from budgetlens_lsp.convert import _plain
+
+    class Stage(str, Enum):
+        CHECK = "check"
+
+    budget = {"budget": {"total": 9000, "window": 8192, "fits": False, "ratio": 1.1},
+              "terms": {"context": {"value": 3000, "location": {"file": "/w/p.yaml",
+                                                                "range": [[1, 2], [1, 6]]}},
+                        "output": {"value": 512, "location": None}},
+              "step_index": 3, "defined_in": "/w/p.yaml", "tags": ["a", ["b", {"c": []}]]}
+    cases: list[object] = [
+        budget, {}, [], "x", 1, 1.5, True, None, [[[[{"a": [1, {"b": None}]}]]]],
+        {"stage": Stage.CHECK}, {"range": Range.at(0, 0)}, {"t": (1, 2)}, {1: "a"},
+        {"a": [1, {2: 3}]}, {"a": [1, {"b": {"c": (4,)}}]}, {"s": _Text("x")},
+        {"deep": {"deeper": [{"deepest": [{"x": Severity.ERROR}]}]}}, {"set": {1}}]
+    for value in cases:
+        assert _plain(value) is _reference_plain(value), value
+    # plain data goes out as it is (not copied); the rest through to_jsonable
+    diag = Diagnostic("/w/p.yaml", Range.at(0, 0), Severity.ERROR, "BL050", "over",
+                      data=budget)
+    lsp = Converter("utf-16", lambda _: "").diagnostic(diag)
+    assert lsp.data is not None and lsp.data["core"] is budget
+    odd = Diagnostic("/w/p.yaml", Range.at(0, 0), Severity.ERROR, "BL009", "failed",
+                     data={"stage": Stage.CHECK, "where": (1, 2)})
+    assert Converter("utf-16", lambda _: "").diagnostic(odd).data["core"] == {
+        "stage": "check", "where": [1, 2]}

@@ -31,7 +31,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import attrs
@@ -216,13 +216,16 @@ class Results:
 
 
 class Batch(list[types.PublishDiagnosticsParams]):
-    """The session's result: the pushes of one analysis, with the flags it reads."""
+    """The session's result: the pushes of one analysis, with the flags it reads, and
+    ``after``: work that waits until the pushes are out (freeing what the analysis
+    replaced)."""
 
     def __init__(self, items: list[types.PublishDiagnosticsParams], *, more: bool = False,
-                 held: bool = False) -> None:
+                 held: bool = False, after: Callable[[], None] | None = None) -> None:
         super().__init__(items)
         self.more = more
         self.held = held
+        self.after = after
 
 
 def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
@@ -275,6 +278,7 @@ def _refresh(analysis: Analysis, always: tuple[str, ...]) -> dict[str, list[Diag
         new = current.get(path, [])
         if new != analysis.shown.get(path, []):
             changed[path] = new
+    analysis.index.retired.append(analysis.shown)  # freed once the pushes are out
     analysis.shown = {p: d for p, d in current.items() if d}
     return changed
 
@@ -283,9 +287,11 @@ def analyze(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str], mod
             progress: ProgressHook | None) -> Batch:
     """The session's analysis function: :func:`update`, in LSP form."""
     results = update(analysis, snapshot, changed, mode, progress)
+    release = analysis.index.release
     if results.held:
-        return Batch([], more=results.more, held=True)
-    return Batch(publish_params(analysis.index, results.publish), more=results.more)
+        return Batch([], more=results.more, held=True, after=release)
+    return Batch(publish_params(analysis.index, results.publish), more=results.more,
+                 after=release)
 
 
 # --- delivery (on the loop) ----------------------------------------------------------------------

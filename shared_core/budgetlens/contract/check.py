@@ -37,7 +37,7 @@ read, for the few places a report shows, not for every term of every step.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,18 @@ from budgetlens.tokens.core import (
 from budgetlens.tokens.families import is_exact
 from budgetlens.yamldoc.parse import YamlPath
 from budgetlens.yamldoc.scalar import string_range
+
+
+class CheckStopped(Exception):
+    """``check_pipeline``'s ``stop()`` turned true: the check was abandoned midway (the
+    cache holds nothing of it but whole parsed files)."""
+
+
+def _poll(stop: Callable[[], bool] | None) -> None:
+    """Raise :class:`CheckStopped` when ``stop()`` holds (asked before each file of the
+    extends chain is loaded and before each step is planned or checked)."""
+    if stop is not None and stop():
+        raise CheckStopped
 
 
 # ------------------------------------------------------------------ terms from settings
@@ -349,11 +361,13 @@ class _Planner:
 
     def __init__(self, pipeline: str, files: RunFiles, options: CheckOptions,
                  environ: Mapping[str, str], cache: BudgetCache,
-                 previous: _Plan | None = None) -> None:
+                 previous: _Plan | None = None,
+                 stop: Callable[[], bool] | None = None) -> None:
         self.pipe = pipeline
         #: the plan of an earlier version of the pipeline (or None): its steps that are the
         #: same are taken over (``_Reuse``)
         self.previous = previous
+        self.stop = stop
         self.run_files = files
         self.files = RecordingFiles(files)
         self.options = options
@@ -387,6 +401,7 @@ class _Planner:
         return out
 
     def load_file(self, path: str) -> PipelineFile:
+        _poll(self.stop)
         return self.cache.parsed("pipeline", path, self.files,
                                  lambda: read_pipeline(path, self.files))
 
@@ -496,6 +511,7 @@ class _Planner:
 
     # ------------------------------------------------------------------------ one step
     def step_plan(self, at: _At, shared: _Shared) -> _StepPlan:
+        _poll(self.stop)
         own = self.step_model(at, shared)
         prompt_file, prompt, key_location = self.prompt_term(at, shared)
         before = self.take()
@@ -666,8 +682,9 @@ class _Checker:
     up every step, computes the clamp and reports the contract."""
 
     def __init__(self, pipeline: str, plan: _Plan, files: RunFiles, options: CheckOptions,
-                 cache: BudgetCache) -> None:
+                 cache: BudgetCache, stop: Callable[[], bool] | None = None) -> None:
         self.pipe = pipeline
+        self.stop = stop
         self.plan = plan
         self.run_files = files
         self.files = RecordingFiles(files)
@@ -761,6 +778,7 @@ class _Checker:
     # long-function: one step's arithmetic, read top to bottom (the step model's limits first)
     def step_budget(self, sp: _StepPlan, template: Term, shared: _Shared,
                     counter: TokenCounter) -> StepBudget:
+        _poll(self.stop)
         own = sp.own
         if own is not None:
             shared = replace(shared, window=own.window or shared.window, ceiling=own.ceiling)
@@ -916,7 +934,8 @@ def _clamp_text(index: int, clamp: ClampValues) -> str:
 
 def check_pipeline(path: Path | str, *, files: FileSource | None = None,
                    options: CheckOptions | None = None,
-                   cache: BudgetCache | None = None) -> PipelineReport:
+                   cache: BudgetCache | None = None,
+                   stop: Callable[[], bool] | None = None) -> PipelineReport:
     """Check one pipeline file against the budget contract.
 
     Reads through ``files`` (default ``DiskFiles()``: the files on disk; ``OverlayFiles``
@@ -928,6 +947,11 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     fingerprint). Every file is fingerprinted and resolved at most once per call; a caller
     checking many pipelines against one unchanging state of the files may pass one
     ``RunFiles`` for all of them.
+
+    ``stop`` (a caller whose result may go stale, as the language server while the user
+    types) is asked before each file of the extends chain is loaded and before each step is
+    planned or checked; once it returns true the check raises :class:`CheckStopped`, and
+    nothing of it is stored in ``cache`` (but whole parsed files).
     """
     base = files if files is not None else DiskFiles()
     run_files = base if isinstance(base, RunFiles) else RunFiles(base)
@@ -942,12 +966,14 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
         return cached
     structure_key = ("structure", pipe, options_key)
     plan = cache.structure(structure_key, run_files)
+    planned = not isinstance(plan, _Plan)
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
         plan = _Planner(pipe, run_files, options, environ, cache,
-                        previous if isinstance(previous, _Plan) else None).plan()
-        cache.store_structure(structure_key, plan.deps, plan)
-    checker = _Checker(pipe, plan, run_files, options, cache)
+                        previous if isinstance(previous, _Plan) else None, stop).plan()
+    checker = _Checker(pipe, plan, run_files, options, cache, stop)
     report = checker.run()
+    if planned:  # stored only with its report: a stopped check leaves no structure
+        cache.store_structure(structure_key, plan.deps, plan)
     cache.store_report(key, {**plan.deps, **checker.files.seen}, report)
     return report
