@@ -141,7 +141,9 @@ async def test_a_check_overtaken_mid_pipeline_is_abandoned_and_never_published(
     assert [r.polls for r in abandoned] == [PAUSE_AT] * KEYSTROKES
     assert all(r.polls < STEPS for r in abandoned)
     finished = [r for r in burst if not r.stopped]
-    assert len(finished) == 1 and finished[0].polls >= 2 * STEPS  # the last version's
+    # the last version's, to its end: its checking polls every step (its planning may take
+    # over the unchanged steps of the last finished plan, and poll only the others)
+    assert len(finished) == 1 and finished[0].polls >= STEPS
     assert held == [False] + [True] * KEYSTROKES + [False]
     assert delivered == sorted(delivered) and delivered[-1] == last
     assert delivered == [1, last]
