@@ -16,8 +16,11 @@ is not used: the figures are wall times of the whole statement). Printed:
   framework's imports (``lsprotocol.types``, ``pygls``: what the bare pygls floor pays too),
   budgetlens's own imports (and by group: budgetlens's subpackages, pydantic, PyYAML...,
   from ``-X importtime``, fastest run),
-  building the server, the default tokenizer (reading its ranks, then the encoding) and the
-  first and second check of the example's over-budget pipeline.
+  building the server, preparing the default tokenizer as ``Session.warm_up`` does (its kept
+  counts; its encoding when none are kept) and the first and second check of the example's
+  over-budget pipeline; for a warm start (a private cache folder filled by an untimed start)
+  and for one without the persistent count cache, with the number of encodings built before
+  the first diagnostics.
 
     .venv/bin/python bench/bench_models.py --startup [--runs 5]
 """
@@ -25,6 +28,7 @@ is not used: the figures are wall times of the whole statement). Printed:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import statistics
@@ -75,28 +79,23 @@ mark()
 server = budgetlens_lsp.server.BudgetLensServer()
 mark()
 gc.freeze(); gc.enable()
-from budgetlens.tokens import core
-meta = __import__("json").loads((core._DATA / "encodings.json").read_text())["encodings"]
-ranks = core._read_ranks(core._DATA / meta[core.DEFAULT_TOKENIZER]["file"],
-                         meta[core.DEFAULT_TOKENIZER]["sha256"])
-mark()
-import tiktoken
-mark()
-core._read_ranks = lambda path, digest: ranks  # read once, above
-core.get_tokenizer(core.DEFAULT_TOKENIZER)
+from budgetlens.tokens import core, counts
+tokenizer = core.get_tokenizer(core.DEFAULT_TOKENIZER)
+tokenizer.prepare()  # what Session.warm_up does: kept counts, else the encoding
 mark()
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
 cache = BudgetCache()
 check_pipeline("pipelines/long_report.yaml", cache=cache)
 mark()
+built = core.encodings_built
 check_pipeline("pipelines/long_report.yaml", cache=BudgetCache())
 mark()
-print(" ".join(f"{(b - a) * 1000:.2f}" for a, b in zip(marks, marks[1:])))
+counts.flush()  # as the server does after its first diagnostics
+print(" ".join(f"{(b - a) * 1000:.2f}" for a, b in zip(marks, marks[1:])), built)
 """
 PHASES = ("lsprotocol.types + pygls (the floor's imports)", "budgetlens's imports",
-          "BudgetLensServer()", "default tokenizer: read its ranks",
-          "default tokenizer: import tiktoken", "default tokenizer: build the encoding",
+          "BudgetLensServer()", "default tokenizer (warm_up: kept counts, or the encoding)",
           "first check of the example pipeline", "a second check (fresh BudgetCache)")
 
 
@@ -139,22 +138,50 @@ def _imports_by_group(root: Path, runs: int) -> list[tuple[str, float]]:
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
+def _startup_runs(root: Path, runs: int, env: dict[str, str], counts_dir: Path | None
+                  ) -> tuple[list[list[float]], list[int]]:
+    """``runs`` fresh interpreters' phases, and the encodings each built before its first
+    diagnostics; ``counts_dir`` (the count cache) is removed before each run when given."""
+    phases: list[list[float]] = []
+    built: list[int] = []
+    for _ in range(runs):
+        if counts_dir is not None:
+            shutil.rmtree(counts_dir, ignore_errors=True)
+        out = subprocess.run([sys.executable, "-c", STARTUP_PHASES], check=True,
+                             capture_output=True, text=True, cwd=root, env=env).stdout
+        *values, count = out.split()
+        phases.append([float(x) for x in values])
+        built.append(int(count))
+    return phases, built
+
+
+def _print_phases(title: str, phases: list[list[float]], built: list[int]) -> None:
+    print(title)
+    for i, label in enumerate(PHASES):
+        print(f"  {label:<60} {statistics.median(p[i] for p in phases):8.1f} ms")
+    own = [sum(p[1:5]) for p in phases]
+    label = "budgetlens's share (imports to first check)"
+    print(f"  {label:<60} {statistics.median(own):8.1f} ms")
+    print(f"  encodings built before the first diagnostics: {sorted(set(built))}")
+
+
 def startup(runs: int) -> None:
-    """Print where the server's start goes (see the module docstring)."""
+    """Print where the server's start goes (see the module docstring): a warm start (the
+    per-user caches filled by an untimed start before) and one without the count cache."""
     with tempfile.TemporaryDirectory(prefix="budgetlens-bench-startup-") as work:
         root = Path(work) / "example"
         shutil.copytree(EXAMPLES, root)
-        phases: list[list[float]] = []
-        for _ in range(runs):
-            out = subprocess.run([sys.executable, "-c", STARTUP_PHASES], check=True,
-                                 capture_output=True, text=True, cwd=root).stdout
-            phases.append([float(x) for x in out.split()])
-        print(f"server start, CPU ms, median of {runs} fresh interpreters:")
-        for i, label in enumerate(PHASES):
-            print(f"  {label:<56} {statistics.median(p[i] for p in phases):8.1f} ms")
-        own = [sum(p[1:7]) for p in phases]
-        label = "budgetlens's share (imports to first check)"
-        print(f"  {label:<56} {statistics.median(own):8.1f} ms")
+        env = {**os.environ, "XDG_CACHE_HOME": str(Path(work) / "cache")}
+        env.pop("BUDGETLENS_NO_CACHE", None)
+        env.pop("BUDGETLENS_RANK_CACHE", None)
+        _startup_runs(root, 1, env, None)  # untimed: fills the rank and count caches
+        phases, built = _startup_runs(root, runs, env, None)
+        _print_phases(f"server start, warm (caches filled), CPU ms, median of {runs} fresh"
+                      " interpreters:", phases, built)
+        phases, built = _startup_runs(root, runs, env, Path(work) / "cache" / "budgetlens"
+                                      / "counts")
+        _print_phases("server start, no count cache (rank cache filled), CPU ms, median of"
+                      f" {runs}:", phases, built)
         groups = _imports_by_group(root, runs)
         print(f"  budgetlens's imports by group (own ms, -X importtime, fastest of {runs};"
               f" {sum(ms for _, ms in groups):.1f} ms in all):")

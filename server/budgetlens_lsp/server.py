@@ -10,15 +10,21 @@ thread, so the message loop stays free.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import logging
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from budgetlens.tokens import core as tokens_core
+from budgetlens.tokens import counts as token_counts
+from budgetlens.tokens.core import DEFAULT_TOKENIZER, get_tokenizer
 from budgetlens_lsp import __version__
 from budgetlens_lsp.features import (
     actions,
@@ -46,24 +52,83 @@ class BudgetLensServer(LanguageServer):
         self.ctx = ServerContext(self, Session(functools.partial(diagnostics.analyze, analysis)),
                                  analysis)
         self.ctx.session.on_results = self.published
+        self._first_published = False
+        self._counts_saved = 0.0  # time.monotonic() of the last write of the count cache
+        self._tasks: set[asyncio.Future[None]] = set()
 
     async def published(self, results: list[types.PublishDiagnosticsParams]) -> None:
-        """After each analysis (on the loop): the features that show its results."""
+        """After each analysis (on the loop): the features that show its results; then,
+        off the critical path, the persistent count cache's upkeep."""
         diagnostics.publish(self.ctx, results)
         lenses.refresh(self.ctx)
+        now = time.monotonic()
+        if not self._first_published:
+            self._first_published = True
+            self._counts_saved = now
+            log.info("first diagnostics published; tokenizer encodings built: %d",
+                     tokens_core.encodings_built)
+            self._upkeep(after_first_publish)
+        elif now - self._counts_saved >= SAVE_COUNTS_EVERY_S and token_counts.pending():
+            self._counts_saved = now
+            self._upkeep(save_counts)
+
+    def _upkeep(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the analysis thread after what is queued, without waiting for it."""
+        async def run() -> None:
+            # RuntimeError: the session is shut down (exit writes the counts)
+            with contextlib.suppress(RuntimeError):
+                await self.ctx.session.run(fn)
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
         """pygls's stdio loop; after ``exit`` the process ends with the code LSP
         prescribes (0 after ``shutdown``, 1 without: ``protocol.BudgetLensProtocol``)."""
-        super().start_io(stdin, stdout)
+        try:
+            super().start_io(stdin, stdout)
+        finally:
+            save_counts()  # the counts added since the last write
         code = self.protocol.exit_code if isinstance(self.protocol, BudgetLensProtocol) \
             else None
         if code is not None:
             sys.exit(code)
 
+    def start_tcp(self, host: str, port: int) -> None:
+        try:
+            super().start_tcp(host, port)
+        finally:
+            save_counts()
+
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Out-of-band errors are logged, never a popup on every keystroke.
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+
+#: Seconds between two writes of the persistent count cache while counts are added (so a
+#: crash loses little); it is also written after the first diagnostics and at exit.
+SAVE_COUNTS_EVERY_S = 30.0
+
+
+def save_counts() -> None:
+    """Write the new counts of the persistent count cache (never raises)."""
+    try:
+        token_counts.flush()
+    except Exception:
+        log.exception("writing the token count cache failed")
+
+
+def after_first_publish() -> None:
+    """On the analysis thread, once the first diagnostics are out: build the default
+    encoding if a warm start did without it (so the first keystroke that needs it does not
+    pay for it), and write the counts the first check added."""
+    try:
+        tokenizer = get_tokenizer(DEFAULT_TOKENIZER)
+        if isinstance(tokenizer, tokens_core.TiktokenTokenizer):
+            tokenizer.encode("")
+    except Exception:  # a broken install shows up in the check's diagnostics
+        log.exception("loading the default tokenizer failed")
+    save_counts()
 
 
 def _guard(fn: Callable[[ServerContext, Any], None], ctx: ServerContext

@@ -58,7 +58,7 @@ from typing import Any, Generic, TypeVar
 from lsprotocol import types
 
 from budgetlens import get_tokenizer
-from budgetlens.tokens.core import DEFAULT_TOKENIZER
+from budgetlens.tokens.core import DEFAULT_TOKENIZER, TiktokenTokenizer
 from budgetlens_lsp.convert import UTF16, apply_changes, path_from_uri
 from budgetlens_lsp.settings import Settings
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot, norm
@@ -171,11 +171,16 @@ class Session(Generic[R]):
         self.collections = 0  # held-back collections run (see _tidy)
 
     def warm_up(self) -> None:
-        """Load the default tokenizer on the analysis thread while the client connects, so
-        the first check does not pay for it."""
+        """Prepare the default tokenizer on the analysis thread while the client connects:
+        read its kept counts (the persistent count cache, ``tokens.counts``) and, when it has
+        none (a first start), build its encoding, so the first check does not pay for it. On
+        a warm start the encoding is built only after the first diagnostics (the server's
+        ``after_first_publish``)."""
         def load() -> None:
             try:
-                get_tokenizer(DEFAULT_TOKENIZER)
+                tokenizer = get_tokenizer(DEFAULT_TOKENIZER)
+                if isinstance(tokenizer, TiktokenTokenizer):
+                    tokenizer.prepare()
             except Exception:  # a broken install shows up in the first check's diagnostics
                 log.exception("loading the default tokenizer failed")
         self._executor.submit(load)

@@ -24,6 +24,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import marshal
 import os
 import sys
@@ -33,15 +34,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from budgetlens.files import content_hash
+from budgetlens.tokens.counts import CountStore, store_for, text_digest, user_cache_dir
 from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
 from budgetlens.tokens.families import FAMILIES, FamilyTokenizer, family_for_model, load_family
 
 DEFAULT_TOKENIZER = "cl100k_base"
 SHIPPED_ENCODINGS = ("cl100k_base", "o200k_base")
 _DATA = Path(__file__).resolve().parent / "encodings"
+log = logging.getLogger(__name__)
 
 
 class Tokenizer(Protocol):
@@ -55,16 +58,65 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
-@dataclass(frozen=True)
 class TiktokenTokenizer:
-    name: str
-    _encoding: object  # tiktoken.Encoding; typed loosely so mypy needs no stubs for it
+    """A tiktoken encoding, built on first use: ``count`` answers from the persistent count
+    cache (``tokens.counts``) when the text was counted before, so a start whose prompts were
+    all counted before never builds it; ``encode`` (and a new text's count) builds it."""
+
+    def __init__(self, name: str, encoding: object | None = None, *,
+                 build: Callable[[], object] | None = None,
+                 counts: CountStore | None = None) -> None:
+        if encoding is None and build is None:
+            raise TypeError("TiktokenTokenizer needs an encoding or a function building one")
+        self.name = name
+        self._built = encoding
+        self._build = build
+        self._counts = counts
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer({self.name!r})"
+
+    @property
+    def loaded(self) -> bool:
+        """The encoding is built."""
+        return self._built is not None
+
+    @property
+    def _encoding(self) -> object:  # tiktoken.Encoding; typed loosely so mypy needs no stubs
+        built = self._built
+        if built is None:
+            with self._lock:
+                if self._built is None:
+                    assert self._build is not None
+                    self._built = self._build()
+                built = self._built
+        return built
 
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)  # type: ignore[attr-defined, no-any-return]
 
     def count(self, text: str) -> int:
-        return len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+        store = self._counts
+        if store is None:
+            return len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+        key = text_digest(text)
+        n = store.get(key)
+        if n is None:
+            n = len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+            store.put(key, n)
+        return n
+
+    def prepare(self) -> None:
+        """Read the kept counts now, not at the first count; build the encoding unless some
+        are kept (a first start counts, so it needs the encoding at once: a warm one may
+        not). The server's ``warm_up`` calls it on its analysis thread."""
+        store = self._counts
+        if store is not None:
+            store.load()
+            if len(store):
+                return
+        self._encoding  # noqa: B018 - builds it
 
 
 @dataclass(frozen=True)
@@ -101,13 +153,7 @@ def rank_cache_dir() -> Path | None:
     """Where parsed rank tables are kept, or None when that is turned off or unknown."""
     if os.environ.get(RANK_CACHE_ENV, "") == "0":
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    if not os.path.isabs(base):
-        home = os.path.expanduser("~")
-        if home == "~" or not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / "budgetlens"
+    return user_cache_dir()
 
 
 def _rank_cache_file(name: str, digest: str) -> Path | None:
@@ -183,21 +229,48 @@ def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
 
 
 _LOAD_LOCK = threading.Lock()
+#: Encodings built in this process (a debug hook: the server logs it with its first
+#: diagnostics, tests read it).
+encodings_built = 0
 
 
-@cache
-def _load_encoding(name: str) -> TiktokenTokenizer:
-    # Loaded encodings are immutable; this per-process memo is what tiktoken does too.
+def _build_encoding(name: str, meta: dict[str, Any]) -> object:
     # Lazy import for start-up speed: tiktoken (and its regex engine) loads with the first
     # encoding, not with budgetlens (an editor's first diagnostics, `budgetlens --help`).
+    global encodings_built
     import tiktoken
 
-    meta = json.loads((_DATA / "encodings.json").read_text("utf-8"))["encodings"][name]
     with _LOAD_LOCK:
         ranks = _read_ranks(_DATA / meta["file"], meta["sha256"])
         encoding = tiktoken.Encoding(name=name, pat_str=meta["pat_str"], mergeable_ranks=ranks,
                                      special_tokens=meta["special_tokens"])
-    return TiktokenTokenizer(name, encoding)
+        encodings_built += 1
+    log.info("tokenizer %s: encoding built (%d ranks)", name, len(ranks))
+    return encoding
+
+
+def _identity(name: str, meta: dict[str, Any]) -> str:
+    """What decides a count of a shipped encoding, as a hex digest: its name, rank file
+    (by sha256), split pattern and special tokens, and the tiktoken version."""
+    import tiktoken  # cheap (~2 ms): the package, not its regex engine or a vocabulary
+
+    ident = json.dumps({"encoding": name, "meta": meta,
+                        "tiktoken": getattr(tiktoken, "__version__", "?")}, sort_keys=True)
+    return hashlib.sha256(ident.encode("utf-8")).hexdigest()
+
+
+@cache
+def _encodings_meta() -> dict[str, Any]:
+    return json.loads((_DATA / "encodings.json").read_text("utf-8"))["encodings"]  # type: ignore[no-any-return]
+
+
+@cache
+def _load_encoding(name: str) -> TiktokenTokenizer:
+    # Loaded encodings are immutable; this per-process memo is what tiktoken does too. The
+    # encoding itself is built on first use (see TiktokenTokenizer).
+    meta = _encodings_meta()[name]
+    return TiktokenTokenizer(name, build=lambda: _build_encoding(name, meta),
+                             counts=store_for(name, _identity(name, meta)))
 
 
 def _encoding_for_model(model: str) -> str | None:
@@ -257,7 +330,8 @@ def _family_tokenizer(name: str) -> Tokenizer:
     if approximates is None:
         return load_family(name)
     # An approximate family counts with a shipped encoding and says so (exact=False: ≈).
-    return FamilyTokenizer(name, False, _load_encoding(approximates).encode)
+    encoding = _load_encoding(approximates)
+    return FamilyTokenizer(name, False, encoding.encode, encoding.count)
 
 
 TokenizerLike: TypeAlias = "str | Tokenizer | TokenCounter | Callable[[str], int]"
