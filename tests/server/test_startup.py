@@ -8,7 +8,9 @@
 - ``serve`` loads with the cyclic collector off and freezes what it loaded;
 - the heap is frozen after the analysis's results are delivered, not before;
 - documents opened before the workspace index are analysed and delivered before the whole
-  re-check starts.
+  re-check starts;
+- a warm start (the prompts counted before, in the persistent count cache) publishes its
+  first diagnostics without building the tokenizer's encoding.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -170,3 +173,66 @@ async def test_documents_opened_before_the_index_are_delivered_before_the_whole_
     session.shutdown()
     assert events == ["analyse incremental ['file:///w/pipelines/a.yaml']", "deliver",
                       "analyse full ['file:///w/pipelines/a.yaml']", "deliver"]
+
+
+async def _start_and_publish(root: Path, cache: Path, log: Path) -> list[str]:
+    """A real server over stdio (``serve``, log level info into ``log``) with ``cache`` as
+    its per-user cache folder: open the example's over-budget pipeline, wait for its first
+    diagnostics, shut down; the diagnostics' messages."""
+    from lsprotocol import types
+    from pytest_lsp import make_test_lsp_client
+
+    from tests.e2e.harness import SERVER_COMMAND, TIMEOUT, caps, stop_client, wait_published
+
+    env = {k: v for k, v in os.environ.items() if k != "BUDGETLENS_NO_CACHE"}
+    env.update(XDG_CACHE_HOME=str(cache), LOCALAPPDATA=str(cache))
+    client = make_test_lsp_client()
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        pass
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(params: None) -> None:
+        pass
+
+    await client.start_io(*SERVER_COMMAND, "--log-level", "info", "--log-file", str(log),
+                          env=env)
+    try:
+        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=caps(), root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)])),
+            TIMEOUT)
+        path = root / "pipelines" / "long_report.yaml"
+        uri = path.as_uri()
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri, "yaml", 1, path.read_text("utf-8"))))
+        diags = await wait_published(client, uri)
+        await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
+    finally:
+        await stop_client(client)
+    return sorted(d.message for d in diags)
+
+
+def _built_at_first_publish(log: Path) -> list[int]:
+    return [int(line.rsplit(":", 1)[1]) for line in log.read_text("utf-8").splitlines()
+            if "first diagnostics published; tokenizer encodings built:" in line]
+
+
+async def test_a_warm_start_publishes_before_building_the_encoding(tmp_path: Path) -> None:
+    """A second start on the same workspace and cache folder counts the prompts from the
+    persistent count cache: its first diagnostics go out with no encoding built (the log
+    line the server writes with them), and say what the first start's said."""
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, root)
+    root = root.resolve()
+    cache = tmp_path / "cache"
+    first = await _start_and_publish(root, cache, tmp_path / "first.log")
+    assert _built_at_first_publish(tmp_path / "first.log") == [1]  # a first start builds it
+    assert list((cache / "budgetlens" / "counts").glob("cl100k_base-*.marshal"))
+    second = await _start_and_publish(root, cache, tmp_path / "second.log")
+    assert _built_at_first_publish(tmp_path / "second.log") == [0]
+    assert second == first
+    # the prompt's and template's counts are in the message (cl100k_base, counted by hand
+    # with plain tiktoken when the example was written)
+    assert any("system prompt 48 + template 21" in m for m in first)
