@@ -13,9 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from budgetlens.continuation.contexts import DEFAULT_BUDGET as DEFAULT_HIERARCHY_BUDGET
-from budgetlens.continuation.contexts import DEFAULT_MARKER as DEFAULT_CUT_MARKER
 from budgetlens.contract.policy import Policy
+
+# The defaults of budgetlens.continuation.contexts (DEFAULT_BUDGET, DEFAULT_MARKER), written
+# out so that the server's start does not load get_contexts (tests/server/test_startup.py
+# checks they are the same).
+DEFAULT_HIERARCHY_BUDGET = 1000
+DEFAULT_CUT_MARKER = "<<<CUT>>>"
 
 POLICIES = tuple(p.value for p in Policy)  # the core's policies, as the client writes them
 DEFAULT_DEBOUNCE_MS = 30

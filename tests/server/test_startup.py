@@ -236,3 +236,14 @@ async def test_a_warm_start_publishes_before_building_the_encoding(tmp_path: Pat
     # the prompt's and template's counts are in the message (cl100k_base, counted by hand
     # with plain tiktoken when the example was written)
     assert any("system prompt 48 + template 21" in m for m in first)
+
+
+def test_the_server_start_does_not_load_get_contexts() -> None:
+    """``settings`` writes out get_contexts's two defaults instead of importing them; they
+    are the same values."""
+    modules, _ = _loaded_after("import budgetlens_lsp.server")
+    assert "budgetlens.continuation.contexts" not in modules
+    from budgetlens.continuation import contexts
+    from budgetlens_lsp import settings
+    assert settings.DEFAULT_HIERARCHY_BUDGET == contexts.DEFAULT_BUDGET == 1000
+    assert settings.DEFAULT_CUT_MARKER == contexts.DEFAULT_MARKER == "<<<CUT>>>"
