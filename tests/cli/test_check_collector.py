@@ -119,3 +119,21 @@ def test_the_results_are_freed_before_the_collector_is_back_on(
 
 
 _THRESHOLDS = gc.get_threshold()
+
+
+def test_checking_makes_no_deep_copies(workspace: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Loading a pipeline copies nothing whole (``copy.deepcopy`` is never called)."""
+    import copy
+
+    calls: list[object] = []
+    deepcopy = copy.deepcopy
+
+    def counting(value: Any, *args: Any) -> Any:
+        calls.append(value)
+        return deepcopy(value, *args)
+
+    monkeypatch.setattr(copy, "deepcopy", counting)
+    for fmt in ("text", "json"):
+        _check(workspace, fmt, capsys)
+    assert calls == []
