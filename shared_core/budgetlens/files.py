@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 def content_hash(text: str) -> str:
@@ -244,9 +246,11 @@ class RunFiles:
 
     Within a run (one ``check_pipeline`` call, or a batch of them that a caller knows sees
     one unchanging state of the files, e.g. one editor update) every path is fingerprinted
-    (``stat``) at most once and resolved (``os.path.realpath``) at most once; the texts are
-    read through to the base source. Make a new one for the next run: nothing it memoised is
-    ever checked again, so a ``RunFiles`` that outlives its run goes stale.
+    (``stat``) at most once and resolved (``os.path.realpath``) at most once, and facts
+    derived from the files alone (where the nearest config.json of a folder is) are kept
+    with ``remembered``. The texts are read through to the base source. Make a new one for
+    the next run: nothing it memoised is ever checked again, so a ``RunFiles`` that outlives
+    its run goes stale.
     """
 
     def __init__(self, base: FileSource) -> None:
@@ -254,6 +258,7 @@ class RunFiles:
         self._fingerprints: dict[str, str] = {}
         self._real: dict[str, str] = {}
         self._inside: dict[tuple[str, str], bool] = {}
+        self._facts: dict[Hashable, Any] = {}
 
     def read_text(self, path: Path) -> str:
         return self.base.read_text(path)
@@ -281,3 +286,13 @@ class RunFiles:
         if inside is None:
             inside = self._inside[key] = is_inside(path, root, realpath=self.realpath)
         return inside
+
+    def remembered(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()`` once per ``key`` in this run: a fact that depends on nothing but the
+        files, which one unchanging state of them answers once (a caller that needs the
+        files' fingerprints for its own records takes them again: they are memoised)."""
+        if key in self._facts:
+            value: T = self._facts[key]
+            return value
+        value = self._facts[key] = make()
+        return value

@@ -416,7 +416,7 @@ class _Planner:
         first = chain.pipeline
         self.adopt(first.diagnostics)
         self.adopt(chain.diagnostics)
-        head = Location(self.pipe, first.head_range())
+        head = Location.lazy(self.pipe, PipelineFile.head_range, first)  # read when shown
         if config is None:
             self.add(head, Severity.ERROR, codes.CONFIG_MISSING,
                      "no config.json found at or above this pipeline (it sets"

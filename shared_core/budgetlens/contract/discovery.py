@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
-from budgetlens.files import MISSING_FINGERPRINT, SourceError
+from budgetlens.files import MISSING_FINGERPRINT, RunFiles, SourceError
 
 if TYPE_CHECKING:
     from budgetlens.contract.config import LoadedConfig
@@ -83,7 +84,11 @@ def pipeline_config(pipeline: str, files: RecordingFiles, options: CheckOptions,
                     cache: BudgetCache) -> tuple[LoadedConfig | None, str | None]:
     """The config.json of ``pipeline`` and its path: ``options.config_path``, else the
     nearest at or above the pipeline's folder (not above the workspace root). Every path
-    probed is recorded in ``files`` (a config.json created there later counts)."""
+    probed is recorded in ``files`` (a config.json created there later counts).
+
+    Over a ``RunFiles`` (one unchanging state of the files) each folder is searched once per
+    run: the next pipeline of the folder takes the places probed and the one found from
+    ``RunFiles.remembered``, and records the same fingerprints."""
     # lazy for start-up speed: find_pipelines (`budgetlens check`) needs no config model
     from budgetlens.contract.config import find_config, read_config_if_present
 
@@ -91,14 +96,35 @@ def pipeline_config(pipeline: str, files: RecordingFiles, options: CheckOptions,
         path = os.path.normpath(str(options.config_path))
         return _explicit_config(path, files, cache), path
     root = options.workspace_root
+    stop = str(root) if root is not None else None
+    start = os.path.dirname(pipeline) or "."
 
     def load_candidate(path: str) -> LoadedConfig | None:
-        if files.fingerprint(Path(path)) == MISSING_FINGERPRINT:
+        if files.fingerprint(path) == MISSING_FINGERPRINT:
             return None
         return cache.parsed("config", path, files,
                             lambda: read_config_if_present(path, files))
-    loaded, probed = find_config(os.path.dirname(pipeline) or ".", files, load=load_candidate,
-                                 stop_at=str(root) if root is not None else None)
-    for p in probed:
-        files.fingerprint(Path(p))
+
+    def search() -> _Search:
+        loaded, probed = find_config(start, files, load=load_candidate, stop_at=stop)
+        return _Search(tuple(probed), loaded is not None)
+
+    run = files.base if isinstance(files.base, RunFiles) else None
+    found = run.remembered(("config.json search", start, stop), search) if run else search()
+    for p in found.probed:  # the fingerprints of this pipeline's record (memoised: no stat)
+        files.fingerprint(p)
+    loaded = load_candidate(found.probed[-1]) if found.found else None
+    if found.found and loaded is None:  # pragma: no cover - gone while read: search again
+        loaded, probed = find_config(start, files, load=load_candidate, stop_at=stop)
+        for p in probed:
+            files.fingerprint(p)
     return loaded, loaded.path if loaded else None
+
+
+@dataclass(frozen=True)
+class _Search:
+    """Where the search for a folder's config.json looked (in order), and whether the last
+    place holds it."""
+
+    probed: tuple[str, ...]
+    found: bool

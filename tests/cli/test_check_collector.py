@@ -1,0 +1,139 @@
+"""``budgetlens check`` runs without the cyclic garbage collector (``collector_paused``).
+
+Mechanisms, never wall-clock: the collections that start while the command runs are counted
+through ``gc.callbacks``; the results still alive when the collector is turned back on are
+counted with ``gc.get_objects``.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from budgetlens_cli import check_cmd
+from budgetlens_cli.main import main
+from tests.core.contract.helpers import make_workspace
+
+PIPELINES = 300
+STEP = """  - id: s{n}
+    type: call_model
+    prompt_key: p{k}
+    user_parts:
+      template: "Question: {{question}}"
+    max_output_tokens: {out}
+"""
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path) -> Path:
+    pipelines = {f"p{i:03d}.yaml": "settings:\n  max_context_tokens: 2000\nsteps:\n"
+                 + "".join(STEP.format(n=n, k=(i + n) % 7, out=100 + i) for n in range(2))
+                 for i in range(PIPELINES)}
+    pipelines["broken.yaml"] = "extends: missing.yaml\nsteps: [1\n"  # errors: exceptions
+    return make_workspace(tmp_path / "ws", config={"model_context_window": 4096},
+                          pipelines=pipelines,
+                          prompts={f"p{k}.txt": f"prompt {k}\n" * 20 for k in range(7)})
+
+
+@pytest.fixture()
+def collections() -> Iterator[list[int]]:
+    """The generation of every collection that starts while ``check_cmd._run`` runs."""
+    found: list[int] = []
+    inside = [False]
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and inside[0]:
+            found.append(int(info["generation"]))
+
+    run = check_cmd._run
+
+    def watched(args: Any) -> int:
+        inside[0] = True
+        try:
+            return run(args)
+        finally:
+            inside[0] = False
+
+    gc.callbacks.append(callback)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(check_cmd, "_run", watched)
+    try:
+        yield found
+    finally:
+        mp.undo()
+        gc.callbacks.remove(callback)
+
+
+def _check(ws: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> str:
+    code = main(["check", str(ws), "-j", "1", "--no-cache", "--format", fmt])
+    assert code == 1  # broken.yaml
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_no_collection_runs_while_checking_and_printing(
+        workspace: Path, collections: list[int], fmt: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert gc.isenabled()
+    gc.set_threshold(1, 1, 1)  # a collection at every allocation, were the collector on
+    try:
+        out = _check(workspace, fmt, capsys)
+    finally:
+        gc.set_threshold(*_THRESHOLDS)
+    assert out
+    assert collections == []
+    assert gc.isenabled()  # back on
+
+
+def test_the_collector_stays_off_when_it_was_off(workspace: Path, collections: list[int],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    gc.disable()
+    try:
+        _check(workspace, "text", capsys)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert collections == []
+
+
+def test_the_results_are_freed_before_the_collector_is_back_on(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """So the first collection after the run does not walk them (nor the reports, nor the
+    run's caches)."""
+    alive: list[int] = []
+    enable = gc.enable
+
+    def counting_enable() -> None:
+        alive.append(sum(isinstance(o, (check_cmd.PipelineResult, check_cmd._Checker))
+                         for o in gc.get_objects()))
+        enable()
+
+    monkeypatch.setattr(check_cmd.gc, "enable", counting_enable)
+    _check(workspace, "json", capsys)
+    assert alive == [0]
+
+
+_THRESHOLDS = gc.get_threshold()
+
+
+def test_checking_makes_no_deep_copies(workspace: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Loading a pipeline copies nothing whole (``copy.deepcopy`` is never called)."""
+    import copy
+
+    calls: list[object] = []
+    deepcopy = copy.deepcopy
+
+    def counting(value: Any, *args: Any) -> Any:
+        calls.append(value)
+        return deepcopy(value, *args)
+
+    monkeypatch.setattr(copy, "deepcopy", counting)
+    for fmt in ("text", "json"):
+        _check(workspace, fmt, capsys)
+    assert calls == []
