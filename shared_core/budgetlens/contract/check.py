@@ -966,11 +966,12 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
         return cached
     structure_key = ("structure", pipe, options_key)
     plan = cache.structure(structure_key, run_files)
-    planned = not isinstance(plan, _Plan)
+    planned = False
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
         plan = _Planner(pipe, run_files, options, environ, cache,
                         previous if isinstance(previous, _Plan) else None, stop).plan()
+        planned = True
     checker = _Checker(pipe, plan, run_files, options, cache, stop)
     report = checker.run()
     if planned:  # stored only with its report: a stopped check leaves no structure

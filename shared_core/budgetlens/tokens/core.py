@@ -21,14 +21,12 @@ Counting treats special-token text such as ``<|endoftext|>`` as plain text
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import logging
 import marshal
 import os
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -37,7 +35,13 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from budgetlens.files import content_hash
-from budgetlens.tokens.counts import CountStore, store_for, text_digest, user_cache_dir
+from budgetlens.tokens.counts import (
+    CountStore,
+    store_for,
+    text_digest,
+    user_cache_dir,
+    write_atomic,
+)
 from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
 from budgetlens.tokens.families import FAMILIES, FamilyTokenizer, family_for_model, load_family
 
@@ -192,20 +196,7 @@ def _store_ranks(file: Path, ranks: dict[bytes, int]) -> None:
     a file); any failure (read-only home, full disk) only means the next start parses."""
     payload = marshal.dumps(ranks)
     checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-    tmp = None
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=file.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(_RANK_MAGIC + checksum + b"\n" + payload)
-        os.replace(tmp, file)
-        tmp = None
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    write_atomic(file, _RANK_MAGIC + checksum + b"\n" + payload)
 
 
 def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:

@@ -187,14 +187,14 @@ class CountStore:
             merged = dict(list(merged.items())[excess:])
         payload = marshal.dumps(merged)
         checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-        if not _write(file, self._header() + checksum + b"\n" + payload):
+        if not write_atomic(file, self._header() + checksum + b"\n" + payload):
             with self._lock:
                 self._new += new  # try again at the next flush
             return False
         return True
 
 
-def _write(file: Path, data: bytes) -> bool:
+def write_atomic(file: Path, data: bytes) -> bool:
     """``data`` in ``file``, through a temporary file renamed over it; False on failure."""
     tmp = None
     try:
