@@ -17,7 +17,9 @@ its wall ratio the wait), second / first, and the growth per size (seconds per 1
 pipelines for ``-j 1`` and the jobs, and that over the smallest size's: about 1.0 is linear;
 wall and CPU: on a busy machine the CPU figures are the steadier ones).
 Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
-(best of 5). ``--quick``: sizes 100,200,400. ``--json FILE`` writes every figure. With an
+(best of 5). Every child runs with bytecode (``PYTHONDONTWRITEBYTECODE`` dropped from its
+environment, as an installed wheel has it), after one untimed run of each command.
+``--quick``: sizes 100,200,400. ``--json FILE`` writes every figure. With an
 explicit ``--pipelines N`` (and no ``--sizes``) the command is timed at that size only.
 ``--no-in-process`` skips the in-process figures below.
 
@@ -151,12 +153,17 @@ FLOOR = Path(__file__).resolve().parent / "floor_check.py"
 CLI = [sys.executable, "-m", "budgetlens_cli"]
 
 
+#: The children's environment: bytecode written and read (``PYTHONDONTWRITEBYTECODE``
+#: dropped), as an installed wheel has it; ``warm_up`` compiles it before anything is timed.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_child(argv: list[str], cwd: Path) -> tuple[float, float]:
     """Wall and CPU seconds (user + system) of one child process; it must succeed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, timeout=3600)
+                          text=True, timeout=3600, env=CHILD_ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
@@ -193,6 +200,18 @@ def measure_size(root: Path, size: int, bases: int, jobs: int | None) -> dict[st
             "second_over_first_cpu": second[1] / first[1]}
 
 
+def warm_up(root: Path, bases: int) -> None:
+    """One untimed floor and ``check`` (one process, and workers) of a small workspace, so
+    the timed runs read bytecode (this machine may set ``PYTHONDONTWRITEBYTECODE``: every
+    start would compile our modules, 60-170 ms an installed wheel never pays)."""
+    ws = root / "warm-up"
+    generate(ws, 2 * 64, 64, bases)
+    run_child([sys.executable, str(FLOOR), "."], ws)
+    run_child([*CLI, "check", ".", "--no-cache", "-j", "1"], ws)
+    run_child([*CLI, "check", ".", "--no-cache", "-j", "2"], ws)
+    shutil.rmtree(ws)
+
+
 def measure_startup(repeat: int = 5) -> dict[str, float]:
     """Best of ``repeat`` wall seconds of three start-ups."""
     cases = {"python -c pass": [sys.executable, "-c", "pass"],
@@ -213,6 +232,7 @@ def command_figures(root: Path, sizes: list[int], bases: int,
           f" {'jobs first':>13} {'j1/floor':>14} {'jobs/floor':>14} {'second/first':>15}"
           f" {'s/1k -j 1':>11} {'growth':>11}")
     rows = []
+    warm_up(root, bases)
     for size in sizes:
         row = measure_size(root, size, bases, jobs)
         row["first_s_per_1000"] = row["first_s"] / size * 1000

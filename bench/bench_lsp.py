@@ -208,6 +208,7 @@ class Latencies:
     values_ms: list[float] = field(default_factory=list)
     missing: int = 0
     note: str = ""
+    cpu_s: float = 0.0  # the server's CPU time over the edits (their analyses included)
 
     def quantile(self, q: float) -> float | None:
         if not self.values_ms:
@@ -217,36 +218,51 @@ class Latencies:
         return ordered[index]
 
 
-async def measure_start(server: Server, root: Path, document: Path, language: str,
-                        runs: int, log: Path) -> tuple[list[float], list[int]]:
-    """Spawn -> first publishDiagnostics for `document`, `runs` times (seconds), peak RSS.
+async def _start_once(server: Server, root: Path, document: Path, language: str,
+                      env: dict[str, str], log: Path) -> tuple[float | None, int]:
+    """One spawn -> first publishDiagnostics for `document` (seconds, or None), peak RSS."""
+    client = LspProcess(server.command, cwd=root, env=env, settings=server.settings,
+                        stderr_path=log)
+    try:
+        await client.start()
+        await client.initialize(root, server.init_options)
+        uri = client.did_open(document, language, document.read_text())
+        published = await client.wait_for(
+            lambda c=client, u=uri: bool(c.published_since(0, u)), 60)
+        at = client.published_since(0, uri)[0].at - client.started_at if published else None
+        return at, client.peak_rss_kib() or 0
+    finally:
+        await client.close()
 
-    One untimed start comes first, and every start may write Python bytecode: an installed
-    server has its .pyc files (pip compiles them at install), so a start compiling the
-    package's sources again (PYTHONDONTWRITEBYTECODE in the benchmark's environment, or a
-    checkout changed since its last run) would measure the compiler, not the server. The
+
+async def measure_starts(servers: dict[str, Server], root: Path, document: Path,
+                         language: str, runs: int, logs: Path,
+                         ) -> dict[str, tuple[list[float], list[int]]]:
+    """Spawn -> first publishDiagnostics for `document`, `runs` times per server (seconds),
+    and their peak RSS.
+
+    The servers take turns, one start each per round, so a machine that slows down or
+    speeds up during the measurement (other work, CPU frequency) weighs on every server
+    alike; the rounds pair the starts for the per-round differences.
+
+    One untimed start per server comes first, and every start may write Python bytecode: an
+    installed server has its .pyc files (pip compiles them at install), so a start compiling
+    the package's sources again (PYTHONDONTWRITEBYTECODE in the benchmark's environment, or
+    a checkout changed since its last run) would measure the compiler, not the server. The
     same holds for every server measured (the floor's libraries are compiled already).
     """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    times: list[float] = []
-    rss: list[int] = []
+    out: dict[str, tuple[list[float], list[int]]] = {key: ([], []) for key in servers}
     for attempt in range(runs + 1):
-        client = LspProcess(server.command, cwd=root, env=env, settings=server.settings,
-                            stderr_path=log)
-        try:
-            await client.start()
-            await client.initialize(root, server.init_options)
-            uri = client.did_open(document, language, document.read_text())
-            published = await client.wait_for(
-                lambda c=client, u=uri: bool(c.published_since(0, u)), 60)
+        for key, server in servers.items():
+            at, rss = await _start_once(server, root, document, language, env,
+                                        logs / f"start-{key}.log")
             if attempt == 0:
                 continue  # the untimed start
-            if published:
-                times.append(client.published_since(0, uri)[0].at - client.started_at)
-            rss.append(client.peak_rss_kib() or 0)
-        finally:
-            await client.close()
-    return times, rss
+            if at is not None:
+                out[key][0].append(at)
+            out[key][1].append(rss)
+    return out
 
 
 async def measure_edits(client: LspProcess, document: Path, language: str, edits: int,
@@ -262,6 +278,7 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
     await flush(client, uri)
     await settle(client)
     targets = set(wait_uris) if wait_uris else {uri}
+    cpu_before = cpu_seconds(client)
     for i in range(edits):
         text, changes = edit(text, i)
         mark = len(client.published)
@@ -285,6 +302,7 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
                 result.note = f"stopped after {result.missing} edits without a full answer"
                 break
         await settle(client)
+    result.cpu_s = cpu_seconds(client) - cpu_before
     return result
 
 
@@ -335,6 +353,26 @@ def analyses_in(log: Path) -> int:
         return 0
 
 
+def cpu_seconds(client: LspProcess) -> float:
+    """User + system CPU time of the server process so far (Linux /proc; 0 elsewhere)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{client.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+def analysis_outcomes(log: Path) -> dict[str, int]:
+    """How budgetlens's logged analyses ended (LOGGED_SERVE): delivered, held (superseded),
+    and forced ones stopped for the end of a burst."""
+    try:
+        text = log.read_text()
+    except OSError:
+        return {"delivered": 0, "held": 0, "forced_stopped": 0}
+    return {"delivered": len(re.findall(r"session: analysis \d+ delivered:", text)),
+            "held": len(re.findall(r"session: analysis \d+ held", text)),
+            "forced_stopped": text.count("forced analysis stopped")}
+
+
 async def measure_typing(server: Server, root: Path, document: Path, language: str,
                          keystrokes: int, edit: Callable[[str, int], tuple[str, list[
                              dict[str, Any]]]], log: Path, prepare: Callable[[str], str]
@@ -355,6 +393,8 @@ async def measure_typing(server: Server, root: Path, document: Path, language: s
         await flush(client, uri)
         await settle(client, 0.3, 30)
         before_analyses = analyses_in(log)
+        before_outcomes = analysis_outcomes(log)
+        cpu_before = cpu_seconds(client)
         mark = len(client.published)
         started = time.perf_counter()
         last_sent = started
@@ -377,21 +417,31 @@ async def measure_typing(server: Server, root: Path, document: Path, language: s
         older_after_last = sum(1 for p in after if p.uri == uri and p.version is not None
                                and p.version < last)
         rss = client.peak_rss_kib()
+        cpu = cpu_seconds(client) - cpu_before  # the burst and its analyses, to the settle
     finally:
         await client.close()
     await asyncio.sleep(0.2)  # the log's last lines
-    return {"keystrokes": keystrokes, "gap_ms": gap * 1000, "last_version_pushed": got,
+    outcomes = {k: v - before_outcomes[k] for k, v in analysis_outcomes(log).items()}
+    return {**{f"analyses_{k}": v for k, v in outcomes.items()},
+            "keystrokes": keystrokes, "gap_ms": gap * 1000, "last_version_pushed": got,
             "final_ms": (final_at - last_sent) * 1000 if got and final_at else None,
             "analyses": analyses_in(log) - before_analyses,
             "versions_pushed": len(set(mine)), "pushes": len(burst),
             "pushes_after_last_keystroke": len(after), "out_of_order": backwards,
-            "older_than_last_after_last_keystroke": older_after_last, "peak_rss_kib": rss}
+            "older_than_last_after_last_keystroke": older_after_last, "peak_rss_kib": rss,
+            "server_cpu_s": round(cpu, 3)}
 
 
 async def measure_bursts(bursts: int, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """``measure_typing`` ``bursts`` times (a new server each time): the median burst's
-    figures, with every burst's final time and the counts over all of them."""
-    runs = [await measure_typing(*args, **kwargs) for _ in range(bursts)]
+    figures, with every burst's final time and the counts over all of them. Each burst has
+    its own server log (``typing-prompt-2.log``: the log argument, numbered)."""
+    runs = []
+    for i in range(bursts):
+        call = list(args)
+        if bursts > 1:  # args[6]: the log
+            call[6] = Path(call[6]).with_name(f"{Path(call[6]).stem}-{i + 1}.log")
+        runs.append(await measure_typing(*call, **kwargs))
     finals = [r["final_ms"] for r in runs]
     timed = sorted((r for r in runs if r["final_ms"] is not None), key=lambda r: r["final_ms"])
     out = dict(timed[(len(timed) - 1) // 2] if timed else runs[0])
@@ -399,6 +449,9 @@ async def measure_bursts(bursts: int, *args: Any, **kwargs: Any) -> dict[str, An
                final_ms=statistics.median(r["final_ms"] for r in timed) if timed else None,
                last_version_pushed=all(r["last_version_pushed"] for r in runs),
                out_of_order=sum(r["out_of_order"] for r in runs),
+               **{f"all_{k}": sum(r[k] for r in runs) for k in (
+                   "analyses", "analyses_delivered", "analyses_held",
+                   "analyses_forced_stopped", "pushes", "server_cpu_s")},
                older_than_last_after_last_keystroke=sum(
                    r["older_than_last_after_last_keystroke"] for r in runs))
     return out
@@ -473,7 +526,8 @@ def lat_row(lat: Latencies, rss: int | None, targets: list[str] | None) -> dict[
     return {"p50_ms": lat.quantile(0.5), "p95_ms": lat.quantile(0.95),
             "answered": len(lat.values_ms), "missing": lat.missing, "note": lat.note,
             "peak_rss_kib": rss, "waited_for": len(targets) if targets else 1,
-            "values_ms": [round(v, 2) for v in lat.values_ms]}
+            "values_ms": [round(v, 2) for v in lat.values_ms],
+            "server_cpu_ms_per_edit": round(lat.cpu_s * 1000 / max(1, len(lat.values_ms)), 1)}
 
 
 # long-function: one straight list of scenarios, each a few lines
@@ -500,13 +554,18 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
         print(f"start to first diagnostics ({args.starts} runs each, median) on "
               f"{example.relative_to(example_root)} ...", flush=True)
         starts: dict[str, Any] = {}
-        for key in ("budgetlens", "floor", *peers):
-            times, rss = await measure_start(srv[key], example_root, example, "yaml",
-                                             args.starts, logs / f"start-{key}.log")
+        measured = await measure_starts({key: srv[key] for key in ("budgetlens", "floor",
+                                                                    *peers)},
+                                        example_root, example, "yaml", args.starts, logs)
+        for key, (times, rss) in measured.items():
             starts[key] = {"median_ms": statistics.median(times) * 1000 if times else None,
                            "min_ms": min(times) * 1000 if times else None,
                            "runs_ms": [t * 1000 for t in times],
                            "peak_rss_kib": max(rss or [0])}
+        ours_runs, floor_runs = starts["budgetlens"]["runs_ms"], starts["floor"]["runs_ms"]
+        if ours_runs and len(ours_runs) == len(floor_runs):
+            starts["over_floor_ms"] = statistics.median(
+                o - f for o, f in zip(ours_runs, floor_runs, strict=True))
         out["start"] = starts
 
     scenarios: dict[str, Any] = {}
@@ -621,9 +680,18 @@ def goal_table(out: dict[str, Any]) -> list[dict[str, Any]]:
         table.row(f"typing in that prompt ({tp['keystrokes']} keystrokes): final",
                   tp["final_ms"], None, "<= 400 ms; publishes bounded by analyses",
                   le(tp["final_ms"], 400),
-                  extra=f"{tp['pushes']} pushes, {tp['analyses']} analyses" + _bursts(tp))
+                  extra=f"{tp['pushes']} pushes, {tp['analyses']} analyses"
+                        + _outcomes(tp) + _bursts(tp))
     _other_rows(table, out)
     return table.rows
+
+
+def _outcomes(typing: dict[str, Any]) -> str:
+    """How the median burst's analyses ended (from the server's log)."""
+    if "analyses_delivered" not in typing:
+        return ""
+    return (f" ({typing['analyses_delivered']} delivered, {typing['analyses_held']} held,"
+            f" {typing['analyses_forced_stopped']} forced stopped)")
 
 
 def _bursts(typing: dict[str, Any]) -> str:
@@ -681,6 +749,9 @@ def print_start(out: dict[str, Any]) -> None:
                   f" {s[key]['peak_rss_kib'] / 1024:6.1f} MiB")
     ours = s["budgetlens"]["median_ms"]
     print(f"  budgetlens / floor     {ratio(ours, s['floor']['median_ms'])}")
+    if s.get("over_floor_ms") is not None:
+        print(f"  budgetlens - floor     median of the rounds' differences"
+              f" {s['over_floor_ms']:+.1f} ms (the servers take turns, one start each)")
     if "yaml-ls" in s:
         print(f"  budgetlens / yaml-ls   {ratio(ours, s['yaml-ls']['median_ms'])}")
     print()

@@ -91,7 +91,8 @@ class LspProcess:
 
     async def _drain_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
-        sink = self.stderr_path.open("ab") if self.stderr_path else None
+        # unbuffered: a benchmark reads the log while the server runs (counts before a burst)
+        sink = self.stderr_path.open("ab", buffering=0) if self.stderr_path else None
         try:
             while chunk := await self.proc.stderr.read(65536):
                 if sink:

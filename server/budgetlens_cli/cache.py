@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens import __version__
-from budgetlens.files import MAX_FILE_BYTES, DiskFiles
+from budgetlens.files import MAX_FILE_BYTES, DiskFiles, read_capped, stat_fingerprint
 
 CACHE_DIR_NAME = ".budgetlens_cache"
 CACHE_DIR_ENV = "BUDGETLENS_CACHE_DIR"
@@ -101,7 +101,7 @@ def _read_fingerprint(path: str) -> str:
         return f"large:{st.st_size}"
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+            data = read_capped(fh, st.st_size, MAX_FILE_BYTES)
     except OSError:
         return UNCACHEABLE
     return "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -179,8 +179,8 @@ class HashingFiles(DiskFiles):
         self.hashes = hashes
 
     def read_bytes(self, path: Path) -> bytes:
-        before = self.fingerprint(path)
-        data = super().read_bytes(path)
+        data, st = self.read_stat(path)
+        before = stat_fingerprint(st)  # taken before the file was opened
         if self.fingerprint(path) == before:
             self.hashes.record(str(path), before, data)
         return data

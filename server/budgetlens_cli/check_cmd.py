@@ -111,7 +111,15 @@ def options_from(args: argparse.Namespace) -> CheckOptions:
     from budgetlens.contract.model import CheckOptions
 
     return CheckOptions(policy=args.policy, tokenizer=args.tokenizer,
-                        config_path=args.config)
+                        config_path=args.config, environ=policy_environ())
+
+
+def policy_environ() -> dict[str, str]:
+    """The policy variables of the environment, read once for the run (the core reads its
+    ``environ`` for every pipeline: the process environment's misses cost more than the
+    rest of the policy)."""
+    return {name: os.environ[name] for name in (POLICY_ENV, DEVELOPMENT_ENV)
+            if name in os.environ}
 
 
 def collect_pipelines(paths: Iterable[str]) -> list[Path]:
@@ -160,13 +168,37 @@ def check_pipeline(path: Path | str, *, files: FileSource, options: CheckOptions
 
 class _DepsCache(BudgetCache):
     """The run's ``BudgetCache``, which also keeps the inputs (path -> stat fingerprint) of
-    the last report the core stored: what the result cache keys an entry by."""
+    the last report the core stored: what the result cache keys an entry by.
+
+    It keeps only what another pipeline of the run can use: parsed files (an ``extends``
+    parent, config.json), token counts and templates. A run checks each pipeline once per
+    options (each target's are others), so a report or a plan would never be asked for
+    again, and the parse of the pipeline being checked is dropped when its check (with its
+    targets') is done (``done``), unless an earlier pipeline kept it as its parent (one that
+    a later pipeline extends is parsed again then, and kept). What is not kept is freed as
+    the run goes, rather than held to its end."""
 
     last_deps: dict[str, str] | None = None
+    checking: str | None = None
+    """The pipeline (normalised path) being checked, whose parse ``done`` drops."""
 
     def store_report(self, key: Any, deps: Mapping[str, str], report: Any) -> None:
         self.last_deps = dict(deps)
-        super().store_report(key, deps, report)
+
+    def store_structure(self, key: Any, deps: Mapping[str, str], value: Any) -> None:
+        pass
+
+    def begin(self, pipeline: str) -> None:
+        """``pipeline`` is checked next (with its targets)."""
+        self.last_deps = None
+        self.checking = None if self.has_parsed("pipeline", pipeline) else pipeline
+
+    def done(self) -> None:
+        """The check of ``begin``'s pipeline is done: its parse is dropped (if it was not
+        kept before, as an earlier pipeline's parent)."""
+        if self.checking is not None:
+            self.forget_parsed("pipeline", self.checking)
+        self.checking = None
 
 
 @dataclass
@@ -227,6 +259,26 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+@contextlib.contextmanager
+def one_reading_per_file(checking: bool) -> Iterator[None]:
+    """The YAML reader's re-reading of recent texts (``yamldoc.incremental``: an editor's
+    buffer edited inside one value between two reads) off while ``checking``, back as it was
+    at the end: a run reads each file once, so the search for an earlier reading only costs.
+    Not imported when nothing is checked (a run answered by the result cache loads no YAML).
+    """
+    if not checking:
+        yield
+        return
+    from budgetlens.yamldoc import incremental  # lazy: start-up speed (PyYAML)
+
+    enabled = incremental.ENABLED
+    incremental.ENABLED = False
+    try:
+        yield
+    finally:
+        incremental.ENABLED = enabled
+
+
 def _deps_of(cache: _DepsCache, report: PipelineReport, files: FileSource) -> dict[str, str] | None:
     deps = cache.last_deps
     if deps is None:
@@ -261,7 +313,7 @@ class CheckSpec:
         from budgetlens.contract.model import CheckOptions  # lazy: start-up speed
 
         return CheckOptions(policy=self.policy, tokenizer=self.tokenizer,
-                            config_path=self.config)
+                            config_path=self.config, environ=policy_environ())
 
 
 @dataclass(frozen=True)
@@ -278,6 +330,9 @@ class RunStats:
 
 
 LAST_RUN: RunStats | None = None
+#: Token counts passed between the processes of a parallel run: tokenizer name ->
+#: ``(content hash, count)`` (``BudgetCache.fresh_counts``).
+SharedCounts = dict[str, list[tuple[str, int]]]
 #: A pipeline checked: its result, whether the core recorded its inputs, and their
 #: fingerprints for the result cache (None: without the cache, or one changed while read).
 Checked = tuple["PipelineResult", bool, "dict[str, tuple[str, str]] | None"]
@@ -296,7 +351,7 @@ class _Checker:
         self.targets = targets
         self.hashes = hashes
         self.files = RunFiles(result_cache.HashingFiles(hashes) if hashes is not None
-                              else DiskFiles())
+                              else DiskFiles(), resolve_by_folder=True)
         self.cache = _DepsCache()
         self._options: CheckOptions | None = None
         self._no_targets: set[str] = set()  # folders whose config.json names no targets
@@ -314,12 +369,15 @@ class _Checker:
     def check(self, path: Path) -> Checked:
         """The result of ``path``, whether the core recorded its inputs and, with the result
         cache on, their fingerprints (None: one changed while it was read: not cacheable)."""
-        self.cache.last_deps = None
+        self.cache.begin(os.path.normpath(str(path)))
         options = self.options()
-        report = check_pipeline(path, files=self.files, options=options, cache=self.cache)
-        got = pipeline_result(report, self.piece)
-        deps = _deps_of(self.cache, report, self.files)  # before the target checks store theirs
-        got.matrix = self.matrix(path, options)
+        try:
+            report = check_pipeline(path, files=self.files, options=options, cache=self.cache)
+            got = pipeline_result(report, self.piece)
+            deps = _deps_of(self.cache, report, self.files)  # before the targets store theirs
+            got.matrix = self.matrix(path, options)
+        finally:
+            self.cache.done()
         fps = None
         if deps is not None and self.hashes is not None:
             fps = result_cache.entry_fingerprints(deps, self.hashes)
@@ -339,6 +397,14 @@ class _Checker:
     def check_chunk(self, paths: list[Path]) -> list[Checked]:
         return [self.check(path) for path in paths]
 
+    def check_shared(self, message: tuple[list[Path], SharedCounts]) -> tuple[list[Checked],
+                                                                              SharedCounts]:
+        """A worker's chunk: the counts the other processes made (``_Run.outgoing``) are
+        learned first, and the ones made here while checking go back with the results."""
+        paths, counts = message
+        self.cache.learn_counts(counts)
+        return self.check_chunk(paths), self.cache.fresh_counts()
+
 
 #: The checker a forked worker starts from (set in the parent just before the workers start:
 #: its caches are warm; a spawned worker makes its own from the ``CheckSpec``).
@@ -350,8 +416,12 @@ def _worker(conn: Any, spec: CheckSpec) -> None:
     from budgetlens_cli import workers  # lazy: only a parallel run needs it
 
     gc.disable()  # for the worker's life, as in ``collector_paused`` (forked: it is off)
+    from budgetlens.yamldoc import incremental  # lazy: only a parallel run needs it
+
+    incremental.ENABLED = False  # as in ``one_reading_per_file`` (forked: it is off)
     checker = _FORK_CHECKER if _FORK_CHECKER is not None else _Checker.of_spec(spec)
-    workers.serve(conn, checker.check_chunk)
+    checker.cache.share_counts()
+    workers.serve(conn, checker.check_shared)
 
 
 def jobs_default() -> int:
@@ -384,7 +454,9 @@ def check_results(pipelines: Sequence[Path], make_options: Callable[[], CheckOpt
     parallel = jobs is not None and jobs > 1 and spec is not None \
         and len(run.todo) >= MIN_PARALLEL
     method = None
-    with collector_paused():
+    with collector_paused(), one_reading_per_file(bool(run.todo)):
+        if parallel:
+            checker.cache.share_counts()  # the first pipeline's, for spawned workers
         for i in run.todo[:1] if parallel else run.todo:
             run.keep(i, *checker.check(pipelines[i]))
         if parallel and spec is not None and jobs is not None:
@@ -431,16 +503,33 @@ class _Run:
 
         chunks = chunked(todo, jobs)
         method = workers.start_method()
+        # every process's new token counts, in the order they came, with who made them
+        # (0: this one); each worker is sent the others' it has not had yet, so a prompt
+        # that pipelines far apart share is encoded in one process, not in each
+        counts: list[tuple[int, SharedCounts]] = [(0, checker.cache.fresh_counts())]
+        sent: dict[int, int] = {}
 
-        def handle(index: int, pid: int, payload: list[Checked]) -> None:
+        def handle(index: int, pid: int, payload: tuple[list[Checked], SharedCounts]) -> None:
             self.pids.add(pid)
-            for i, checked in zip(chunks[index], payload, strict=True):
-                self.keep(i, *checked)
+            checked, fresh = payload
+            for i, one in zip(chunks[index], checked, strict=True):
+                self.keep(i, *one)
+            if fresh:
+                counts.append((pid, fresh))
+
+        def outgoing(pid: int, paths: list[Path]) -> tuple[list[Path], SharedCounts]:
+            news: SharedCounts = {}
+            for origin, fresh in counts[sent.get(pid, 0):]:
+                if origin != pid:
+                    for name, pairs in fresh.items():
+                        news.setdefault(name, []).extend(pairs)
+            sent[pid] = len(counts)
+            return paths, news
 
         _FORK_CHECKER = checker if method == "fork" else None
         try:
             workers.run_chunks(_worker, spec, [[self.pipelines[i] for i in c] for c in chunks],
-                               jobs, handle, method)
+                               jobs, handle, method, outgoing)
         finally:
             _FORK_CHECKER = None
         return method

@@ -189,7 +189,8 @@ def _died(process: multiprocessing.process.BaseProcess) -> WorkerDied:
 class _Pool:
     """The running workers, the chunks each one holds and the replies not yet handled."""
 
-    def __init__(self) -> None:
+    def __init__(self, outgoing: Callable[[int, Any], Any] | None = None) -> None:
+        self.outgoing = outgoing
         self.processes: list[multiprocessing.process.BaseProcess] = []
         self.conns: list[Connection] = []
         self.holding: list[deque[int]] = []
@@ -213,6 +214,8 @@ class _Pool:
                 self.holding.append(deque())
 
     def send(self, worker: int, index: int, chunk: Any) -> None:
+        if self.outgoing is not None:
+            chunk = self.outgoing(self.processes[worker].pid or 0, chunk)
         self.conns[worker].send(chunk)
         self.holding[worker].append(index)
 
@@ -257,12 +260,15 @@ class _Pool:
 
 
 def run_chunks(worker: Callable[..., None], spec: Any, chunks: Sequence[Any], jobs: int,
-               handle: Callable[[int, int, Any], None], method: str | None = None) -> None:
+               handle: Callable[[int, int, Any], None], method: str | None = None,
+               outgoing: Callable[[int, Any], Any] | None = None) -> None:
     """Run every chunk in ``jobs`` worker processes; ``handle(index, pid, payload)`` for
-    each chunk in order. A worker's exception is raised here at its chunk's turn."""
+    each chunk in order. A worker's exception is raised here at its chunk's turn. With
+    ``outgoing``, a worker receives ``outgoing(its pid, chunk)`` (made when the chunk is
+    handed out: it may carry what the replies handled so far told) instead of the chunk."""
     if not chunks:
         return
-    pool = _Pool()
+    pool = _Pool(outgoing)
     clean = False
     with _sigterm_as_exit():
         try:

@@ -39,6 +39,8 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from budgetlens_lsp.convert import publish_json
+
 log = logging.getLogger(__name__)
 
 __all__ = ["BadRequest", "BudgetLensProtocol", "describe_structure_error"]
@@ -101,6 +103,17 @@ class BudgetLensProtocol(LanguageServerProtocol):
         self.initialize_received = False
         #: None until ``exit``; then 0 after ``shutdown``, else 1.
         self.exit_code: int | None = None
+
+    # --- writing --------------------------------------------------------------------------
+    def _serialize_message(self, data: Any) -> Any:
+        """pygls's writing (lsprotocol's converter), except for ``publishDiagnostics``,
+        whose JSON is built directly (``convert.publish_json``: the same JSON, several
+        times faster; a shared prompt's edit pushes hundreds)."""
+        if type(data) is types.PublishDiagnosticsNotification:
+            params = publish_json(data.params)
+            if params is not None:
+                return {"params": params, "method": data.method, "jsonrpc": data.jsonrpc}
+        return super()._serialize_message(data)
 
     # --- reading --------------------------------------------------------------------------
     def structure_message(self, data: dict[str, Any]) -> Any:

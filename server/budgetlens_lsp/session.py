@@ -50,7 +50,8 @@ import asyncio
 import gc
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -158,6 +159,7 @@ class Session(Generic[R]):
         self._last_change = float("-inf")
         self._running: asyncio.Task[None] | None = None
         self._generation = 0  # bumped by every edit; read by the analysis thread
+        self._edited_at = float("-inf")  # time.monotonic() of the newest edit (the same)
         self._more = False  # the last analysis left background work
         self.on_results: Callable[[R], Awaitable[None]] | None = None
         self.progress_hook: Callable[[], ProgressHook | None] | None = None
@@ -235,6 +237,9 @@ class Session(Generic[R]):
 
         def superseded() -> bool:  # called on the analysis thread: reads one int
             return self._generation != generation
+
+        def quiet_for() -> float:  # the same: seconds since the newest edit
+            return time.monotonic() - self._edited_at
         return Snapshot(
             overlay={doc.path: doc.text for doc in self.documents.values()},
             open_uris={doc.path: doc.uri for doc in self.documents.values()},
@@ -246,6 +251,7 @@ class Session(Generic[R]):
             roots=tuple(self.roots),
             encoding=self.encoding,
             superseded=superseded,
+            quiet_for=quiet_for,
             background_slice=BACKGROUND_SLICE_S,
         )
 
@@ -253,6 +259,7 @@ class Session(Generic[R]):
     def mark_dirty(self, paths: Iterable[str], mode: IndexMode = IndexMode.INCREMENTAL
                    ) -> None:
         self._generation += 1
+        self._edited_at = time.monotonic()
         self._dirty.update(paths)
         if self._mode is None or mode.rank > self._mode.rank:
             self._mode = mode
@@ -309,7 +316,8 @@ class Session(Generic[R]):
         snapshot = self.snapshot()
         progress = self.progress_hook() if self.progress_hook and background else None
         self.analyses += 1
-        log.info("analysis %d: %d changed path(s), mode %s, versions %s", self.analyses,
+        number = self.analyses
+        log.info("analysis %d: %d changed path(s), mode %s, versions %s", number,
                  len(changed), mode.value, snapshot.versions)
         try:
             results = await self.run(self._analyze, snapshot, frozenset(changed), mode,
@@ -319,8 +327,11 @@ class Session(Generic[R]):
             return None
         self._more = getattr(results, "more", False) is True
         after = getattr(results, "after", None)
+        held = getattr(results, "held", False) is True
+        log.info("analysis %d %s", number, "held (superseded)" if held else
+                 f"delivered: {len(results) if isinstance(results, Sized) else '?'} push(es)")
         # superseded (held): the next analysis delivers
-        if getattr(results, "held", False) is not True and self.on_results is not None:
+        if not held and self.on_results is not None:
             try:
                 await self.on_results(results)
             except Exception:

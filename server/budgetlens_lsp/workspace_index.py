@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -54,7 +55,7 @@ from budgetlens.contract.check import CheckStopped, check_pipeline
 from budgetlens.contract.discovery import find_pipelines, project_root
 from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
-from budgetlens_lsp.convert import UTF16, Converter
+from budgetlens_lsp.convert import UTF16, Converter, RangeMemo
 from budgetlens_lsp.settings import Settings
 
 if TYPE_CHECKING:  # get_contexts loads with the first JSON buffer (start-up speed)
@@ -73,6 +74,9 @@ SMALL_RECHECK = 50
 #: Buffers above this many characters are not analysed as you type (the command still
 #: refuses them with a clear error): a reply of 4 million characters is not a reply.
 MAX_JSON_CHARS = 4_000_000
+
+#: Files whose disk text and converted ranges are kept between updates (emptied when full).
+MAX_KEPT_TEXTS = 4096
 
 
 class IndexMode(str, Enum):
@@ -111,6 +115,12 @@ def never() -> bool:
     return False
 
 
+def long_ago() -> float:
+    """Seconds since the newest edit, for a snapshot with no editor behind it (the default):
+    infinitely many."""
+    return float("inf")
+
+
 def _test_fault(stage: str) -> None:
     if os.environ.get(TEST_FAULT_VARIABLE) == stage:
         raise RuntimeError(f"fault injected by {TEST_FAULT_VARIABLE}={stage}")
@@ -146,6 +156,9 @@ class Snapshot:
     json_keys: frozenset[str] = frozenset()  # open buffers that hold JSON (by language id)
     #: true once newer edits exist than this snapshot (the session's; read on the worker)
     superseded: Callable[[], bool] = field(default=never, compare=False, repr=False)
+    #: seconds since the newest edit the session received (read on the worker): how long
+    #: the editor has been quiet
+    quiet_for: Callable[[], float] = field(default=long_ago, compare=False, repr=False)
     #: seconds of background checks per update; None: check everything at once
     background_slice: float | None = None
 
@@ -212,6 +225,10 @@ class WorkspaceIndex:
         self._project_roots: dict[str, str | None] = {}
         #: what updates replaced (reports, diagnostics shown), freed by :meth:`release`
         self.retired: list[object] = []
+        #: disk texts by path, with their stat fingerprint (see :meth:`_disk_text`)
+        self._disk_texts: dict[str, tuple[tuple[int, ...], str]] = {}
+        #: LSP ranges converted by earlier converters, per file and text
+        self._ranges = RangeMemo(MAX_KEPT_TEXTS)
 
     # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:
@@ -219,16 +236,33 @@ class WorkspaceIndex:
         text = self.snapshot.overlay.get(path)
         if text is not None:
             return text
+        return self._disk_text(path)
+
+    def _disk_text(self, path: str) -> str | None:
+        """The text of a file on disk, kept while its stat fingerprint (the one the core's
+        ``DiskFiles.fingerprint`` uses) is the same: the dependents a shared prompt's edit
+        re-publishes are stat'ed, not read again, at every keystroke."""
         try:
-            p = Path(path)
-            if not p.is_file() or p.stat().st_size > MAX_READ_BYTES:
-                return None
-            return p.read_text("utf-8")
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_READ_BYTES:
+            return None
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
+        kept = self._disk_texts.get(path)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        try:
+            text = Path(path).read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             return None
+        if len(self._disk_texts) >= MAX_KEPT_TEXTS:
+            self._disk_texts.clear()
+        self._disk_texts[path] = (key, text)
+        return text
 
     def converter(self) -> Converter:
-        return Converter(self.snapshot.encoding, self.text_of)
+        return Converter(self.snapshot.encoding, self.text_of, self._ranges)
 
     def root_for(self, path: str) -> str | None:
         best: str | None = None
@@ -524,6 +558,11 @@ class WorkspaceIndex:
         self.pipelines = found
 
     def _store(self, path: str, report: PipelineReport) -> None:
+        old = self.reports.get(path)
+        if old is not None and old.inputs == report.inputs:  # the same files: same edges
+            self.retired.append(old)
+            self.reports[path] = report
+            return
         self._forget(path)
         self.reports[path] = report
         for dep in report.inputs | {path}:

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Hashable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -112,17 +112,33 @@ def decode_text(data: bytes, path: Path | str) -> str:
                             f" at offset {exc.start})") from None
 
 
+def read_capped(fh: BinaryIO, size: int, cap: int) -> bytes:
+    """The bytes of ``fh`` up to ``cap + 1`` (one more than ``cap`` says it is too large),
+    asked for in a read of the size ``stat`` gave (``size``) and one more byte: a read of
+    ``cap + 1`` bytes would allocate that much for every small file. A file that grew since
+    its ``stat`` is read on to the same cap."""
+    first = min(size, cap) + 1
+    data = fh.read(first)
+    if len(data) == first and first <= cap:
+        data += fh.read(cap + 1 - first)
+    return data
+
+
 def within(path: str, root: str) -> bool:
     """Whether the absolute path ``path`` is ``root`` or below it (as written, no resolving)."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def is_inside(path: Path | str, root: Path | str, *,
-              realpath: Callable[[str], str] | None = None) -> bool:
+              realpath: Callable[[str], str] | None = None,
+              abspath: Callable[[Path | str], str] | None = None) -> bool:
     """Whether ``path`` is inside ``root`` both as written and after resolving symlinks
-    (with ``realpath``, default ``os.path.realpath``; ``RunFiles`` passes its memo)."""
-    p = os.path.abspath(path)
-    r = os.path.abspath(root)
+    (with ``realpath``, default ``os.path.realpath``, and ``abspath``; ``RunFiles`` passes
+    its memos)."""
+    if abspath is None:
+        abspath = os.path.abspath
+    p = abspath(path)
+    r = abspath(root)
     if not within(p, r):
         return False
     if realpath is None:
@@ -162,6 +178,10 @@ class DiskFiles:
 
     def read_bytes(self, path: Path) -> bytes:
         """The raw bytes of ``path`` after the checks of ``read_text`` (not decoded)."""
+        return self.read_stat(path)[0]
+
+    def read_stat(self, path: Path) -> tuple[bytes, os.stat_result]:
+        """``read_bytes(path)`` and the ``stat`` taken just before the file was opened."""
         problem = path_problem(path)
         if problem is not None:
             raise BadPath(path, f"{str(path)!r}: {problem}")
@@ -177,20 +197,25 @@ class DiskFiles:
                                      f" {self.max_bytes} byte cap for a text input")
         try:
             with open(path, "rb") as fh:
-                data = fh.read(self.max_bytes + 1)
+                data = read_capped(fh, st.st_size, self.max_bytes)
         except OSError as exc:
             raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
         if len(data) > self.max_bytes:
             raise FileTooLarge(path, f"{path}: above the {self.max_bytes} byte cap"
                                      " for a text input")
-        return data
+        return data, st
 
     def fingerprint(self, path: Path | str) -> str:
         try:
             st = os.stat(path)
         except OSError:
             return MISSING_FINGERPRINT
-        return f"disk:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
+        return stat_fingerprint(st)
+
+
+def stat_fingerprint(st: os.stat_result) -> str:
+    """``DiskFiles.fingerprint`` of a file with this ``stat``."""
+    return f"disk:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
 
 
 class OverlayFiles:
@@ -253,10 +278,16 @@ class RunFiles:
     its run goes stale.
     """
 
-    def __init__(self, base: FileSource) -> None:
+    def __init__(self, base: FileSource, *, resolve_by_folder: bool = False) -> None:
         self.base = base
+        #: resolve a path as its folder's resolved path (memoised) and its own name, the name
+        #: followed only when ``lstat`` finds a symbolic link (``os.path.realpath``'s answer,
+        #: with one ``lstat`` per file instead of one per component): a batch of many files
+        #: in few folders (the CLI's run) resolves each folder once
+        self.resolve_by_folder = resolve_by_folder
         self._fingerprints: dict[str, str] = {}
         self._real: dict[str, str] = {}
+        self._absolute: dict[str, str] = {}
         self._inside: dict[tuple[str, str], bool] = {}
         self._facts: dict[Hashable, Any] = {}
 
@@ -276,16 +307,42 @@ class RunFiles:
         """``os.path.realpath(path)``, once per path."""
         real = self._real.get(path)
         if real is None:
-            real = self._real[path] = os.path.realpath(path)
+            real = self._real[path] = (self._by_folder(path) if self.resolve_by_folder
+                                       else os.path.realpath(path))
         return real
+
+    def _by_folder(self, path: str) -> str:
+        """``os.path.realpath(path)`` from the memoised resolved folder: the same answer, as
+        ``realpath`` resolves the folder first and then the name in it (a name that is no
+        link, or cannot be ``lstat``'ed, is appended as it is)."""
+        folder, name = os.path.split(path)
+        if not folder or not name or name in (os.curdir, os.pardir) \
+                or os.path.altsep is not None:
+            return os.path.realpath(path)
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except (OSError, ValueError):
+            link = False
+        if link:
+            return os.path.realpath(path)
+        return os.path.join(self.realpath(folder), name)
 
     def is_inside(self, path: Path | str, root: Path | str) -> bool:
         """``is_inside(path, root)``, once per (path, root), with the realpaths memoised."""
         key = (str(path), str(root))
         inside = self._inside.get(key)
         if inside is None:
-            inside = self._inside[key] = is_inside(path, root, realpath=self.realpath)
+            inside = self._inside[key] = is_inside(path, root, realpath=self.realpath,
+                                                   abspath=self._abspath)
         return inside
+
+    def _abspath(self, path: Path | str) -> str:
+        """``os.path.abspath(path)``, once per path (a root is asked for again and again)."""
+        key = str(path)
+        absolute = self._absolute.get(key)
+        if absolute is None:
+            absolute = self._absolute[key] = os.path.abspath(key)
+        return absolute
 
     def remembered(self, key: Hashable, make: Callable[[], T]) -> T:
         """``make()`` once per ``key`` in this run: a fact that depends on nothing but the

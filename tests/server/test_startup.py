@@ -10,7 +10,9 @@
 - documents opened before the workspace index are analysed and delivered before the whole
   re-check starts;
 - a warm start (the prompts counted before, in the persistent count cache) publishes its
-  first diagnostics without building the tokenizer's encoding.
+  first diagnostics without building the tokenizer's encoding;
+- valid config.json and pipeline files (a ``settings.injection`` block included) are checked
+  without importing pydantic; a wrong value loads it, for pydantic's own message.
 """
 
 from __future__ import annotations
@@ -247,3 +249,64 @@ def test_the_server_start_does_not_load_get_contexts() -> None:
     from budgetlens_lsp import settings
     assert settings.DEFAULT_HIERARCHY_BUDGET == contexts.DEFAULT_BUDGET == 1000
     assert settings.DEFAULT_CUT_MARKER == contexts.DEFAULT_MARKER == "<<<CUT>>>"
+
+
+#: A pipeline with one wrong value (a number written as a string), next to the examples.
+WRONG_PIPELINE = """extends: base.yaml
+settings:
+  max_context_tokens: "4096"
+steps:
+  - id: answer
+    type: call_model
+    prompt_key: answer
+    max_output_tokens: 256
+"""
+PYDANTIC = ("pydantic", "pydantic_core")
+
+
+def test_valid_pipelines_and_config_are_checked_without_pydantic(tmp_path: Path) -> None:
+    """The first diagnostics of valid files need no pydantic (contract/shapes.py reads them,
+    contract/injection.py the injection policy); a wrong value loads it and gets the same
+    diagnostic as before, at the value."""
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, root)
+    (root / "pipelines" / "wrong.yaml").write_text(WRONG_PIPELINE, encoding="utf-8")
+    support = (root / "pipelines" / "support.yaml").read_text(encoding="utf-8")
+    assert "\n  injection:\n    max_injection_tokens_absolute: 2000\n" \
+        "    max_injection_tokens_pct_of_context: 0.20\n" in support
+    (root / "pipelines" / "wrong_injection.yaml").write_text(support.replace(
+        "max_injection_tokens_pct_of_context: 0.20", "max_injection_tokens_pct_of_context: 1.5"),
+        encoding="utf-8")
+    # examples/config.json spells the development key "developement" (an alias)
+    assert '"developement": true' in (root / "config.json").read_text(encoding="utf-8")
+    check = ("import sys\n"
+             "import budgetlens_lsp.server\n"
+             "from budgetlens.contract.check import check_pipeline\n"
+             "from budgetlens.files import DiskFiles\n"
+             "def loaded():\n"
+             "    return [m for m in ('pydantic', 'pydantic_core') if m in sys.modules]\n"
+             "for name in ('long_report', 'support', 'chat', 'multilingual', 'wrong',\n"
+             "             'wrong_injection'):\n"
+             "    r = check_pipeline(f'pipelines/{name}.yaml', files=DiskFiles())\n"
+             "    print(name, loaded(), [(d.code, d.message, d.file, d.range.start.line,\n"
+             "                            d.range.start.character, d.range.end.line,\n"
+             "                            d.range.end.character) for d in r.diagnostics])\n")
+    modules, printed = _loaded_after(check, cwd=root)
+    over = ("BL050", "step 'write_report' does not fit the context window: fixed 101 (system"
+            " prompt 48 + template 21 + format overhead 32) + history 0 + context 6144 +"
+            " output 2048 + margin 128 = 8421 > 8192 (over by 229) [fail_fast]")
+    assert printed[0].startswith("long_report [] [('BL050', ")  # no pydantic after it
+    assert over[1] in printed[0]
+    assert printed[1] == "support [] []"  # with its settings.injection block
+    assert printed[2] == "chat [] []"
+    assert printed[3] == "multilingual [] []"
+    # written by hand: the value "4096" (with its quotes) is line 2, characters 22-28
+    wrong = [("BL030", "settings.max_context_tokens: expected an integer, got the string"
+                       " '4096' (remove the quotes)", "pipelines/wrong.yaml", 2, 22, 2, 28)]
+    assert printed[4] == f"wrong {list(PYDANTIC)} {wrong!r}"
+    # the policy model's message, at the value 1.5 (line 8, characters 41-44)
+    wrong = [("BL102", "settings.injection.max_injection_tokens_pct_of_context: input should"
+                       " be less than or equal to 1 (got 1.5)", "pipelines/wrong_injection.yaml",
+              8, 41, 8, 44)]
+    assert printed[5] == f"wrong_injection {list(PYDANTIC)} {wrong!r}"
+    assert set(PYDANTIC) <= modules

@@ -69,6 +69,18 @@ def displays_results(init_options: Any) -> bool:
 
 
 @dataclass
+class AnalysisCounts:
+    """What the analyses did (the mechanism, for tests and the log): delivered, held
+    (superseded, not delivered), forced (run after a held streak of ``MAX_HOLD_S``), and
+    forced ones stopped for the end of a burst."""
+
+    delivered: int = 0
+    held: int = 0
+    forced: int = 0
+    forced_stopped: int = 0
+
+
+@dataclass
 class Analysis:
     """The analysis thread's state: the workspace index and what each file shows."""
 
@@ -78,6 +90,9 @@ class Analysis:
     held_since: float | None = None
     #: buffers to publish whatever their diagnostics, from analyses not delivered
     republish: set[str] = field(default_factory=set)
+    #: a forced analysis of the current held streak was stopped (the next one is not)
+    forced_stopped: bool = False
+    counts: AnalysisCounts = field(default_factory=AnalysisCounts)
 
 
 @dataclass

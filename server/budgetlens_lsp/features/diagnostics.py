@@ -51,7 +51,6 @@ from budgetlens_lsp.workspace_index import (
     Snapshot,
     Stage,
     WorkspaceIndex,
-    never,
     one_line,
 )
 
@@ -59,6 +58,10 @@ log = logging.getLogger(__name__)
 
 #: Seconds a streak of superseded analyses may go undelivered (see the module docstring).
 MAX_HOLD_S = 1.0
+#: Seconds of quiet after a newer edit that stop a forced analysis (see :class:`_ForcedStop`):
+#: longer than the gaps of a fast burst, so a burst still sees a delivery, shorter than an
+#: analysis of many dependents, which the last keystroke would otherwise wait for.
+FORCED_QUIET_S = 0.06
 
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 _CONTRACT = (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)
@@ -228,39 +231,71 @@ class Batch(list[types.PublishDiagnosticsParams]):
         self.after = after
 
 
+class _ForcedStop:
+    """The ``superseded`` of a forced analysis (a held streak over :data:`MAX_HOLD_S`): true
+    once newer edits exist and the editor has been quiet for :data:`FORCED_QUIET_S` (the
+    burst looks over: its last version's analysis should not wait behind this one); never
+    true for the second forced analysis of a streak (``allowed`` false), so a long burst
+    still gets one analysis delivered. Remembers that it fired (``fired``)."""
+
+    def __init__(self, snapshot: Snapshot, allowed: bool) -> None:
+        self._superseded = snapshot.superseded
+        self._quiet_for = snapshot.quiet_for
+        self._allowed = allowed
+        self.fired = False
+
+    def __call__(self) -> bool:
+        if not self.fired and self._allowed and self._superseded():
+            self.fired = self._quiet_for() >= FORCED_QUIET_S
+        return self.fired
+
+
 def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
            mode: IndexMode = IndexMode.INCREMENTAL,
            progress: ProgressHook | None = None) -> Results:
     """Update the index, then the diagnostics of every file whose set changed; never raises
     (a failure becomes a BL009 diagnostic on the edited files). Superseded by the time it
-    ends (and not held for :data:`MAX_HOLD_S` already), it is held instead."""
+    ends (and not held for :data:`MAX_HOLD_S` already), it is held instead; a forced one
+    (held that long) is held only when it stopped for the end of a burst (:class:`_ForcedStop`)."""
     index = analysis.index
     may_hold = analysis.held_since is None or \
         time.monotonic() - analysis.held_since < MAX_HOLD_S
+    forced: _ForcedStop | None = None
     if not may_hold:
-        snapshot = replace(snapshot, superseded=never)
+        forced = _ForcedStop(snapshot, allowed=not analysis.forced_stopped)
+        snapshot = replace(snapshot, superseded=forced)
+        analysis.counts.forced += 1
     changes = index.update(snapshot, changed, mode, progress)
     if changes.failed:
         return _failed(analysis, changes.republish)
-    if may_hold and snapshot.superseded():
+    if (may_hold and snapshot.superseded()) or (forced is not None and forced.fired):
         analysis.republish.update(changes.republish)
         if analysis.held_since is None:
             analysis.held_since = time.monotonic()
+        analysis.counts.held += 1
+        if forced is not None:
+            analysis.forced_stopped = True
+            analysis.counts.forced_stopped += 1
+            log.info("forced analysis stopped: newer edits, then %.0f ms of quiet",
+                     FORCED_QUIET_S * 1000)
         return Results(more=changes.more, held=True)
     always = tuple(sorted(analysis.republish.union(changes.republish)))
     analysis.republish.clear()
     analysis.held_since = None
+    analysis.forced_stopped = False
     try:
         publish = _refresh(analysis, always)
     except Exception as exc:
         log.exception("analysis failed for %d changed file(s)", len(changed))
         return _failed(analysis, index.analysis_failed(changed, exc))
+    analysis.counts.delivered += 1
     return Results(publish, more=changes.more)
 
 
 def _failed(analysis: Analysis, paths: tuple[str, ...]) -> Results:
     """The analysis itself raised: each of ``paths`` shows its failure (and only that)."""
     analysis.held_since = None
+    analysis.forced_stopped = False
     results = Results(more=analysis.index.backlog != set())
     for path in paths:
         diags = [failure_diagnostic(analysis.index, analysis.index.failures[path])]

@@ -30,12 +30,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from budgetlens.context.text import TextEnum
 from budgetlens.serialize import to_jsonable
+
+if TYPE_CHECKING:  # the policy model loads on first use: see __getattr__ below
+    from budgetlens.context.unified_policy import POLICY_FIELDS as POLICY_FIELDS
+    from budgetlens.context.unified_policy import (
+        UnifiedContextBudgetPolicy as UnifiedContextBudgetPolicy,
+    )
 
 DIRECT_TARGET_KNOWLEDGE_SHARE = 0.20
 DIRECT_TARGET_BUCKET_SHARE = 0.80
@@ -51,41 +55,37 @@ class Split(TextEnum):
     DIRECT_TARGET = "direct_target"
 
 
-class UnifiedContextBudgetPolicy(BaseModel):
-    """How much of the remaining context window injected context may take, and how it splits.
+class PolicyValues(Protocol):
+    """What ``compute_unified_budget`` reads of a policy: a ``UnifiedContextBudgetPolicy``, or
+    the contract's light copy of one (``contract/injection.py``, read without pydantic)."""
 
-    Fields, defaults and bounds are those of the unified context budget governance policy
-    (schema_version 1). Integers must be whole numbers >= 0; shares and percentages lie in
-    [0, 1]. Unknown keys are rejected.
-    """
-
-    # Each field's description is given in Field, not read from attribute docstrings: their
-    # extraction reads and parses this module's source whenever the model is built (about
-    # 40 ms, in a language server's first check of a pipeline with settings.injection).
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    max_injection_tokens_absolute: int = Field(default=6000, ge=0, description=(
-        "Total budget for all injected context (knowledge cards + bucket content), at most."))
-    max_injection_tokens_pct_of_context: float = Field(default=0.20, ge=0, le=1, description=(
-        "Total budget, at most this fraction of the context remaining before injection."))
-    knowledge_card_share_default: float = Field(default=0.40, ge=0, le=1, description=(
-        "Knowledge cards' share of the total when both sources have content."))
-    bucket_content_share_default: float = Field(default=0.60, ge=0, le=1, description=(
-        "Bucket content's share of the total when both sources have content."))
-    procedure_sub_budget_pct: float = Field(default=0.30, ge=0, le=1, description=(
-        "At most this fraction of the knowledge card budget goes to ``procedure`` cards."))
-    interaction_policy_sub_budget_pct: float = Field(default=0.10, ge=0, le=1, description=(
-        "At most this fraction of the knowledge card budget goes to ``interaction_policy``"
-        " cards."))
-    min_knowledge_card_tokens: int = Field(default=500, ge=0, description=(
-        "Guaranteed knowledge card budget when both sources have content (scaled if needed)."))
-    min_bucket_tokens: int = Field(default=500, ge=0, description=(
-        "Guaranteed bucket budget when both sources have content (scaled if needed)."))
-    schema_version: Literal[1] = Field(default=1, description=(
-        "Version of the policy format; 1 is the only one."))
+    @property
+    def max_injection_tokens_absolute(self) -> int: ...
+    @property
+    def max_injection_tokens_pct_of_context(self) -> float: ...
+    @property
+    def knowledge_card_share_default(self) -> float: ...
+    @property
+    def bucket_content_share_default(self) -> float: ...
+    @property
+    def procedure_sub_budget_pct(self) -> float: ...
+    @property
+    def interaction_policy_sub_budget_pct(self) -> float: ...
+    @property
+    def min_knowledge_card_tokens(self) -> int: ...
+    @property
+    def min_bucket_tokens(self) -> int: ...
 
 
-POLICY_FIELDS: tuple[str, ...] = tuple(UnifiedContextBudgetPolicy.model_fields)
+def __getattr__(name: str) -> Any:
+    """``UnifiedContextBudgetPolicy`` and ``POLICY_FIELDS``, from ``unified_policy`` on first
+    use: the model is pydantic's, and a check whose policy is valid needs none (start-up
+    speed)."""
+    if name in ("UnifiedContextBudgetPolicy", "POLICY_FIELDS"):
+        from budgetlens.context import unified_policy  # see the docstring
+
+        return getattr(unified_policy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -117,13 +117,17 @@ def compute_unified_budget(
     *,
     model_context_window: int,
     tokens_used_before: int,
-    policy: UnifiedContextBudgetPolicy | None = None,
+    policy: PolicyValues | None = None,
     has_bucket_content: bool,
     has_knowledge_cards: bool,
     bucket_is_direct_target: bool = False,
 ) -> UnifiedBudget:
     """The knowledge card and bucket budgets for one request (see the module docstring)."""
-    p = policy if policy is not None else UnifiedContextBudgetPolicy()
+    if policy is None:
+        from budgetlens.context.unified_policy import UnifiedContextBudgetPolicy  # see above
+
+        policy = UnifiedContextBudgetPolicy()
+    p = policy
     remaining = model_context_window - tokens_used_before
     overrun = remaining < 0
     total = min(p.max_injection_tokens_absolute,

@@ -26,8 +26,8 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from itertools import accumulate, chain
-from operator import itemgetter
+from itertools import accumulate, chain, repeat
+from operator import itemgetter, mul, sub
 from typing import Any, NamedTuple
 
 from budgetlens.source import Position
@@ -107,12 +107,13 @@ _VALUE_END = frozenset(" \t\n\r,]}")
 # reaches it (``split_run``).
 RUN = ValueKind.RUN
 RUN_MIN_ITEMS = 4          # a RUN stands for at least this many items
-_BULK_AFTER = 2            # single items scanned before a bulk skip is tried
+_BULK_AFTER = 1            # single items scanned before a bulk skip is tried
 _BULK_TAIL = 512           # the last characters of the text are never skipped in bulk
 _BULK_CHUNK = 1 << 14      # the most characters one bulk skip covers (small: a copy this size
                            # reuses freed memory, a larger one costs fresh pages)
 _BULK_TRIES = 2            # separators tried per bulk skip before giving up on the array
-_KEPT_RUNS = 2             # the decoded items of this many last RUNs per array are kept
+_KEPT_RUNS = 8             # the decoded items of this many last RUNs per array are kept
+_KEPT_VALUES = 256         # the decoded values of this many last container children are kept
 
 
 def _probe_items(text: str, start: int, end: int) -> list[Any] | None:
@@ -197,6 +198,8 @@ def scalar_floor(value: Any, cap: int) -> int:
 _SCALAR_ITEM = re.compile(
     r'("[^"\\]*(?:\\.[^"\\]*)*"|[^ \t\n\r,:\[\]{}"]+)([ \t\n\r]*,[ \t\n\r]*|[ \t\n\r]*\Z)')
 _SCALAR_KIND = {'"': STRING, "t": LITERAL, "f": LITERAL, "n": LITERAL}
+_LITERAL_OF, _VALUE_OF = itemgetter(0), itemgetter(1)
+_PLUS_QUOTES = (2).__add__
 
 
 def _expand_scalars(text: str, start: int, end: int) -> list[Child] | None:
@@ -219,25 +222,36 @@ def _expand_scalars(text: str, start: int, end: int) -> list[Child] | None:
     return out
 
 
-def _scalar_items(text: str, run: Child) -> tuple[list[str], list[int]] | None:
-    """The literals of a RUN of scalar items and the length of the separator after each (0
-    after the last), or None when an item is a container. Strings without escapes are split
-    on their quotes (C speed); other scalars are read by one regular-expression pass."""
+def _scalar_items(text: str,
+                  run: Child) -> tuple[list[int], list[int], Callable[[int], list[str]]] | None:
+    """The lengths of the literals of a RUN of scalar items, the length of the separator after
+    each (0 after the last) and a function giving the last k literals, or None when an item
+    is a container. Strings without escapes are split on their quotes (C speed); other scalars
+    are read by one regular-expression pass. Per item, only C-level maps."""
     start, end = run.start, run.end
     if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
         return None  # (a bracket inside a string is read the long way)
+    literals: Callable[[int], list[str]]
     if text.find("\\", start, end) < 0 and text.count('"', start, end) == 2 * run.size:
         parts = text[start:end].split('"')  # '', item, separator, item, ..., item, ''
-        literals = ['"' + item + '"' for item in parts[1::2]]
-        seps = [len(sep) for sep in parts[2::2]]
+        raw = parts[1::2]
+        lengths = list(map(_PLUS_QUOTES, map(len, raw)))
+        seps = list(map(len, parts[2::2]))
         seps[-1] = 0
+
+        def literals(k: int) -> list[str]:  # (no JSON text holds U+0000)
+            return ('"' + '"\x00"'.join(raw[len(raw) - k:]) + '"').split("\x00")
     else:
         pairs = _SCALAR_ITEM.findall(text, start, end)
-        literals = [literal for literal, _ in pairs]
-        seps = [len(sep) for _, sep in pairs]
-    if len(literals) != run.size or sum(map(len, literals)) + sum(seps) != end - start:
+        found = list(map(_LITERAL_OF, pairs))
+        lengths = list(map(len, found))
+        seps = list(map(len, map(_VALUE_OF, pairs)))
+
+        def literals(k: int) -> list[str]:
+            return found[len(found) - k:]
+    if len(lengths) != run.size or sum(lengths) + sum(seps) != end - start:
         return None
-    return literals, seps
+    return lengths, seps, literals
 
 
 def scalar_tail(text: str, run: Child,
@@ -248,15 +262,15 @@ def scalar_tail(text: str, run: Child,
     items = _scalar_items(text, run)
     if items is None:
         return None
-    literals, seps = items
-    n = len(literals)
-    cost = list(accumulate(map(len, reversed(literals))))
+    lengths, seps, literals = items
+    n = len(lengths)
+    cost = list(accumulate(reversed(lengths)))
     k = bisect_right(cost, budget)
     if k == 0:
         return None
     start = run.end - cost[k - 1] - sum(seps[n - k:])
     head_end = start - seps[n - k - 1] if k < n else run.start
-    return start, k, cost[k - 1], head_end, literals[n - k:]
+    return start, k, cost[k - 1], head_end, literals(k)
 
 
 _FLAT_RECORD_ITEM = re.compile(
@@ -265,7 +279,6 @@ _FLAT_RECORD_ITEM = re.compile(
 _RECORD_MEMBER = re.compile(
     r'("[^"\\]*(?:\\.[^"\\]*)*")[ \t\n\r]*:[ \t\n\r]*'
     r'("[^"\\]*(?:\\.[^"\\]*)*"|[^ \t\n\r,:\[\]{}"]+)')
-_VALUE_OF = itemgetter(1)
 
 
 def record_tail(text: str, run: Child,
@@ -298,15 +311,57 @@ def record_tail(text: str, run: Child,
     return start, k, total, head_end, records
 
 
+_PLAIN_MEMBER = r'"[^"\\]*": (?:"[^"\\]*"|[^ ,:\[\]{}"]+)'
+_PLAIN_RECORD = r"\{" + _PLAIN_MEMBER + r"(?:, " + _PLAIN_MEMBER + r")*\}"
+# records written as json.dumps writes them on one line: ", " and ": ", no other whitespace,
+# no escapes, no nested container, no empty record
+_COMPACT_RECORDS = re.compile(_PLAIN_RECORD + r"(?:, " + _PLAIN_RECORD + r")*")
+
+
+def compact_record_tail(text: str, run: Child, items: list[Any],
+                        budget: int) -> tuple[int, int, int, int] | None:
+    """``record_tail`` from lengths, for a RUN of records written as ``json.dumps`` writes
+    them on one line (``_COMPACT_RECORDS``) whose decoded items the scan kept (``items``, the
+    RUN's first): (where the tail starts, how many, their cost, where the items before them
+    end), or None when the RUN is not such a run, a string holds ``", "`` (the records are
+    then printed from their members), a key is given twice or no last record fits.
+
+    No string holding ``", "``, records are separated by ``"}, {"`` alone; a record's cost is
+    its length less its keys (their decoded length: they hold no escape) and 6 characters per
+    member (quotes, ": ", ", ", and the braces counted as one comma too many)."""
+    start, end, n = run.start, run.end, run.size
+    if len(items) < n or _COMPACT_RECORDS.fullmatch(text, start, end) is None:
+        return None
+    if len(items) > n:
+        items = items[:n]
+    sizes = list(map(len, items))
+    members = sum(sizes)
+    # every member is written once ('": ' ends a key only) and no string holds ", "
+    if text.count('": ', start, end) != members or text.count(", ", start, end) != members - 1:
+        return None
+    lengths = list(map(len, text[start:end].split("}, {")))  # each record less its braces,
+    lengths[0] -= 1                                           # but the ends
+    lengths[-1] -= 1
+    # cost = length + 2 - keys - 6 * members
+    costs = list(map(sub, lengths, map(sub, map(len, map("".join, items)),
+                                       map(sub, repeat(2), map(mul, sizes, repeat(6))))))
+    cumulative = list(accumulate(reversed(costs)))
+    k = bisect_right(cumulative, budget)
+    if k == 0:
+        return None
+    tail_start = end - (sum(lengths[n - k:]) + 2 * k + 2 * (k - 1))
+    head_end = tail_start - 2 if k < n else start
+    return tail_start, k, cumulative[k - 1], head_end
+
+
 def scalar_literals(text: str, start: int, end: int) -> list[str]:
     """The literals of the scalar items in ``text[start:end]`` (a part of a scalar RUN)."""
     return [literal for literal, _ in _SCALAR_ITEM.findall(text, start, end)]
 
 
-def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
-               cap: int = 0) -> list[Child]:
-    """The single children a RUN child stands for. With ``floors``: a lower bound of the cost
-    of each container item (``scalar_floor`` up to ``cap``), by its start."""
+def expand_run(text: str, run: Child, values: dict[int, Any] | None = None) -> list[Child]:
+    """The single children a RUN child stands for. With ``values``: the decoded value of each
+    container item, by its start (the rendering bounds their cost from it)."""
     scalars = _expand_scalars(text, run.start, run.end)
     if scalars is not None:
         return scalars
@@ -317,16 +372,16 @@ def expand_run(text: str, run: Child, floors: dict[int, int] | None = None,
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
         if kind is OBJECT or kind is ARRAY:
             out.append(_child((at, end, kind, len(value), -1, -1)))
-            if floors is not None:
-                floors[at] = scalar_floor(value, cap)
+            if values is not None:
+                values[at] = value
         else:
             out.append(_child((at, end, kind, 0, -1, -1)))
         at = _SEPARATOR.match(text, end).end()  # type: ignore[union-attr]  # always matches
     return out
 
 
-def _expand_checked(text: str, start: int, end: int, floors: dict[int, int] | None = None,
-                    cap: int = 0) -> list[Child] | None:
+def _expand_checked(text: str, start: int, end: int,
+                    values: dict[int, Any] | None = None) -> list[Child] | None:
     """The array items that exactly fill ``text[start:end]``, comma-separated, or None. After
     a comma inside a string an odd number of quotes is left, and after one inside a nested
     container a closer comes unopened: either way the items cannot fill the span."""
@@ -338,8 +393,8 @@ def _expand_checked(text: str, start: int, end: int, floors: dict[int, int] | No
             kind = _KIND_OF_TYPE.get(type(value), NUMBER)
             if kind is OBJECT or kind is ARRAY:
                 out.append(_child((at, stop, kind, len(value), -1, -1)))
-                if floors is not None:
-                    floors[at] = scalar_floor(value, cap)
+                if values is not None:
+                    values[at] = value
             else:
                 out.append(_child((at, stop, kind, 0, -1, -1)))
             if stop >= end:
@@ -352,12 +407,12 @@ def _expand_checked(text: str, start: int, end: int, floors: dict[int, int] | No
         return None
 
 
-def split_run(text: str, run: Child, chars: int, floors: dict[int, int] | None = None,
-              cap: int = 0) -> list[Child]:
+def split_run(text: str, run: Child, chars: int,
+              values: dict[int, Any] | None = None) -> list[Child]:
     """The children a RUN stands for: all single, or, for a long run, a RUN of its first items
     followed by the single children of (about) its last ``chars`` characters. The split point
     is a separator like the one after the run (with the characters around it), found by
-    ``str.rfind`` and checked by reading the items after it. ``floors``, ``cap``: see
+    ``str.rfind`` and checked by reading the items after it. ``values``: see
     ``expand_run``."""
     if run.end - run.start > chars + chars // 2 and run.size >= 2 * RUN_MIN_ITEMS:
         m = _ARRAY_SEP.match(text, run.end)
@@ -371,12 +426,60 @@ def split_run(text: str, run: Child, chars: int, floors: dict[int, int] | None =
             if at <= run.start:
                 break
             first = _WS.match(text, text.index(",", at + len(lead)) + 1).end()  # type: ignore[union-attr]
-            tail = _expand_checked(text, first, run.end, floors, cap)
+            tail = _expand_checked(text, first, run.end, values)
             if tail is not None and run.size - len(tail) >= RUN_MIN_ITEMS:
                 head_end = _strip_end(text, run.start, at + len(lead))
                 return [Child(run.start, head_end, RUN, run.size - len(tail)), *tail]
             at = text.rfind(pattern, run.start, at + len(pattern) - 1)
-    return expand_run(text, run, floors, cap)
+    return expand_run(text, run, values)
+
+
+def split_known(text: str, run: Child, count: int,
+                values: dict[int, Any]) -> list[Child] | None:
+    """The RUN ``run`` split into the items before its last ``count`` + 1 (a RUN, or single
+    children), its item before the last ``count`` (a single child, its decoded value put in
+    ``values``) and its last ``count`` items (one RUN, unread: the rendering knows they cannot
+    fit); None when that split is not found. Separators like the one after the run are
+    looked for with ``str.rfind``; the last items are checked by one C scanner call, and the
+    single item by another that must end right at their separator."""
+    n = run.size
+    m = _ARRAY_SEP.match(text, run.end)
+    if count < RUN_MIN_ITEMS or count >= n or m is None or m.end() >= len(text):
+        return None
+    sep = text[run.end:m.end()]
+    lead = text[run.end - 1] if text[run.end - 1] in '}]"' else ""
+    trail = text[m.end()] if text[m.end()] in '{["' else ""
+    pattern = lead + sep + trail
+    found: list[int] = []
+    end = run.end
+    for _ in range(count + 1 if count + 1 < n else count):
+        at = text.rfind(pattern, run.start, end)
+        if at < 0:
+            return None
+        found.append(at)
+        end = at + len(pattern) - 1
+    tail_start = found[count - 1] + len(lead) + len(sep)
+    single_start = found[count] + len(lead) + len(sep) if count + 1 < n else run.start
+    tail = _probe_items(text, tail_start, run.end)
+    if tail is None or len(tail) != count:
+        return None
+    try:
+        value, single_end = _scan_once(text, single_start)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if single_end != found[count - 1] + len(lead):
+        return None
+    kind = _KIND_OF_TYPE.get(type(value), NUMBER)
+    container = kind is OBJECT or kind is ARRAY
+    if container:
+        values[single_start] = value
+    parts = [_child((single_start, single_end, kind, len(value) if container else 0, -1, -1)),
+             _child((tail_start, run.end, RUN, count, -1, -1))]
+    if single_start > run.start:
+        head = _child((run.start, _strip_end(text, run.start, found[count] + len(lead)), RUN,
+                       n - count - 1, -1, -1))
+        parts[:0] = [head] if head.size >= RUN_MIN_ITEMS else expand_run(text, head, values)
+    return parts
 
 
 # Levels on which complete siblings are skipped with the C scanner (deeper levels are
@@ -443,6 +546,7 @@ class Frame:
     bulk: bool = True                   # bulk skipping may still be tried (arrays)
     singles: int = 0                    # children skipped one by one since the last bulk try
     run_items: dict[int, list[Any]] | None = None  # the decoded items of the last RUNs
+    values: dict[int, Any] | None = None  # the decoded values of the last container children
 
     def keep_items(self, start: int, items: list[Any]) -> None:
         """Keep the decoded items of the RUN child at ``start`` (of the last two RUNs only:
@@ -452,6 +556,15 @@ class Frame:
         self.run_items[start] = items
         if len(self.run_items) > _KEPT_RUNS:
             del self.run_items[next(iter(self.run_items))]
+
+    def keep_value(self, start: int, value: Any) -> None:
+        """Keep the decoded value of the container child at ``start`` (of the last
+        ``_KEPT_VALUES`` only: the rendering reaches those first)."""
+        if self.values is None:
+            self.values = {}
+        self.values[start] = value
+        if len(self.values) > _KEPT_VALUES:
+            del self.values[next(iter(self.values))]
 
     @property
     def items(self) -> int:
@@ -631,9 +744,13 @@ def _skip_siblings(text: str, pos: int, frame: Frame, windows: _Windows,  # noqa
             return pos
         value, end = read
         kind = _KIND_OF_TYPE.get(type(value), NUMBER)
-        children.append(_child((
-            pos, end, kind, len(value) if kind in (OBJECT, ARRAY) else 0,
-            frame.key_start if is_object else -1, frame.key_end if is_object else -1)))
+        if kind is OBJECT or kind is ARRAY:
+            children.append(_child((pos, end, kind, len(value), frame.key_start if is_object
+                                    else -1, frame.key_end if is_object else -1)))
+            frame.keep_value(pos, value)
+        else:
+            children.append(_child((pos, end, kind, 0, frame.key_start if is_object else -1,
+                                    frame.key_end if is_object else -1)))
         frame.state = _AFTER
         frame.singles += 1
         if is_object:

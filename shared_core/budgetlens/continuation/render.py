@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from budgetlens.continuation.cut import (
     ARRAY,
@@ -38,11 +39,13 @@ from budgetlens.continuation.cut import (
     CutKind,
     Frame,
     ValueKind,
+    compact_record_tail,
     expand_run,
     record_tail,
     scalar_floor,
     scalar_literals,
     scalar_tail,
+    split_known,
     split_run,
     string_keep_end,
 )
@@ -315,6 +318,20 @@ class _Layout:
     literals: dict[int, list[str]] = field(default_factory=dict)  # scalar RUNs in full
     flat: dict[int, Flat] = field(default_factory=dict)  # flat containers measured, by start
     records: dict[int, list[list[tuple[str, str]]]] = field(default_factory=dict)  # RUNs in full
+    verbatim: set[int] = field(default_factory=set)  # containers printed as their source, by start
+    compact: set[int] = field(default_factory=set)  # RUNs of compact records in full, by start
+    floors: dict[int, tuple[Any, int]] = field(default_factory=dict)  # by id: (value, floor)
+
+    def floor_of(self, value: Any, limit: int) -> int:
+        """``scalar_floor(value, limit)``, or one computed before with a limit at least as
+        high (the budget left only shrinks): above ``limit`` exactly when the new one is. The
+        value is kept with its floor (its id is not reused while it lives)."""
+        known = self.floors.get(id(value))
+        if known is not None:
+            return known[1]
+        floor = scalar_floor(value, limit)
+        self.floors[id(value)] = (value, floor)
+        return floor
 
     @property
     def innermost(self) -> int:
@@ -389,7 +406,7 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
     decisions = layout.decisions[fi]
     ci = layout.shown(fi)
     misses = 0
-    floors: dict[int, int] = {}  # lower bounds of the cost of items split off a RUN
+    values: dict[int, Any] = {}  # the decoded values of container items split off a RUN
     whole = [True]  # RUNs are still taken whole at their end (until one is not)
     while ci > 0 and not alloc.summary:
         ci -= 1
@@ -398,25 +415,95 @@ def _allocate_level(text: str, layout: _Layout, fi: int, alloc: _Allocator) -> N
             break
         child = children[ci]
         if child.kind == RUN:
-            turned = _turned_down(layout, fi, child, alloc.remaining, misses)
-            if turned is not None:
-                decisions[ci] = _HINT
-                misses = turned
-                continue
-            ci, fitted = _split_level_run(text, layout, fi, ci, alloc, floors, whole)
+            ci, misses = _allocate_run(text, layout, fi, ci, alloc, values, whole, misses)
             decisions = layout.decisions[fi]
-            if fitted:
-                misses = 0
             continue
         kind = child.kind
         if kind is OBJECT or kind is ARRAY:
-            cost = _container_cost(text, layout, child, alloc.remaining,
-                                   floors.get(child.start, 0))
+            cost = _side_cost(text, layout, fi, child, alloc.remaining, values)
         else:
             cost = child.end - child.start
         decision = alloc.take(cost)
         decisions[ci] = decision
         misses = misses + 1 if decision == _HINT else 0
+
+
+def _allocate_run(text: str, layout: _Layout, fi: int, ci: int, alloc: _Allocator,
+                  values: dict[int, Any], whole: list[bool], misses: int) -> tuple[int, int]:
+    """Step 3 for the RUN child ``ci`` of level ``fi``: turned down whole, or its items taken
+    from its end (laid out as printed: one by one, unread; else split off); returns the index
+    the allocation goes on from (it steps back one first) and the level's misses."""
+    child = layout.levels[fi][ci]
+    turned, trailing = _turned_down(layout, fi, child, alloc.remaining, misses)
+    if turned is not None:
+        layout.decisions[fi][ci] = _HINT
+        return ci, turned
+    if trailing == 0:
+        walked = _walk_laid_out(text, layout, fi, ci, alloc, values, misses)
+        if walked is not None:
+            whole[0] = False
+            return walked
+    known = split_known(text, child, trailing, values) if trailing >= RUN_MIN_ITEMS else None
+    if known is not None:  # its last items cannot fit: one RUN, not read
+        ci = _replace_run(layout, fi, ci, known) + len(known) - 1
+        layout.decisions[fi][ci] = _HINT
+        whole[0] = False
+        return ci, misses + trailing
+    ci, fitted = _split_level_run(text, layout, fi, ci, alloc, values, whole, trailing)
+    return ci, 0 if fitted else misses
+
+
+def _walk_laid_out(text: str, layout: _Layout, fi: int, ci: int, alloc: _Allocator,
+                   values: dict[int, Any], misses: int) -> tuple[int, int] | None:
+    """Take the container items of the RUN child ``ci`` of level ``fi`` one by one from its
+    end (as step 3 takes single children) while they are laid out as printed, without reading
+    them again: an item's start is the separator before it (found with ``str.rfind``), and
+    ``verbatim_cost``'s layout pattern, matching one whole value from there to the item's end
+    (known: the RUN's end, then the separator found before), shows it is the item; its
+    decoded value (kept by the scan) gives its cost. Stops at an item that cannot fit by its
+    lower bound or is laid out otherwise, when the level's misses are used up or the budget
+    is spent: the items before stay one RUN. None when not one item was taken."""
+    run = layout.levels[fi][ci]
+    kept = layout.frames[fi].run_items
+    items = kept.get(run.start) if kept is not None else None
+    depth = fi + 1
+    sep = ",\n" + _indent(depth)
+    if items is None or layout.frames[fi].is_object or not text.startswith(sep, run.end):
+        return None
+    taken: list[tuple[Child, int]] = []
+    end, i = run.end, run.size - 1
+    while i >= 0 and not alloc.summary and misses < MAX_MISSES_PER_LEVEL:
+        value = items[i]
+        kind = OBJECT if type(value) is dict else ARRAY if type(value) is list else None
+        if kind is None or not value:
+            break
+        at = text.rfind(sep + ("{" if kind is OBJECT else "["), run.start, end) if i else -1
+        if at < 0 and i:
+            break
+        start, limit = at + len(sep) if i else run.start, alloc.remaining
+        if end - start > limit and layout.floor_of(value, limit) > limit:
+            break  # (a cost is at most the length)
+        cost = verbatim_cost(text, start, end, value, depth)
+        if cost < 0:
+            break
+        decision = alloc.take(cost)
+        layout.verbatim.add(start)
+        taken.append((Child(start, end, kind, len(value)), decision))
+        misses = misses + 1 if decision == _HINT else 0
+        end, i = at, i - 1
+    if not taken:
+        return None
+    parts: list[Child] = []
+    if i >= 0:
+        head = Child(run.start, end, RUN, i + 1)
+        parts = [head] if head.size >= RUN_MIN_ITEMS else expand_run(text, head, values)
+    first = len(parts)
+    parts.extend(child for child, _ in reversed(taken))
+    _replace_run(layout, fi, ci, parts)
+    decisions = layout.decisions[fi]
+    for k, (_, decision) in enumerate(reversed(taken)):
+        decisions[ci + first + k] = decision
+    return ci + first, misses
 
 
 _FLAT_MAX = 2048  # containers up to this many characters are tried as flat ones
@@ -435,43 +522,140 @@ def _container_cost(text: str, layout: _Layout, child: Child, limit: int, floor:
     return value_cost(text, child.start, child.end, child.kind, limit, floor)
 
 
-def _turned_down(layout: _Layout, fi: int, run: Child, limit: int, misses: int) -> int | None:
+def _side_cost(text: str, layout: _Layout, fi: int, child: Child, limit: int,
+               values: dict[int, Any]) -> int:
+    """``value_cost`` of a container side branch of level ``fi``. When its decoded value is
+    known (kept by the scan, or read when its RUN was split): turned down from a lower bound
+    without measuring it, or, when its source is laid out as it is printed, measured from its
+    length and structure (and printed as its source)."""
+    value = values.get(child.start)
+    if value is None:
+        kept = layout.frames[fi].values
+        value = kept.get(child.start) if kept is not None else None
+        if value is None:
+            return _container_cost(text, layout, child, limit, 0)
+    if child.end - child.start > limit:  # (a cost is at most the length)
+        floor = layout.floor_of(value, limit)
+        if floor > limit:
+            return floor
+    cost = verbatim_cost(text, child.start, child.end, value, fi + 1)
+    if cost >= 0:
+        layout.verbatim.add(child.start)
+        return cost
+    return _container_cost(text, layout, child, limit, 0)
+
+
+_LAYOUT_LEVELS = 6  # nesting levels below a value that its layout pattern covers
+_PLAIN_KEY = r'"[^"\\\n]*": '  # a key without escapes: written as its decoded text in quotes
+_LAYOUTS: dict[int, re.Pattern[str]] = {}
+
+
+def _layout_pattern(depth: int, levels: int) -> str:
+    """A value as ``pretty_lines`` prints it at ``depth`` (one group per line, each line
+    indented for its level; an empty container on one line), ``levels`` levels deep. The text
+    it is matched on is valid JSON, so members and items need not be told apart."""
+    if levels == 0:
+        return r"(?:" + _SCALAR_RE + r"|\{\}|\[\])"
+    inner = _layout_pattern(depth + 1, levels - 1)
+    here, nested = re.escape("\n" + _indent(depth)), re.escape("\n" + _indent(depth + 1))
+    return (r"(?:" + _SCALAR_RE + r"|\{\}|\[\]|[\[{](?:" + nested + r"(?:" + _PLAIN_KEY
+            + r")?" + inner + r"(?:,(?=\n)|(?=" + here + r"[\]}])))+" + here + r"[\]}])")
+
+
+def _layout_at(depth: int) -> re.Pattern[str]:
+    pattern = _LAYOUTS.get(depth)
+    if pattern is None:
+        pattern = _LAYOUTS[depth] = re.compile(_layout_pattern(depth, _LAYOUT_LEVELS))
+    return pattern
+
+
+def verbatim_cost(text: str, start: int, end: int, value: Any, depth: int) -> int:
+    """The budget cost of the non-empty container ``text[start:end]`` whose decoded value is
+    ``value``, when its source is exactly what ``pretty_lines`` prints for it at ``depth``;
+    else -1. Such a source is its length minus its structure: the line breaks, indentation,
+    brackets, commas, keys (without escapes: their decoded length and quotes) and ": ", all
+    known from ``value``; a key given twice (dropped from ``value``) leaves a line more than
+    ``value`` accounts for, and is read the long way."""
+    if not value or _layout_at(depth).fullmatch(text, start, end) is None:
+        return -1
+    structure = lines = 0
+    stack = [(value, depth)]
+    pop, push = stack.pop, stack.append
+    step, top = len(INDENT), MAX_INDENT_LEVELS
+    while stack:
+        v, level = pop()
+        n = len(v)
+        # brackets, commas, a line per member or item (and its indentation), the closer's line
+        structure += n * (2 + step * (level + 1 if level < top else top)) + 2 \
+            + step * (level if level < top else top)
+        lines += n + 1
+        if type(v) is dict:
+            structure += sum(map(len, v)) + 4 * n  # keys, their quotes and ": "
+            v = v.values()
+        level += 1
+        for item in v:
+            t = type(item)
+            if t is dict or t is list:
+                if item:
+                    push((item, level))
+                else:
+                    structure += 2
+    if text.count("\n", start, end) != lines:
+        return -1
+    return end - start - structure
+
+
+def _turned_down(layout: _Layout, fi: int, run: Child, limit: int,
+                 misses: int) -> tuple[int | None, int]:
     """The misses of level ``fi`` after the RUN ``run`` when none of its items can fit, from
     the end back to the run's start or to the last miss measured: every one's cost is at least
     ``scalar_floor`` of its decoded item (kept by the scan) and that is above ``limit``. None
-    when an item may fit (or its items were not kept): the run is split instead."""
+    when an item may fit (or its items were not kept): the run is split instead; with how many
+    items at its end cannot fit (-1: not known)."""
     kept = layout.frames[fi].run_items
     items = kept.get(run.start) if kept is not None else None
-    if items is None or len(items) != run.size:
-        return None
+    if items is None or len(items) < run.size:
+        return None, -1
+    if len(items) > run.size:  # the head of a kept RUN split before: its first items
+        items = items[:run.size]
     for count, item in enumerate(reversed(items), 1):
-        if scalar_floor(item, limit) <= limit:
-            return None
+        if layout.floor_of(item, limit) <= limit:
+            return None, count - 1
         if misses + count >= MAX_MISSES_PER_LEVEL:
-            return MAX_MISSES_PER_LEVEL
-    return misses + len(items)
+            return MAX_MISSES_PER_LEVEL, count
+    return misses + len(items), len(items)
 
 
 def _split_level_run(text: str, layout: _Layout, fi: int, ci: int, alloc: _Allocator,
-                     floors: dict[int, int], whole: list[bool]) -> tuple[int, bool]:
+                     values: dict[int, Any], whole: list[bool],
+                     trailing: int = -1) -> tuple[int, bool]:
     """Replace the RUN child ``ci`` of level ``fi`` by what it stands for; returns the index the
     allocation goes on from (it steps back one first) and whether items were taken in full.
 
     Scalar items at its end that fit while the budget stays at or above ``SUMMARY_BELOW`` are
     taken at once (each would be taken in full, one by one, with the same result) and kept
     as one RUN shown in full (scalars, or objects of scalars); otherwise the items of (about)
-    twice the budget left, at least 16, are split off. ``whole``: whether to try the first
-    (once a RUN was not taken whole, the budget left is about one item)."""
+    twice the budget left, at least 16 (or, when known, the ``trailing`` items that cannot fit
+    and two more), are split off. ``whole``: whether to try the first (once a RUN was not taken
+    whole, the budget left is about one item)."""
     children = layout.levels[fi]
     child = children[ci]
     tail = scalar_tail(text, child, alloc.remaining - SUMMARY_BELOW) if whole[0] else None
     if tail is not None:
         layout.literals[tail[0]] = tail[4]
     elif whole[0]:
-        records = record_tail(text, child, alloc.remaining - SUMMARY_BELOW)
-        if records is not None:
-            layout.records[records[0]] = records[4]
-        tail = records  # type: ignore[assignment]
+        kept = layout.frames[fi].run_items
+        items = kept.get(child.start) if kept is not None else None
+        compact = compact_record_tail(text, child, items, alloc.remaining - SUMMARY_BELOW) \
+            if items is not None else None
+        if compact is not None:
+            layout.compact.add(compact[0])
+            tail = (*compact, [])
+        else:
+            records = record_tail(text, child, alloc.remaining - SUMMARY_BELOW)
+            if records is not None:
+                layout.records[records[0]] = records[4]
+            tail = records  # type: ignore[assignment]
     whole[0] = tail is not None and tail[1] == child.size
     if tail is not None:
         start, count, cost, head_end, _ = tail
@@ -485,16 +669,22 @@ def _split_level_run(text: str, layout: _Layout, fi: int, ci: int, alloc: _Alloc
     else:
         each = (child.end - child.start) // max(child.size, 1) + 1
         # (a run reached again is split again: a few items at a time past the budget)
-        parts = split_run(text, child, max(2 * alloc.remaining + 256, 16 * each),
-                          floors, alloc.remaining)
-    children[ci:ci + 1] = parts
-    shift = len(parts) - 1  # decisions made after the run move along
-    decisions = layout.decisions[fi] = {k + shift if k > ci else k: v
-                                        for k, v in layout.decisions[fi].items()}
+        least = (trailing + 2 if trailing >= 0 else 16) * each
+        parts = split_run(text, child, max(2 * alloc.remaining + 256, least), values)
+    _replace_run(layout, fi, ci, parts)
     if tail is not None:
-        decisions[ci + shift] = _FULL
-        return ci + shift, True
+        layout.decisions[fi][ci + len(parts) - 1] = _FULL
+        return ci + len(parts) - 1, True
     return ci + len(parts), False
+
+
+def _replace_run(layout: _Layout, fi: int, ci: int, parts: list[Child]) -> int:
+    """Put ``parts`` in place of the RUN child ``ci`` of level ``fi``; returns ``ci``."""
+    layout.levels[fi][ci:ci + 1] = parts
+    shift = len(parts) - 1  # decisions made after the run move along
+    layout.decisions[fi] = {k + shift if k > ci else k: v
+                            for k, v in layout.decisions[fi].items()}
+    return ci
 
 
 def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
@@ -519,18 +709,12 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
                 continue
         child = children[ci]
         prefix = pad + (text[child.key_start:child.key_end] + ": " if frame.is_object else "")
-        if decision == _FULL and child.kind == RUN and child.start in layout.records:
-            inner = ",\n" + _indent(depth + 1)
-            lines.extend([pad + "{\n" + inner[2:] + inner.join(map(": ".join, members)) + "\n"
-                          + pad + "}," if members else pad + "{},"
-                          for members in layout.records[child.start]])
+        if decision == _FULL and child.kind == RUN:
+            lines.extend(_full_run_lines(text, layout, child, pad, depth))
             ci += 1
             continue
-        if decision == _FULL and child.kind == RUN:  # scalar items in full, one per line
-            literals = layout.literals.get(child.start)
-            if literals is None:
-                literals = scalar_literals(text, child.start, child.end)
-            lines.append(pad + (",\n" + pad).join(literals) + ",")
+        if decision == _FULL and child.start in layout.verbatim:
+            lines.append(prefix + text[child.start:child.end] + ",")  # laid out as printed
             ci += 1
             continue
         if decision == _FULL and child.kind != OBJECT and child.kind != ARRAY:
@@ -545,6 +729,31 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
         lines.extend(body)
         ci += 1
     return lines
+
+
+def _full_run_lines(text: str, layout: _Layout, run: Child, pad: str, depth: int) -> list[str]:
+    """The lines of a RUN shown in full: records (a member per line) or scalar items (one per
+    line)."""
+    if run.start in layout.compact:
+        return [_compact_records(text, run, pad, _indent(depth + 1))]
+    records = layout.records.get(run.start)
+    if records is not None:
+        inner = ",\n" + _indent(depth + 1)
+        return [pad + "{\n" + inner[2:] + inner.join(map(": ".join, members)) + "\n"
+                + pad + "}," if members else pad + "{}," for members in records]
+    literals = layout.literals.get(run.start)
+    if literals is None:
+        literals = scalar_literals(text, run.start, run.end)
+    return [pad + (",\n" + pad).join(literals) + ","]
+
+
+def _compact_records(text: str, run: Child, pad: str, inner: str) -> str:
+    """The lines of a RUN of records taken by ``compact_record_tail`` (no string holds ", "),
+    a member per line, as ``_side_branch_lines`` prints records from their members."""
+    span = text[run.start:run.end].replace("}, {", "\x00")  # (no JSON text holds U+0000)
+    span = span.replace(", ", ",\n" + inner).replace("\x00", "\n" + pad + "},\n" + pad + "{\n"
+                                                      + inner)
+    return pad + "{\n" + inner + span[1:-1] + "\n" + pad + "},"
 
 
 def _render_child(text: str, child: Child, decision: int, depth: int) -> list[str]:

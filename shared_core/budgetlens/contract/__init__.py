@@ -11,6 +11,7 @@ Where things are: ``model`` (the result types: ``Term``, ``StepBudget``, ``Pipel
 config.json a pipeline uses), ``check`` (``check_pipeline``: one function per term),
 ``advice`` (what the messages tell the user to change), ``clamp`` (the clamp arithmetic and
 shared floors), ``plan`` (the clamp plan as text edits), ``injection`` (the
-``settings.injection`` block), ``config``, ``pipeline``, ``template``, ``policy``,
-``validation``, ``near_miss``, ``cache``, ``json_schema`` and ``report_text``.
+``settings.injection`` block), ``config``, ``pipeline`` (their fields declared once in
+``shapes``), ``template``, ``policy``, ``validation``, ``near_miss``, ``cache``,
+``json_schema`` and ``report_text``.
 """

@@ -115,6 +115,10 @@ class BudgetCache:
         self._files: dict[tuple[str, str], tuple[str, Any]] = {}
         self._templates = _Generations(max_entries)
         self._counters: dict[str, TokenCounter] = {}
+        #: counts are shared with other processes (``share_counts``), and the counts learned
+        #: for a tokenizer whose counter is not made yet
+        self._sharing = False
+        self._learned: dict[str, list[tuple[str, int]]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -187,6 +191,17 @@ class BudgetCache:
             self._files[key] = (fp, value)
         return value
 
+    def has_parsed(self, kind: str, path: str) -> bool:
+        """Whether a parse of ``path`` (of ``kind``) is kept, current or not."""
+        with self._lock:
+            return (kind, path) in self._files
+
+    def forget_parsed(self, kind: str, path: str) -> None:
+        """Drop the kept parse of ``path`` (of ``kind``), if any: a caller that knows no
+        later check reads it again frees it now."""
+        with self._lock:
+            self._files.pop((kind, path), None)
+
     def prompt_tokens(self, path: str, files: FileSource,
                       counter: TokenCounter) -> int | SourceError:
         """Token count of a prompt file (or why it cannot be read), cached by fingerprint."""
@@ -214,7 +229,38 @@ class BudgetCache:
             counter = self._counters.get(tokenizer.name)
             if counter is None:
                 counter = self._counters[tokenizer.name] = TokenCounter(tokenizer)
+                if self._sharing:
+                    counter.keep_fresh()
+                counter.learn(self._learned.pop(tokenizer.name, ()))
             return counter
+
+    # -- counts shared between processes (``budgetlens check --jobs``) ------------------
+    def share_counts(self) -> None:
+        """Keep the counts made from now on for ``fresh_counts`` (every counter's)."""
+        with self._lock:
+            self._sharing = True
+            counters = list(self._counters.values())
+        for counter in counters:
+            counter.keep_fresh()
+
+    def fresh_counts(self) -> dict[str, list[tuple[str, int]]]:
+        """The counts made here since the last call, per tokenizer name (``(content hash,
+        count)``; empty unless ``share_counts``): another process's ``learn_counts``."""
+        with self._lock:
+            counters = list(self._counters.items())
+        fresh = {name: c.take_fresh() for name, c in counters}
+        return {name: pairs for name, pairs in fresh.items() if pairs}
+
+    def learn_counts(self, counts: Mapping[str, list[tuple[str, int]]]) -> None:
+        """Counts another process made (``fresh_counts``): a text among them is not encoded
+        here (a tokenizer whose counter is not made yet gets them when it is)."""
+        for name, pairs in counts.items():
+            with self._lock:
+                counter = self._counters.get(name)
+                if counter is None:
+                    self._learned.setdefault(name, []).extend(pairs)
+                    continue
+            counter.learn(pairs)
 
     def sizes(self) -> dict[str, int]:
         """How many entries each table holds (for tests and memory checks)."""
@@ -230,3 +276,4 @@ class BudgetCache:
             self._files.clear()
             self._templates.clear()
             self._counters.clear()
+            self._learned.clear()

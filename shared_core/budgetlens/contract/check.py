@@ -36,6 +36,7 @@ read, for the few places a report shows, not for every term of every step.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -590,9 +591,8 @@ class _Planner:
         key_loc, name = at.location("prompt_key"), at.name
         found = self.prompt_paths.get(key)
         if found is None:
-            prompts_dir = os.path.normpath(os.path.join(config.directory, cfg.prompts_dir))
-            path = os.path.normpath(os.path.join(prompts_dir, f"{key}.txt"))
-            found = self.prompt_paths[key] = (path, path_problem(path))
+            found = self.prompt_paths[key] = _prompt_path(config.directory, cfg.prompts_dir,
+                                                          key)
         path, problem = found
         if problem is not None:
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
@@ -668,6 +668,16 @@ class _Planner:
                  (Related(ceiling.location, "model_max_output_tokens"
                           if ceiling.source.startswith("config.json") else ceiling.source),)
                  if ceiling.location else ())
+
+
+@functools.lru_cache(maxsize=8192)
+def _prompt_path(directory: str, prompts_dir: str, key: str) -> tuple[str, str | None]:
+    """The prompt file ``<directory>/<prompts_dir>/<key>.txt`` (normalised) and why it can
+    name no file (or None): a string function of its arguments, so made once for the many
+    pipelines of a run that share config.json and prompts."""
+    path = os.path.normpath(os.path.join(os.path.normpath(os.path.join(directory, prompts_dir)),
+                                         f"{key}.txt"))
+    return path, path_problem(path)
 
 
 class _Outside:

@@ -12,12 +12,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from typing import Any, ClassVar
 
 from budgetlens import codes
 from budgetlens.contract.near_miss import check_mapping, model_keys, near_miss_diagnostic, suggest
+from budgetlens.contract.shapes import Shape, count, flag, nested, text, texts
 from budgetlens.contract.validation import validate_lenient
 from budgetlens.files import FileMissing, FileSource, SourceError
 from budgetlens.source import Diagnostic, LineIndex, Location, Range, Severity
@@ -31,74 +30,63 @@ DEFAULT_PROMPTS_DIR = "prompts"
 #: either style with room to spare; set ``format_overhead_tokens`` to your own measurement.
 DEFAULT_FORMAT_OVERHEAD_TOKENS = 32
 
-PositiveInt = Annotated[int, Field(strict=True, gt=0)]
-NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
-StrictStr = Annotated[str, Field(strict=True)]
-StrictBool = Annotated[bool, Field(strict=True)]
 
-
-class ServingLimits(BaseModel):
+# The shapes below are read without pydantic when valid; their pydantic models (errors, the
+# JSON Schema) are made from the same declarations on first use (contract/shapes.py).
+class ServingLimits(Shape):
     """``serving``: the limits of the server that runs the model (they may be lower than
     the model's own window). Unknown keys are kept."""
 
-    model_config = ConfigDict(extra="allow")
-
-    max_model_len: PositiveInt | None = Field(
-        None, description="vLLM --max-model-len: the longest prompt + output the server"
-                          " accepts.")
-    num_ctx: PositiveInt | None = Field(
-        None, description="Ollama num_ctx: the context the server allocates (Ollama's"
-                          " default is small and silently truncates longer prompts).")
+    max_model_len: int | None = count(
+        "vLLM --max-model-len: the longest prompt + output the server accepts.", gt=0)
+    num_ctx: int | None = count(
+        "Ollama num_ctx: the context the server allocates (Ollama's default is small and"
+        " silently truncates longer prompts).", gt=0)
 
 
-class WorkspaceConfig(BaseModel):
+class WorkspaceConfig(Shape):
     """The workspace's ``config.json``. Unknown keys are kept."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
+    PYDANTIC_CONFIG: ClassVar[dict[str, Any]] = {"populate_by_name": True,
+                                                  "protected_namespaces": ()}
 
-    model: StrictStr | None = Field(
-        None, description="The model's name in the bundled registry (gpt-4o,"
-                          " llama-3.1-8b-instruct): its window, output ceiling and tokenizer"
-                          " are used where config.json sets none.")
-    model_context_window: PositiveInt | None = Field(
-        None, description="The model's context window in tokens: prompt and generation"
-                          " together (required unless model names a registry model).")
-    model_max_tokens: PositiveInt | None = Field(
-        None, description="Default output limit of a call_model step that sets neither"
-                          " max_output_tokens nor max_tokens.")
-    model_max_output_tokens: PositiveInt | None = Field(
-        None, description="The model's hard ceiling on output tokens; a step asking for more"
-                          " is an error.")
-    prompts_dir: StrictStr = Field(
-        DEFAULT_PROMPTS_DIR, description="Folder of the system prompt files"
-                                         " (<prompts_dir>/<prompt_key>.txt), relative to"
-                                         " config.json.")
-    development: StrictBool | None = Field(
-        None, validation_alias=AliasChoices("development", "developement"),
-        description="Development mode: true gives the fail_fast policy, false auto_clamp."
-                    " The misspelling 'developement' is accepted too.")
-    format_overhead_tokens: NonNegativeInt = Field(
-        DEFAULT_FORMAT_OVERHEAD_TOKENS,
-        description="Tokens added to every step's fixed cost for role markers, [INST]"
-                    " wrappers and separators (conservative default 32).")
-    tokenizer: StrictStr | None = Field(
-        None, description="cl100k_base, o200k_base, a model name (gpt-4o) or the path of a"
-                          " local Hugging Face tokenizer.json (default cl100k_base).")
-    min_context_tokens: NonNegativeInt | None = Field(
-        None, description="Workspace default of settings.min_context_tokens: the lowest"
-                          " max_context_tokens the clamp may set (a pipeline's own setting"
-                          " wins; default: half of max_context_tokens).")
-    min_output_tokens: NonNegativeInt | None = Field(
-        None, description="Workspace default of settings.min_output_tokens: the lowest output"
-                          " limit the clamp may set for a step (a pipeline's own setting wins;"
-                          " default: half of the step's own limit).")
-    serving: ServingLimits | None = Field(
-        None, description="Limits of the server running the model (vLLM max_model_len,"
-                          " Ollama num_ctx): the window is the smaller of the model's and"
-                          " the server's.")
-    targets: list[StrictStr] | None = Field(
-        None, description="Registry models every step is also checked against (the"
-                          " target matrix of budgetlens check --target).")
+    model: str | None = text(
+        "The model's name in the bundled registry (gpt-4o, llama-3.1-8b-instruct): its window,"
+        " output ceiling and tokenizer are used where config.json sets none.")
+    model_context_window: int | None = count(
+        "The model's context window in tokens: prompt and generation together (required"
+        " unless model names a registry model).", gt=0)
+    model_max_tokens: int | None = count(
+        "Default output limit of a call_model step that sets neither max_output_tokens nor"
+        " max_tokens.", gt=0)
+    model_max_output_tokens: int | None = count(
+        "The model's hard ceiling on output tokens; a step asking for more is an error.", gt=0)
+    prompts_dir: str = text(
+        "Folder of the system prompt files (<prompts_dir>/<prompt_key>.txt), relative to"
+        " config.json.", default=DEFAULT_PROMPTS_DIR)
+    development: bool | None = flag(
+        "Development mode: true gives the fail_fast policy, false auto_clamp. The misspelling"
+        " 'developement' is accepted too.", aliases=("development", "developement"))
+    format_overhead_tokens: int = count(
+        "Tokens added to every step's fixed cost for role markers, [INST] wrappers and"
+        " separators (conservative default 32).", ge=0, default=DEFAULT_FORMAT_OVERHEAD_TOKENS)
+    tokenizer: str | None = text(
+        "cl100k_base, o200k_base, a model name (gpt-4o) or the path of a local Hugging Face"
+        " tokenizer.json (default cl100k_base).")
+    min_context_tokens: int | None = count(
+        "Workspace default of settings.min_context_tokens: the lowest max_context_tokens the"
+        " clamp may set (a pipeline's own setting wins; default: half of"
+        " max_context_tokens).", ge=0)
+    min_output_tokens: int | None = count(
+        "Workspace default of settings.min_output_tokens: the lowest output limit the clamp"
+        " may set for a step (a pipeline's own setting wins; default: half of the step's own"
+        " limit).", ge=0)
+    serving: ServingLimits | None = nested(
+        ServingLimits, "Limits of the server running the model (vLLM max_model_len, Ollama"
+                       " num_ctx): the window is the smaller of the model's and the server's.")
+    targets: list[str] | None = texts(
+        "Registry models every step is also checked against (the target matrix of budgetlens"
+        " check --target).")
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,13 @@ Without a ``settings.injection`` block anywhere in the chain, it reports nothing
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
 
 from budgetlens.codes import (
     CODES,
@@ -43,11 +45,12 @@ from budgetlens.files import FileSource
 from budgetlens.source import Diagnostic, Location, Related, Severity
 
 if TYPE_CHECKING:
-    from budgetlens.context.unified_budget import UnifiedBudget, UnifiedContextBudgetPolicy
+    from budgetlens.context.unified_budget import PolicyValues, UnifiedBudget
 
-# ``budgetlens.context.unified_budget`` (the policy, a pydantic model) is imported inside the
-# functions below, only once a chain has a ``settings.injection`` block: most pipelines have
-# none, and building the model is a good part of a server's start (start-up speed, no cycle).
+# ``budgetlens.context.unified_budget`` (the arithmetic) is imported inside the functions
+# below, only once a chain has a ``settings.injection`` block: most pipelines have none. The
+# policy model (``UnifiedContextBudgetPolicy``, pydantic) loads only for a value the light
+# read below does not take, for pydantic's own message (start-up speed, no cycle).
 
 INJECTION_KEY = "injection"
 
@@ -55,7 +58,91 @@ INJECTION_CODES: dict[str, Code] = {code: info for code, info in CODES.items()
                                     if code.startswith("BL1")}
 
 
+#: The policy's keys as its model describes them in the committed JSON Schema (``$defs``
+#: entry ``json_schema.INJECTION_DEF``; tests/core/contract/test_json_schema.py keeps the file
+#: equal to what the model gives): type, bounds, constant and default, read without pydantic.
+SCHEMA_FILE = Path(__file__).with_name("pipeline.schema.json")
+_POLICY_DEF = "InjectionPolicy"
+_BAD: Any = object()
+#: The keywords of a key's schema the light read understands; a key with others is left to
+#: the model.
+_KNOWN_KEYWORDS = frozenset({"type", "minimum", "maximum", "const", "default", "description",
+                             "title"})
+
+
+@functools.lru_cache(maxsize=1)
+def policy_keys() -> dict[str, dict[str, Any]]:
+    """Each policy key's JSON Schema, in the model's order."""
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return dict(schema["$defs"][_POLICY_DEF]["properties"])
+
+
+def light_value(key: str, value: Any) -> Any:
+    """``value`` as the policy model keeps it, when the model certainly accepts it (an exact
+    ``int`` or ``float`` within the bounds, the constant itself); else ``_BAD``."""
+    prop = policy_keys().get(key)
+    if prop is None or not prop.keys() <= _KNOWN_KEYWORDS:
+        return _BAD
+    if "const" in prop:
+        return value if type(value) is int and value == prop["const"] else _BAD
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if type(value) is float and prop.get("type") == "number":
+        number: float = value
+    elif type(value) is int and prop.get("type") == "integer":
+        number = value
+    elif type(value) is int and prop.get("type") == "number" and low is not None \
+            and high is not None and low <= value <= high:
+        number = float(value)  # as the model's strict float keeps a small integer
+    else:
+        return _BAD
+    if (low is not None and not number >= low) or (high is not None and not number <= high):
+        return _BAD
+    return number
+
+
+_MADE: dict[str, type] = {}
+
+
+def _policy_class() -> type:
+    """The light policy: a frozen dataclass of every key, with the model's defaults (it
+    serialises, compares and prints as a dataclass; ``to_jsonable`` gives the model's JSON).
+    Made once: two threads that make it at once keep the first one made."""
+    made = _MADE.get("class")
+    if made is not None:
+        return made
+    fields = [(name, Any, dataclasses.field(default=prop.get("default", prop.get("const"))))
+              for name, prop in policy_keys().items()]
+    cls = dataclasses.make_dataclass("InjectionPolicyValues", fields, frozen=True)
+    cls.__module__ = __name__
+    cls.__doc__ = ("The merged ``settings.injection`` policy (the values of a"
+                   " ``UnifiedContextBudgetPolicy``, read without pydantic).")
+    return _MADE.setdefault("class", cls)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "InjectionPolicyValues":  # made on first use (pickle finds it here)
+        return _policy_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def merged_policy(values: Mapping[str, Any]) -> PolicyValues:
+    """The policy of the merged valid keys: read without pydantic when the light read takes
+    every value, else validated by the model (whose values are kept)."""
+    light = {key: light_value(key, value) for key, value in values.items()}
+    if any(v is _BAD for v in light.values()):
+        from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy  # see the top
+
+        model = UnifiedContextBudgetPolicy.model_validate(dict(values))
+        light = {name: getattr(model, name) for name in policy_keys()}
+    made: PolicyValues = _policy_class()(**light)
+    return made
+
+
 def _field_problem(key: str, value: Any) -> str | None:
+    if light_value(key, value) is not _BAD:
+        return None
+    from pydantic import ValidationError  # as the policy below
+
     from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy  # see the top
 
     try:
@@ -96,15 +183,15 @@ def _block_values(pf: PipelineFile, block: dict[Any, Any], pipeline: str,
                   merged: dict[str, _Value], diags: list[Diagnostic]) -> None:
     """Add the valid keys of one mapping block to ``merged`` (a child's win), the invalid
     ones to ``diags``."""
-    from budgetlens.context.unified_budget import POLICY_FIELDS  # see the top
+    fields = tuple(policy_keys())  # the model's POLICY_FIELDS
 
     for key, value in block.items():
         key_text = str(key)
-        if key_text not in POLICY_FIELDS:
+        if key_text not in fields:
             diags.append(_diag(pf.key_location((*_BLOCK, key)), Severity.ERROR,
                                INJECTION_UNKNOWN_KEY,
                                f"settings.injection: unknown key {key_text!r}; known keys: "
-                               f"{', '.join(POLICY_FIELDS)}", pipeline))
+                               f"{', '.join(fields)}", pipeline))
             continue
         problem = _field_problem(key_text, value)
         if problem is not None:
@@ -136,7 +223,7 @@ def merged_injection(files: Sequence[PipelineFile], *, pipeline: str
     return merged, first, diags
 
 
-def _policy_checks(values: Mapping[str, _Value], policy: UnifiedContextBudgetPolicy,
+def _policy_checks(values: Mapping[str, _Value], policy: PolicyValues,
                    where: Location, pipeline: str) -> list[Diagnostic]:
     diags: list[Diagnostic] = []
     absolute = policy.max_injection_tokens_absolute
@@ -193,12 +280,9 @@ def check_injection(report: PipelineReport, *, files: FileSource,
     values, where, diags = merged_injection(chain, pipeline=report.pipeline)
     if where is None:
         return InjectionCheck(None, None, tuple(diags), ())
-    from budgetlens.context.unified_budget import (  # see the top
-        UnifiedContextBudgetPolicy,
-        compute_unified_budget,
-    )
+    from budgetlens.context.unified_budget import compute_unified_budget  # see the top
 
-    policy = UnifiedContextBudgetPolicy.model_validate({k: v.value for k, v in values.items()})
+    policy = merged_policy({k: v.value for k, v in values.items()})
     diags.extend(_policy_checks(values, policy, where, report.pipeline))
     steps = []
     for i, s in enumerate(report.steps):
@@ -224,9 +308,7 @@ def check_injection_text(pipeline: str, text: str) -> InjectionCheck:
     values, where, diags = merged_injection([pf], pipeline=pipeline)
     if where is None:
         return InjectionCheck(None, None, tuple(diags), ())
-    from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy  # see the top
-
-    policy = UnifiedContextBudgetPolicy.model_validate({k: v.value for k, v in values.items()})
+    policy = merged_policy({k: v.value for k, v in values.items()})
     diags.extend(_policy_checks(values, policy, where, pipeline))
     return InjectionCheck(policy, where, tuple(diags), ())
 

@@ -18,9 +18,9 @@ from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import TokenizerLike
 
-if TYPE_CHECKING:  # only annotations here; the module (pydantic models) loads with the first
+if TYPE_CHECKING:  # only annotations here; the module loads with the first
     # settings.injection block (contract/injection.py), not with every check (start-up speed)
-    from budgetlens.context.unified_budget import UnifiedBudget, UnifiedContextBudgetPolicy
+    from budgetlens.context.unified_budget import PolicyValues, UnifiedBudget
 
 
 @dataclass(frozen=True)
@@ -188,8 +188,9 @@ def injection_label(budget: UnifiedBudget) -> str:
 class InjectionCheck:
     """What ``check_injection`` found: the merged policy, diagnostics and the steps' splits."""
 
-    policy: UnifiedContextBudgetPolicy | None
-    """None when no file of the chain has a ``settings.injection`` block."""
+    policy: PolicyValues | None
+    """None when no file of the chain has a ``settings.injection`` block; the values of a
+    ``UnifiedContextBudgetPolicy`` (``contract.injection.merged_policy``)."""
     location: Location | None = field(metadata={"json": False})
     """The block that contributes first (the pipeline's own, else the nearest parent's)."""
     diagnostics: tuple[Diagnostic, ...]

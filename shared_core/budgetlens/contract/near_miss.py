@@ -25,13 +25,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import AliasChoices, BaseModel
+from typing import TYPE_CHECKING, Any
 
 from budgetlens import codes
+from budgetlens.contract.shapes import Shape
 from budgetlens.source import Diagnostic, Range, Severity
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath
+
+if TYPE_CHECKING:  # only for a pydantic model given to model_keys (start-up speed)
+    from pydantic import BaseModel
 
 UNIT_SUFFIX = "_tokens"
 
@@ -120,16 +122,28 @@ def _suggest(key: str, known: tuple[str, ...]) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def model_keys(model: type[BaseModel], *extra: str) -> tuple[str, ...]:
-    """The keys a pydantic model reads: field names, then their aliases, then ``extra``."""
+def model_keys(model: type[Shape] | type[BaseModel], *extra: str) -> tuple[str, ...]:
+    """The keys a shape or a pydantic model reads: field names, then their aliases, then
+    ``extra``."""
+    names: list[str] = []
+    if isinstance(model, type) and issubclass(model, Shape):
+        names += (spec.name for spec in model.FIELDS)
+        aliases = [name for spec in model.FIELDS for name in spec.aliases]
+    else:
+        aliases = _pydantic_aliases(model)
+    names += (name for name in dict.fromkeys(aliases) if name not in names)
+    return (*names, *(e for e in extra if e not in names))
+
+
+def _pydantic_aliases(model: type[BaseModel]) -> list[str]:
+    from pydantic import AliasChoices  # see the top
+
     names: list[str] = list(model.model_fields)
     for info in model.model_fields.values():
         alias = info.validation_alias
         choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
-        for choice in [*choices, info.alias]:
-            if isinstance(choice, str) and choice not in names:
-                names.append(choice)
-    return (*names, *(e for e in extra if e not in names))
+        names += (choice for choice in [*choices, info.alias] if isinstance(choice, str))
+    return names
 
 
 # ------------------------------------------------------------------------------- ranges

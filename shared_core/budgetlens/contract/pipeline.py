@@ -1,4 +1,4 @@
-"""Pipeline files: the pydantic models of a pipeline, and its ``extends`` chain.
+"""Pipeline files: the shapes of a pipeline (``contract/shapes.py``), and its ``extends`` chain.
 
 A pipeline file is YAML with ``extends`` (a parent pipeline, relative to this file),
 ``settings`` and ``steps``. Unknown keys are kept: pipelines carry other settings; a key
@@ -16,10 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from budgetlens import codes
-from budgetlens.contract.config import NonNegativeInt, PositiveInt, StrictBool, StrictStr
 from budgetlens.contract.near_miss import (
     check_mapping,
     model_keys,
@@ -27,6 +24,7 @@ from budgetlens.contract.near_miss import (
     suggest,
     value_text_range,
 )
+from budgetlens.contract.shapes import Shape, count, flag, nested, nested_list, text
 from budgetlens.contract.validation import validate_lenient
 from budgetlens.files import FileSource, SourceError, is_inside
 from budgetlens.source import FILE_START, Diagnostic, Location, Range, Related, Severity
@@ -38,68 +36,57 @@ MAX_EXTENDS_DEPTH = 32
 CALL_MODEL = "call_model"
 
 
-class UserParts(BaseModel):
+# Read without pydantic when valid; the pydantic models (errors, the JSON Schema) are made from
+# these declarations on first use (contract/shapes.py).
+class UserParts(Shape):
     """The user message of a step."""
 
-    model_config = ConfigDict(extra="allow")
-
-    template: StrictStr | None = Field(
-        None, description="User message template; placeholders are {identifier}, '{{' and"
-                          " '}}' are literal braces.")
+    template: str | None = text(
+        "User message template; placeholders are {identifier}, '{{' and '}}' are literal"
+        " braces.")
 
 
-class Step(BaseModel):
+class Step(Shape):
     """One step of a pipeline. Only ``type: call_model`` steps have a token budget."""
 
-    model_config = ConfigDict(extra="allow")
-
-    id: StrictStr | None = Field(None, description="The step's name (preferred).")
-    name: StrictStr | None = Field(None, description="The step's name when it has no id.")
-    type: StrictStr | None = Field(None, description="Step type; 'call_model' calls the model.")
-    prompt_key: StrictStr | None = Field(
-        None, description="System prompt file: <prompts_dir>/<prompt_key>.txt.")
-    user_parts: UserParts | None = Field(None, description="The user message of the step.")
-    max_output_tokens: PositiveInt | None = Field(
-        None, description="Output limit of the step (wins over max_tokens).")
-    max_tokens: PositiveInt | None = Field(
-        None, description="Output limit of the step when max_output_tokens is not set.")
-    use_history: StrictBool | None = Field(
-        None, description="Put the conversation history (up to max_history_tokens) in the"
-                          " prompt.")
+    id: str | None = text("The step's name (preferred).")
+    name: str | None = text("The step's name when it has no id.")
+    type: str | None = text("Step type; 'call_model' calls the model.")
+    prompt_key: str | None = text("System prompt file: <prompts_dir>/<prompt_key>.txt.")
+    user_parts: UserParts | None = nested(UserParts, "The user message of the step.")
+    max_output_tokens: int | None = count(
+        "Output limit of the step (wins over max_tokens).", gt=0)
+    max_tokens: int | None = count(
+        "Output limit of the step when max_output_tokens is not set.", gt=0)
+    use_history: bool | None = flag(
+        "Put the conversation history (up to max_history_tokens) in the prompt.")
 
 
-class Settings(BaseModel):
+class Settings(Shape):
     """Budget settings of a pipeline; merged key by key along the extends chain."""
 
-    model_config = ConfigDict(extra="allow")
-
-    max_context_tokens: PositiveInt | None = Field(
-        None, description="Token limit of the retrieved context of every call_model step"
-                          " (required, here or in a parent).")
-    max_history_tokens: NonNegativeInt | None = Field(
-        None, description="Token limit of the history of a use_history step.")
-    budget_safety_margin_tokens: NonNegativeInt | None = Field(
-        None, description=f"Tokens kept free in every step (default"
-                          f" {DEFAULT_SAFETY_MARGIN_TOKENS}).")
-    min_context_tokens: NonNegativeInt | None = Field(
-        None, description="Lowest max_context_tokens the clamp may set (default: half of"
-                          " max_context_tokens); below it, output limits are lowered.")
-    min_output_tokens: NonNegativeInt | None = Field(
-        None, description="Lowest output limit the clamp may set for a step (default: half of"
-                          " the step's own limit); a step that cannot fit above its floors is"
-                          " an error.")
+    max_context_tokens: int | None = count(
+        "Token limit of the retrieved context of every call_model step (required, here or in"
+        " a parent).", gt=0)
+    max_history_tokens: int | None = count(
+        "Token limit of the history of a use_history step.", ge=0)
+    budget_safety_margin_tokens: int | None = count(
+        f"Tokens kept free in every step (default {DEFAULT_SAFETY_MARGIN_TOKENS}).", ge=0)
+    min_context_tokens: int | None = count(
+        "Lowest max_context_tokens the clamp may set (default: half of max_context_tokens);"
+        " below it, output limits are lowered.", ge=0)
+    min_output_tokens: int | None = count(
+        "Lowest output limit the clamp may set for a step (default: half of the step's own"
+        " limit); a step that cannot fit above its floors is an error.", ge=0)
 
 
-class Pipeline(BaseModel):
+class Pipeline(Shape):
     """A pipeline file. Unknown top-level keys are kept."""
 
-    model_config = ConfigDict(extra="allow")
-
-    extends: StrictStr | None = Field(
-        None, description="Parent pipeline file, relative to this one.")
-    settings: Settings | None = Field(None, description="Budget settings.")
-    steps: list[Step] | None = Field(
-        None, description="The steps; when present they replace the parent's.")
+    extends: str | None = text("Parent pipeline file, relative to this one.")
+    settings: Settings | None = nested(Settings, "Budget settings.")
+    steps: list[Step] | None = nested_list(
+        Step, "The steps; when present they replace the parent's.")
 
 
 def step_name(step: Step, index: int) -> str:
@@ -232,7 +219,7 @@ def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
 
 
 @functools.lru_cache(maxsize=8)
-def _known(model: type[BaseModel]) -> frozenset[str]:
+def _known(model: type[Shape]) -> frozenset[str]:
     return frozenset(model_keys(model))
 
 

@@ -1,18 +1,23 @@
-"""Validating plain data against a pydantic model without losing the good parts.
+"""Validating plain data against a shape or a pydantic model without losing the good parts.
 
 A wrong value is reported at its path and dropped, then the rest is validated again, so one
-typo does not hide every other setting.
+typo does not hide every other setting. A shape (``contract/shapes.py``) is first read
+without pydantic; only input that read does not accept goes through its pydantic model.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from pydantic import BaseModel, ValidationError
+from budgetlens.contract.shapes import Shape
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:  # pydantic loads with the first input a shape's light read leaves to it
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
+S = TypeVar("S", bound=Shape)
 Path_ = tuple[str | int, ...]
 
 
@@ -99,13 +104,38 @@ def _delete(work: dict[str, Any], path: Path_, copies: _Copies) -> bool:
     return True
 
 
+@overload
+def validate_lenient(model: type[S], data: dict[str, Any],
+                     *, rounds: int = 5) -> tuple[S | None, list[FieldError]]: ...
+
+
+@overload
 def validate_lenient(model: type[M], data: dict[str, Any],
-                     *, rounds: int = 5) -> tuple[M | None, list[FieldError]]:
+                     *, rounds: int = 5) -> tuple[M | None, list[FieldError]]: ...
+
+
+def validate_lenient(model: type[Any], data: dict[str, Any],
+                     *, rounds: int = 5) -> tuple[Any, list[FieldError]]:
     """Validate ``data``; wrong values are reported and dropped until the rest validates.
 
     ``data`` is not modified: what is dropped is dropped from copies of the containers on
-    its path only (see ``_delete``), the rest is validated as it is.
+    its path only (see ``_delete``), the rest is validated as it is. A shape answers valid
+    input itself; anything else is validated by its pydantic model, whose result is given in
+    the shape's form.
     """
+    if isinstance(model, type) and issubclass(model, Shape):
+        light = model.light_validate(data)
+        if light is not None:
+            return light, []
+        found, errors = _lenient(model.pydantic(), data, rounds)
+        return (model.from_pydantic(found) if found is not None else None), errors
+    return _lenient(model, data, rounds)
+
+
+def _lenient(model: type[M], data: dict[str, Any],
+             rounds: int) -> tuple[M | None, list[FieldError]]:
+    from pydantic import ValidationError  # start-up speed: valid input never gets here
+
     errors: list[FieldError] = []
     work = dict(data)
     copies = _Copies(work)

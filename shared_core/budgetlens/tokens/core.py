@@ -440,6 +440,31 @@ class TokenCounter:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        #: the counts this counter made itself since ``take_fresh`` (None: not kept); a
+        #: caller checking in several processes hands them to the others (``learn``)
+        self._fresh: list[tuple[str, int]] | None = None
+
+    def keep_fresh(self) -> None:
+        """From now on keep the counts made here for ``take_fresh``."""
+        with self._lock:
+            if self._fresh is None:
+                self._fresh = []
+
+    def take_fresh(self) -> list[tuple[str, int]]:
+        """The ``(content hash, count)`` of every text counted here (not learned) since the
+        last call; empty unless ``keep_fresh`` was called."""
+        with self._lock:
+            fresh, self._fresh = self._fresh, ([] if self._fresh is not None else None)
+        return fresh or []
+
+    def learn(self, counts: Iterable[tuple[str, int]]) -> None:
+        """Counts another counter of the same tokenizer made (``take_fresh``), by content
+        hash: a text among them is not encoded here."""
+        with self._lock:
+            for key, n in counts:
+                if len(self._cache) >= self._max:
+                    self._cache.clear()
+                self._cache[key] = n
 
     @property
     def name(self) -> str:
@@ -459,4 +484,6 @@ class TokenCounter:
                 self._cache.clear()
             self._cache[key] = n
             self.misses += 1
+            if self._fresh is not None:
+                self._fresh.append((key, n))
         return n

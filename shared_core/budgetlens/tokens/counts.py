@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import marshal
 import os
 import tempfile
@@ -139,8 +140,8 @@ class CountStore:
 
     def _trim(self) -> None:
         excess = len(self._entries) - self.max_entries
-        if excess > 0:
-            for key in list(self._entries)[:excess]:
+        if excess > 0:  # the oldest: first in order (a slice of the keys, not all of them)
+            for key in list(itertools.islice(self._entries, excess)):
                 del self._entries[key]
 
     # -- counts ------------------------------------------------------------------------

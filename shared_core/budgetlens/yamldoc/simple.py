@@ -19,8 +19,10 @@ read the same events up to it and raise the same error.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import yaml
 from yaml.events import (
     MappingEndEvent,
     MappingStartEvent,
@@ -126,9 +128,21 @@ def _accepted_tag(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str], t
     return tag
 
 
+#: Loader classes whose resolver is PyYAML's YAML 1.1 one (``SafeLoader``'s): for them an
+#: untagged plain scalar of ``_DECIMAL`` digits is an int, its value ``int(text)``.
+_YAML11_RESOLVERS = frozenset(c for c in (getattr(yaml, "CSafeLoader", None), yaml.SafeLoader)
+                              if c is not None)
+#: A decimal without sign, underscore or leading zero (a leading 0 is octal in YAML 1.1),
+#: short enough for ``int`` to read: no resolver of ``SafeLoader`` but the int one matches
+#: it (float needs a dot, timestamp a dash, bool and null letters).
+_DECIMAL = re.compile(r"(?:0|[1-9][0-9]{0,17})")
+
+
 def _plain_value(loader: Any, memo: dict[tuple[str, tuple[bool, bool]], str],
                  values: dict[str, Any], text: str) -> Any:
     """The value of an untagged plain scalar not in ``values`` yet (then memoised there)."""
+    if _DECIMAL.fullmatch(text) is not None and type(loader) in _YAML11_RESOLVERS:
+        return int(text)  # what resolving and constructing give (tests: equivalence)
     value = _scalar(_accepted_tag(loader, memo, text, None, _PLAIN_IMPLICIT), text)
     if len(values) >= _MEMO_ENTRIES:
         values.clear()
