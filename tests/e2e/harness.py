@@ -129,10 +129,10 @@ async def wait_published(client: LanguageClient, uri: str,
         remaining = deadline - loop.time()
         if remaining <= 0:
             raise AssertionError(f"diagnostics for {uri} never matched; last: {current}")
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(
-                client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS),
-                min(remaining, 1.0))
+        # Never cancel pytest-lsp's future: it stays registered until the next push, and
+        # setting a result on a cancelled one stops the client (asyncio.wait only returns).
+        pushed = client.protocol.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        await asyncio.wait([asyncio.wrap_future(pushed)], timeout=min(remaining, 1.0))
 
 
 class Editor:
