@@ -42,6 +42,8 @@ OK = "ok"
 FAILED = "failed"
 #: Seconds a worker gets to stop after SIGTERM before it is killed.
 STOP_GRACE = 5.0
+#: Seconds to wait for the exit status of a worker whose pipe closed (it is exiting).
+DIED_GRACE = 5.0
 
 
 def usable_cpus() -> int:
@@ -180,7 +182,8 @@ def _sigterm_as_exit() -> Iterator[None]:
 
 
 def _died(process: multiprocessing.process.BaseProcess) -> WorkerDied:
-    process.join(0.5)
+    # its end of the pipe is closed: it is exiting; under load that can take a while
+    process.join(DIED_GRACE)
     code = process.exitcode
     how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
     return WorkerDied(f"check worker process {process.pid} ended without a reply ({how})")
@@ -216,7 +219,10 @@ class _Pool:
     def send(self, worker: int, index: int, chunk: Any) -> None:
         if self.outgoing is not None:
             chunk = self.outgoing(self.processes[worker].pid or 0, chunk)
-        self.conns[worker].send(chunk)
+        try:
+            self.conns[worker].send(chunk)
+        except OSError:  # it died before it read its chunk (EPIPE, ECONNRESET)
+            raise _died(self.processes[worker]) from None
         self.holding[worker].append(index)
 
     def receive(self) -> Iterator[tuple[int, int, tuple[str, int, Any]]]:

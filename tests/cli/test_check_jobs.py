@@ -188,6 +188,10 @@ def test_fork_only_while_the_process_has_one_thread() -> None:
     finally:
         stop.set()
         thread.join()
+    # join() returns before the OS has removed the thread (under load, visibly): wait for it
+    deadline = time.monotonic() + 10
+    while workers.thread_count() != before and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert workers.start_method() == ("fork" if before == 1 else "spawn")
 
 
@@ -374,6 +378,30 @@ def test_a_worker_that_dies_is_an_error_not_a_hang() -> None:
     with pytest.raises(workers.WorkerDied, match="exit code 3"):
         workers.run_chunks(_die_on_three, None, [[i] for i in range(10)], 2,
                            lambda i, pid, p: None, "fork")
+
+
+def _exit_at_once(conn: Any, spec: Any) -> None:
+    os._exit(3)
+
+
+def _process_state(pid: int) -> str:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        return next(line.split()[1] for line in fh if line.startswith("State:"))
+
+
+def test_a_worker_dead_before_its_chunk_is_sent_is_an_error() -> None:
+    """Sending to a worker that already died (a broken pipe) is WorkerDied, as a worker
+    dying while it works is: the chunk is sent only once the worker is a zombie."""
+    def when_dead(pid: int, chunk: Any) -> Any:
+        deadline = time.monotonic() + 20
+        while _process_state(pid) != "Z":
+            assert time.monotonic() < deadline, "the worker never exited"
+            time.sleep(0.01)
+        return chunk
+
+    with pytest.raises(workers.WorkerDied, match="exit code 3"):
+        workers.run_chunks(_exit_at_once, None, [[1]], 1, lambda i, pid, p: None, "fork",
+                           outgoing=when_dead)
 
 
 def test_an_exception_in_the_parent_stops_every_worker() -> None:
