@@ -412,7 +412,7 @@ class _Planner:
         if config_path:
             self.inputs.add(config_path)
         chain = load_chain(self.pipe, self.files, root=self.root(config), load=self.load_file,
-                           inside=self.run_files.is_inside)
+                           inside=self.run_files.is_inside, abspath=self.run_files.abspath)
         self.inputs.update(pf.path for pf in chain.files)
         first = chain.pipeline
         self.adopt(first.diagnostics)
@@ -424,7 +424,7 @@ class _Planner:
                      " model_context_window)")
         else:
             self.adopt(config.diagnostics)
-        self.limits = config_limits(config, self.options.target)
+        self.limits = self.config_limits(config)
         self.adopt(self.limits.diagnostics)
         choice = self.policy(config, head)
         base: dict[str, Any] = dict(
@@ -434,6 +434,19 @@ class _Planner:
         if not first.usable or (chain.broken and len(chain.files) == 1):
             return _Plan(deps=self.files.seen, inputs=frozenset(self.inputs), **base)
         return self.plan_steps(base)
+
+    def config_limits(self, config: LoadedConfig | None) -> ModelLimits:
+        """``config_limits`` of ``config`` (and the target), made once per config.json of a
+        run (``RunFiles.remembered``: the pipelines of a folder share the object) and made
+        again for another object of the same path."""
+        target = self.options.target
+        if config is None:
+            return config_limits(config, target)
+        kept: tuple[LoadedConfig, ModelLimits] = self.run_files.remembered(
+            ("config limits", config.path, target), lambda: (config, config_limits(config, target)))
+        if kept[0] is not config:
+            return config_limits(config, target)
+        return kept[1]
 
     def root(self, config: LoadedConfig | None) -> str:
         if self.options.workspace_root is not None:
@@ -735,9 +748,8 @@ class _Checker:
         if limits.tokenizer and (limits.forced or spec is None):
             spec = limits.tokenizer  # the model's (limits.py): exact or approximate
             self.approximate = limits.approximate
-        base_dir = Path(config.directory) if config is not None else None
         try:
-            tokenizer = get_tokenizer(spec, base_dir=base_dir)
+            tokenizer = self.get_tokenizer(spec, config.directory if config is not None else None)
         except TokenizerError as exc:
             loc = (config.location("tokenizer") if config is not None and not
                    self.options.tokenizer else head)
@@ -747,6 +759,18 @@ class _Checker:
         # an approximate family named directly (tokenizer: claude_approx) is approximate too
         self.approximate = self.approximate or not is_exact(tokenizer)
         return tokenizer
+
+    def get_tokenizer(self, spec: Any, directory: str | None) -> Tokenizer:
+        """``get_tokenizer(spec)`` relative to ``directory`` (config.json's folder), found
+        once per name and folder in a run (``RunFiles.remembered``; a tokenizer object is
+        taken as it is, a failure is not kept: it raises for every pipeline)."""
+        def make() -> Tokenizer:
+            return get_tokenizer(spec, base_dir=Path(directory) if directory is not None
+                                 else None)
+        if spec is not None and not isinstance(spec, str):
+            return make()
+        found: Tokenizer = self.run_files.remembered(("tokenizer", spec, directory), make)
+        return found
 
     def check_steps(self, shared: _Shared, counter: TokenCounter,
                     report_base: dict[str, Any]) -> PipelineReport:
