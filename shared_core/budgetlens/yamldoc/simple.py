@@ -200,6 +200,7 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
     # the open collection (none yet: ``container`` is None)
     container: Any = None
     at: YamlPath = ()
+    path: YamlPath  # a collection's path as it opens
     in_map = False
     start = 0
     flow = False
