@@ -53,6 +53,7 @@ from budgetlens.contract.enums import (
     OutputSource,
     TermSource,
 )
+from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.injection import check_injection
 from budgetlens.contract.limits import ModelLimits, config_limits, step_limits
 from budgetlens.contract.model import (
@@ -189,6 +190,7 @@ def _name_location(pf: PipelineFile, index: int) -> Location:
     return pf.location(("steps", index))
 
 
+@quick_init
 @dataclass(frozen=True)
 class _Shared:
     """What every ``call_model`` step of one pipeline is checked with."""
@@ -313,6 +315,7 @@ def _invalid_in(at: _At) -> bool:
     return bool(invalid) and any(p[:2] == ("steps", at.index) for p in invalid)
 
 
+@quick_init
 @dataclass(frozen=True)
 class _Plan:
     """What a pipeline's check reads from the pipeline, its extends chain and its config.json

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens import codes
+from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.near_miss import (
     check_mapping,
     model_keys,
@@ -94,6 +95,7 @@ def step_name(step: Step, index: int) -> str:
     return step.id or step.name or f"#{index}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class PipelineFile:
     """One pipeline file as read and validated."""
@@ -428,6 +430,7 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
 _LINK_CODES = (codes.EXTENDS_CYCLE, codes.EXTENDS_MISSING, codes.EXTENDS_OUTSIDE)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Setting:
     """A merged setting: its value and the file and range that set it."""
