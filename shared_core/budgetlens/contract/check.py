@@ -505,7 +505,9 @@ class _Planner:
         owner = steps_owner(chain)
         if owner is None or owner.model is None or owner.model.steps is None:
             return (), shared
-        shared = replace(shared, inherited=owner.path != self.pipe)
+        inherited = owner.path != self.pipe
+        if inherited != shared.inherited:  # (a replace costs more than the comparison)
+            shared = replace(shared, inherited=inherited)
         self.output_floor = _floor_setting("min_output_tokens", settings, shared.config)
         reuse = _Reuse.of(self.previous, owner, shared)
         plans: list[_StepPlan] = []

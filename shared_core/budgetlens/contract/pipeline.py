@@ -284,6 +284,7 @@ def read_pipeline(path: str, files: FileSource) -> PipelineFile:
     return load_pipeline_text(path, text)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Chain:
     """A pipeline and its ancestors, child first, with the problems of the links."""

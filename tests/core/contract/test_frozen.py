@@ -13,8 +13,9 @@ import pytest
 
 from budgetlens.contract.check import _Plan, _Shared
 from budgetlens.contract.frozen import quick_init
+from budgetlens.contract.limits import ModelLimits
 from budgetlens.contract.model import PipelineReport, StepBudget, Term
-from budgetlens.contract.pipeline import PipelineFile, Setting
+from budgetlens.contract.pipeline import Chain, PipelineFile, Setting
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,8 @@ def test_a_class_it_cannot_treat_is_refused_when_decorated() -> None:
         quick_init(KwOnly)
 
 
-@pytest.mark.parametrize("cls", [Term, StepBudget, PipelineReport, Setting, PipelineFile,
+@pytest.mark.parametrize("cls", [Term, StepBudget, PipelineReport, Setting, PipelineFile, Chain,
+                                 ModelLimits,
                                  _Plan, _Shared])
 def test_the_per_step_classes_set_their_fields_in_one_call(cls: type) -> None:
     init = cls.__init__  # type: ignore[misc]

@@ -122,3 +122,22 @@ def test_the_folder_of_config_json_is_made_once() -> None:
     assert config.directory == "ws"
     assert config.__dict__["directory"] == "ws"  # kept: the next read is an attribute
     assert LoadedConfig("config.json", None, True).directory == "."
+
+
+def test_the_shared_terms_are_copied_only_for_inherited_steps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _workspace(tmp_path, {"model_context_window": 4096})
+    own = tmp_path / "pipelines" / "base.yaml"  # a pipeline with its own steps
+    copies: list[bool] = []
+    real = check_module.replace
+
+    def counted(obj: Any, **changes: Any) -> Any:
+        if isinstance(obj, check_module._Shared):
+            copies.append(changes["inherited"])
+        return real(obj, **changes)
+
+    monkeypatch.setattr(check_module, "replace", counted)
+    check_pipeline(own, files=DiskFiles(), options=CheckOptions(environ={}))
+    assert copies == []
+    report = check_pipeline(paths[0], files=DiskFiles(), options=CheckOptions(environ={}))
+    assert copies == [True] and report.steps[0].inherited
