@@ -5,6 +5,7 @@ counts, and the same reports as checks that share nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from pathlib import Path
@@ -129,7 +130,7 @@ def test_the_shared_terms_are_copied_only_for_inherited_steps(
     paths = _workspace(tmp_path, {"model_context_window": 4096})
     own = tmp_path / "pipelines" / "base.yaml"  # a pipeline with its own steps
     copies: list[bool] = []
-    real = check_module.replace
+    real = dataclasses.replace
 
     def counted(obj: Any, **changes: Any) -> Any:
         if isinstance(obj, check_module._Shared):
