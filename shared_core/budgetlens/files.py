@@ -333,11 +333,12 @@ class RunFiles:
         inside = self._inside.get(key)
         if inside is None:
             inside = self._inside[key] = is_inside(path, root, realpath=self.realpath,
-                                                   abspath=self._abspath)
+                                                   abspath=self.abspath)
         return inside
 
-    def _abspath(self, path: Path | str) -> str:
-        """``os.path.abspath(path)``, once per path (a root is asked for again and again)."""
+    def abspath(self, path: Path | str) -> str:
+        """``os.path.abspath(path)``, once per path (a root is asked for again and again,
+        a pipeline's own path by each check of its extends chain)."""
         key = str(path)
         absolute = self._absolute.get(key)
         if absolute is None:

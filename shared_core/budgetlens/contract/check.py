@@ -53,6 +53,7 @@ from budgetlens.contract.enums import (
     OutputSource,
     TermSource,
 )
+from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.injection import check_injection
 from budgetlens.contract.limits import ModelLimits, config_limits, step_limits
 from budgetlens.contract.model import (
@@ -189,6 +190,7 @@ def _name_location(pf: PipelineFile, index: int) -> Location:
     return pf.location(("steps", index))
 
 
+@quick_init
 @dataclass(frozen=True)
 class _Shared:
     """What every ``call_model`` step of one pipeline is checked with."""
@@ -313,6 +315,7 @@ def _invalid_in(at: _At) -> bool:
     return bool(invalid) and any(p[:2] == ("steps", at.index) for p in invalid)
 
 
+@quick_init
 @dataclass(frozen=True)
 class _Plan:
     """What a pipeline's check reads from the pipeline, its extends chain and its config.json
@@ -412,7 +415,7 @@ class _Planner:
         if config_path:
             self.inputs.add(config_path)
         chain = load_chain(self.pipe, self.files, root=self.root(config), load=self.load_file,
-                           inside=self.run_files.is_inside)
+                           inside=self.run_files.is_inside, abspath=self.run_files.abspath)
         self.inputs.update(pf.path for pf in chain.files)
         first = chain.pipeline
         self.adopt(first.diagnostics)
@@ -424,7 +427,7 @@ class _Planner:
                      " model_context_window)")
         else:
             self.adopt(config.diagnostics)
-        self.limits = config_limits(config, self.options.target)
+        self.limits = self.config_limits(config)
         self.adopt(self.limits.diagnostics)
         choice = self.policy(config, head)
         base: dict[str, Any] = dict(
@@ -434,6 +437,19 @@ class _Planner:
         if not first.usable or (chain.broken and len(chain.files) == 1):
             return _Plan(deps=self.files.seen, inputs=frozenset(self.inputs), **base)
         return self.plan_steps(base)
+
+    def config_limits(self, config: LoadedConfig | None) -> ModelLimits:
+        """``config_limits`` of ``config`` (and the target), made once per config.json of a
+        run (``RunFiles.remembered``: the pipelines of a folder share the object) and made
+        again for another object of the same path."""
+        target = self.options.target
+        if config is None:
+            return config_limits(config, target)
+        kept: tuple[LoadedConfig, ModelLimits] = self.run_files.remembered(
+            ("config limits", config.path, target), lambda: (config, config_limits(config, target)))
+        if kept[0] is not config:
+            return config_limits(config, target)
+        return kept[1]
 
     def root(self, config: LoadedConfig | None) -> str:
         if self.options.workspace_root is not None:
@@ -489,7 +505,9 @@ class _Planner:
         owner = steps_owner(chain)
         if owner is None or owner.model is None or owner.model.steps is None:
             return (), shared
-        shared = replace(shared, inherited=owner.path != self.pipe)
+        inherited = owner.path != self.pipe
+        if inherited != shared.inherited:  # (a replace costs more than the comparison)
+            shared = replace(shared, inherited=inherited)
         self.output_floor = _floor_setting("min_output_tokens", settings, shared.config)
         reuse = _Reuse.of(self.previous, owner, shared)
         plans: list[_StepPlan] = []
@@ -735,9 +753,8 @@ class _Checker:
         if limits.tokenizer and (limits.forced or spec is None):
             spec = limits.tokenizer  # the model's (limits.py): exact or approximate
             self.approximate = limits.approximate
-        base_dir = Path(config.directory) if config is not None else None
         try:
-            tokenizer = get_tokenizer(spec, base_dir=base_dir)
+            tokenizer = self.get_tokenizer(spec, config.directory if config is not None else None)
         except TokenizerError as exc:
             loc = (config.location("tokenizer") if config is not None and not
                    self.options.tokenizer else head)
@@ -747,6 +764,18 @@ class _Checker:
         # an approximate family named directly (tokenizer: claude_approx) is approximate too
         self.approximate = self.approximate or not is_exact(tokenizer)
         return tokenizer
+
+    def get_tokenizer(self, spec: Any, directory: str | None) -> Tokenizer:
+        """``get_tokenizer(spec)`` relative to ``directory`` (config.json's folder), found
+        once per name and folder in a run (``RunFiles.remembered``; a tokenizer object is
+        taken as it is, a failure is not kept: it raises for every pipeline)."""
+        def make() -> Tokenizer:
+            return get_tokenizer(spec, base_dir=Path(directory) if directory is not None
+                                 else None)
+        if spec is not None and not isinstance(spec, str):
+            return make()
+        found: Tokenizer = self.run_files.remembered(("tokenizer", spec, directory), make)
+        return found
 
     def check_steps(self, shared: _Shared, counter: TokenCounter,
                     report_base: dict[str, Any]) -> PipelineReport:

@@ -69,6 +69,26 @@ def _context_reason(name: str | None, *, new: int, context: int, floor: int, roo
             f" this is its floor min_context_tokens={floor}")
 
 
+#: The clamp of a pipeline whose steps all fit as they are.
+_NOTHING = ClampValues()
+
+
+def _fits_as_is(steps: Sequence[StepBudget], context: int, window: int,
+                ceiling: int | None) -> bool:
+    """Every step fits its window with the context and its output limit as they are, and no
+    output limit is above its ceiling: ``compute_clamp`` lowers nothing (no step is unfit or
+    needy, no output is above what the context leaves it or above its floor's reach)."""
+    for s in steps:
+        output = s.output.value
+        own = s.ceiling.value if s.ceiling is not None else ceiling
+        if own is not None and output > own:
+            return False
+        win = s.window.value if s.model is not None else window
+        if s.fixed.value + s.history.value + s.margin.value + context + output > win:
+            return False
+    return True
+
+
 def compute_clamp(steps: Sequence[StepBudget], *, context: int, window: int,
                   ceiling: int | None, floor: int | None,
                   target: int | None = None) -> ClampValues:
@@ -86,7 +106,19 @@ def compute_clamp(steps: Sequence[StepBudget], *, context: int, window: int,
        pipelines that share the value) sets the context instead, never below the floor.
     4. Each step that still does not fit gets its own output limit lowered until it fits;
        that is never below its floor (step 2), and no other step's output changes.
+
+    When every step fits as it is, under its ceiling, nothing is lowered: the answer is
+    ``ClampValues()``, given without the rest (``_fits_as_is``).
     """
+    if target is None and _fits_as_is(steps, context, window, ceiling):
+        return _NOTHING
+    return _clamp(steps, context=context, window=window, ceiling=ceiling, floor=floor,
+                  target=target)
+
+
+def _clamp(steps: Sequence[StepBudget], *, context: int, window: int, ceiling: int | None,
+           floor: int | None, target: int | None) -> ClampValues:
+    """``compute_clamp`` worked out in full (see there)."""
     outputs, reasons = _under_ceiling(steps, ceiling)
     full = window
     # a step that names its own model has its own window (the others share ``window``)

@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -100,8 +101,10 @@ class LoadedConfig:
     key_ranges: dict[str, Range] = field(default_factory=dict)
     diagnostics: tuple[Diagnostic, ...] = ()
 
-    @property
+    @cached_property
     def directory(self) -> str:
+        """The folder of config.json (made once: a check reads it several times per
+        pipeline)."""
         return os.path.dirname(self.path) or "."
 
     def location(self, key: str) -> Location:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from budgetlens import codes
 from budgetlens.contract.config import LoadedConfig
+from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.model import Term
 from budgetlens.models.registry import ModelInfo, load_registry
 from budgetlens.source import Diagnostic, Location, Related, Severity
@@ -21,6 +22,7 @@ from budgetlens.source import Diagnostic, Location, Related, Severity
 SERVING_KEYS = ("max_model_len", "num_ctx")
 
 
+@quick_init
 @dataclass(frozen=True)
 class ModelLimits:
     """The limits a pipeline (or one step) is checked with, and why."""

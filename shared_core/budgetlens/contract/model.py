@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.enums import OutputSource, TermSource
+from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Location, Severity
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # only annotations here; the module loads with the first
     from budgetlens.context.unified_budget import PolicyValues, UnifiedBudget
 
 
+@quick_init
 @dataclass(frozen=True)
 class Term:
     """One term of a step's budget: its value and the place that set it."""
@@ -66,6 +68,7 @@ class StepSummary:
     budget: BudgetNumbers
 
 
+@quick_init
 @dataclass(frozen=True)
 class StepBudget:
     """The budget of one ``call_model`` step."""
@@ -216,6 +219,7 @@ class ReportSummary:
     steps: tuple[StepSummary, ...]
 
 
+@quick_init
 @dataclass(frozen=True)
 class PipelineReport:
     """Everything ``check_pipeline`` found for one pipeline."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens import codes
+from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.near_miss import (
     check_mapping,
     model_keys,
@@ -94,6 +95,7 @@ def step_name(step: Step, index: int) -> str:
     return step.id or step.name or f"#{index}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class PipelineFile:
     """One pipeline file as read and validated."""
@@ -282,6 +284,7 @@ def read_pipeline(path: str, files: FileSource) -> PipelineFile:
     return load_pipeline_text(path, text)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Chain:
     """A pipeline and its ancestors, child first, with the problems of the links."""
@@ -300,8 +303,9 @@ def resolve_extends(child: str, value: str) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(child), value))
 
 
-def _named_inside(path: str, root: str) -> bool:
-    p, r = os.path.abspath(path), os.path.abspath(root)
+def _named_inside(path: str, root: str,
+                  abspath: Callable[[str], str] = os.path.abspath) -> bool:
+    p, r = abspath(path), abspath(root)
     return p == r or p.startswith(r.rstrip(os.sep) + os.sep)
 
 
@@ -314,7 +318,7 @@ def _error_at(loc: Location, problem: _Problem) -> Diagnostic:
 
 def _extends_target(current: PipelineFile, extends: str, names: list[str], path: str,
                     root: str | None, inside: Callable[[str, str], bool] = is_inside,
-                    ) -> str | _Problem:
+                    abspath: Callable[[str], str] = os.path.abspath) -> str | _Problem:
     """The parent ``extends`` names (a path), or why it cannot be followed."""
     if not extends.strip():
         return (codes.EXTENDS_MISSING, "extends is empty: name the parent pipeline file"
@@ -322,7 +326,7 @@ def _extends_target(current: PipelineFile, extends: str, names: list[str], path:
     if "\x00" in extends:
         return codes.EXTENDS_MISSING, f"extends {extends!r}: the path contains a NUL byte"
     parent_path = resolve_extends(current.path, extends)
-    if parent_path in names or os.path.abspath(parent_path) in map(os.path.abspath, names):
+    if parent_path in names or abspath(parent_path) in map(abspath, names):
         start = names.index(parent_path) if parent_path in names else 0
         cycle = [*names[start:], parent_path]
         return codes.EXTENDS_CYCLE, "extends cycle: " + " -> ".join(cycle)
@@ -373,7 +377,8 @@ def _own_link_error(first: PipelineFile, path: str, diags: list[Diagnostic]) -> 
 
 def load_chain(path: str, files: FileSource, *, root: str | None,
                load: Callable[[str], PipelineFile] | None = None,
-               inside: Callable[[str, str], bool] = is_inside) -> Chain:
+               inside: Callable[[str, str], bool] = is_inside,
+               abspath: Callable[[str], str] = os.path.abspath) -> Chain:
     """Load ``path`` and follow ``extends`` up its chain.
 
     Errors are reported at the ``extends`` value of the child: a missing or unreadable
@@ -381,9 +386,10 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
     pipeline inside ``root`` as named whose real path (symlinks resolved) leaves it is not
     read at all (BL007, as the editor's workspace-rooted reads refuse it). ``inside`` is
     ``files.is_inside`` (a memo of the resolved paths, ``RunFiles.is_inside``) or the plain
+    function; ``abspath`` is ``files.abspath`` (``RunFiles.abspath``, memoised) or the plain
     function.
     """
-    if root is not None and _named_inside(path, root) and not inside(path, root):
+    if root is not None and _named_inside(path, root, abspath) and not inside(path, root):
         return Chain((PipelineFile(path, None, None, (Diagnostic(
             path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
             f"pipeline cannot be read: {path}: resolves outside the workspace root {root}"),
@@ -398,7 +404,7 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
         ext_loc = current.location(("extends",))
         extends = current.model.extends
         target = _extends_target(current, extends, [f.path for f in chain], path, root,
-                                 inside)
+                                 inside, abspath)
         if isinstance(target, tuple):
             diags.append(_error_at(ext_loc, target))
             broken = True
@@ -425,6 +431,7 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
 _LINK_CODES = (codes.EXTENDS_CYCLE, codes.EXTENDS_MISSING, codes.EXTENDS_OUTSIDE)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Setting:
     """A merged setting: its value and the file and range that set it."""

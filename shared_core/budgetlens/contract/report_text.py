@@ -27,15 +27,37 @@ def display_width(text: str) -> int:
 COLUMNS = ("fixed", "history", "context", "output", "margin", "total", "window", "headroom")
 
 
+#: The header line of a table whose step column is ``width`` wide (a run prints thousands of
+#: tables of a few widths).
+_HEADERS: dict[int, str] = {}
+
+
+def _header(width: int) -> str:
+    header = _HEADERS.get(width)
+    if header is None:
+        header = "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in COLUMNS) + "  fits"
+        if len(_HEADERS) < 256:
+            _HEADERS[width] = header
+    return header
+
+
 def budget_table(report: PipelineReport) -> list[str]:
     if not report.steps:
         return []
     width = max(4, *(display_width(s.step) for s in report.steps))
-    header = "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in COLUMNS) + "  fits"
-    rows = [header]
+    rows = [_header(width)]
     for s in report.steps:
-        # the numbers of ``s.budget_dict()``, read directly (a table per pipeline of a large
-        # run: its generic conversion cost more than the rest of the table)
+        name = s.step + " " * (width - display_width(s.step))
+        fits = "  yes" if s.fits else "  NO"
+        if not (s.window.missing or s.context.missing
+                or s.output_source is OutputSource.MISSING):
+            # every number known (nearly every step of a run): one f-string, the columns
+            # of ``COLUMNS`` in their order
+            rows.append(f"  {name}{s.fixed.value:>10}{s.history.value:>10}"
+                        f"{s.context.value:>10}{s.output.value:>10}{s.margin.value:>10}"
+                        f"{s.total:>10}{s.window.value:>10}{s.headroom:>10}{fits}")
+            continue
+        # the numbers of ``s.budget_dict()``, read directly
         b: dict[str, Any] = {"fixed": s.fixed.value, "history": s.history.value,
                              "context": s.context.value, "output": s.output.value,
                              "margin": s.margin.value, "total": s.total,
@@ -47,7 +69,5 @@ def budget_table(report: PipelineReport) -> list[str]:
         for column, missing in unknown.items():
             if missing:
                 b[column] = b["total"] = b["headroom"] = "?"
-        name = s.step + " " * (width - display_width(s.step))
-        rows.append("  " + name + "".join(f"{b[c]:>10}" for c in COLUMNS)
-                    + ("  yes" if s.fits else "  NO"))
+        rows.append("  " + name + "".join(f"{b[c]:>10}" for c in COLUMNS) + fits)
     return rows

@@ -200,6 +200,7 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
     # the open collection (none yet: ``container`` is None)
     container: Any = None
     at: YamlPath = ()
+    path: YamlPath  # a collection's path as it opens
     in_map = False
     start = 0
     flow = False
@@ -235,24 +236,25 @@ def _document(loader: Any, shift: int, max_depth: int,  # noqa: C901
                     value = text  # quoted or block: a string
             else:
                 value = _value(loader, memo, event, text)
-            span = (event.start_mark.index + shift, event.end_mark.index + shift, SCALAR,
-                    False, None, None, style)
+            s_start = event.start_mark.index + shift
+            s_end = event.end_mark.index + shift
             anchor = event.anchor
             if anchor is not None:
                 if anchor in anchors:
                     raise _NotSimple  # a duplicate anchor: the composer's error
-                anchors[anchor] = (span[0], span[1], style, value)
+                anchors[anchor] = (s_start, s_end, style, value)
             if container is None:
-                return value, {(): span}
+                return value, {(): (s_start, s_end, SCALAR, False, None, None, style)}
             if deep:
                 raise _NotSimple
-            if in_map:
-                path = at + (name,)  # noqa: RUF005
-                spans[path] = (span[0], span[1], SCALAR, False, key_start, key_end, style)
+            if in_map:  # the span made once, with its key's offsets
+                spans[at + (name,)] = (s_start, s_end, SCALAR, False,  # noqa: RUF005
+                                       key_start, key_end, style)
                 container[name] = value
                 name = None
             else:
-                spans[at + (len(container),)] = span  # noqa: RUF005
+                spans[at + (len(container),)] = (s_start, s_end, SCALAR, False,  # noqa: RUF005
+                                                 None, None, style)
                 container.append(value)
         elif cls is MappingStartEvent or cls is SequenceStartEvent:
             if event.anchor is not None:

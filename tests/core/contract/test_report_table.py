@@ -1,0 +1,42 @@
+"""``report_text.budget_table``: a step whose numbers are all known is one formatted line; the
+header of a width is made once for all the tables of that width (a run prints thousands)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from budgetlens.contract import report_text
+from budgetlens.contract.report_text import budget_table
+from tests.core.contract.helpers import check, make_workspace, tokens
+
+PROMPT = "You answer questions about parcels."
+
+
+def _report(root: Path, step: str) -> object:
+    make_workspace(root, config={"model_context_window": 8000, "format_overhead_tokens": 7},
+                   pipelines={"p.yaml": "settings:\n  max_context_tokens: 3000\nsteps:\n"
+                                        f"  - id: {step}\n    type: call_model\n"
+                                        "    prompt_key: sys\n    max_output_tokens: 500\n"},
+                   prompts={"sys.txt": PROMPT})
+    return check(root / "pipelines" / "p.yaml")
+
+
+def test_a_known_step_is_one_line_of_its_numbers(tmp_path: Path) -> None:
+    report = _report(tmp_path, "answer")
+    fixed = tokens(PROMPT) + 7
+    total = fixed + 0 + 3000 + 500 + 128
+    assert budget_table(report) == [  # type: ignore[arg-type]
+        "  step  " "     fixed   history   context    output    margin     total    window"
+        "  headroom  fits",
+        f"  answer{fixed:>10}         0      3000       500       128{total:>10}      8000"
+        f"{8000 - total:>10}  yes"]
+
+
+def test_the_header_of_a_width_is_made_once(tmp_path: Path) -> None:
+    report_text._HEADERS.clear()
+    first = budget_table(_report(tmp_path / "a", "answer"))  # type: ignore[arg-type]
+    second = budget_table(_report(tmp_path / "b", "sorter"))  # type: ignore[arg-type]
+    assert list(report_text._HEADERS) == [6]
+    assert first[0] is second[0]  # the same string object: made once
+    wider = budget_table(_report(tmp_path / "c", "summarize"))  # type: ignore[arg-type]
+    assert list(report_text._HEADERS) == [6, 9] and wider[0] is not first[0]
