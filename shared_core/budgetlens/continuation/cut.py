@@ -258,7 +258,76 @@ def scalar_tail(text: str, run: Child,
                 budget: int) -> tuple[int, int, int, int, list[str]] | None:
     """For a RUN of scalar items: its last items whose costs (their lengths) add up to at most
     ``budget``, as (where they start, how many, their cost, where the items before them end,
-    their literals); None when an item is a container or no last item fits."""
+    their literals); None when an item is a container or no last item fits.
+
+    Strings without escapes, and numbers and literals without strings, are read from the end
+    of the run only as far as the budget may reach (``last_scalars``: about as many items as
+    fit, then more if they all fit); other runs are read whole (``_scalar_items``)."""
+    start, end, n = run.start, run.end, run.size
+    if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
+        return None  # (a bracket inside a string is read the long way)
+    quotes = text.count('"', start, end) if text.find("\\", start, end) < 0 else -1
+    if quotes != 2 * n and quotes != 0:
+        return _scalar_tail_whole(text, run, budget)
+    # items that fit cost at most ``budget``: first as many as the run's average item (its
+    # length over its size, separators included) gives, then as many more as the average
+    # literal read so far gives, until one does not fit or the run is read whole
+    m = min(n, budget * n // max(end - start, 1) + 8)
+    while True:
+        lengths, item_start, literals = last_scalars(text, run, m, quotes == 0)
+        cost = list(accumulate(reversed(lengths)))
+        k = bisect_right(cost, budget)
+        if k < m or m == n:
+            break
+        m = min(n, m + (budget - cost[-1]) * m * 5 // (4 * max(cost[-1], 1)) + 8)
+    if k == 0:
+        return None
+    at = item_start(k)
+    head_end = start if k == n else _strip_end(text, start, text.rfind(",", start, at))
+    return at, k, cost[k - 1], head_end, literals(k)
+
+
+def last_scalars(text: str, run: Child, m: int, plain: bool) -> tuple[
+        list[int], Callable[[int], int], Callable[[int], list[str]]]:
+    """The last ``m`` items of a RUN of strings without escapes (``plain`` False: split on
+    their quotes) or of numbers and literals (``plain``: split on commas, no string in the
+    run): the lengths of their literals, where the k-th from the end starts and the last k
+    literals. Only those items are split off (``str.rsplit``), however long the run."""
+    end, n = run.end, run.size
+    span = text[run.start:end]
+    if plain:
+        parts = span.split(",") if m >= n else span.rsplit(",", m)[1:]
+        found = list(map(str.strip, parts))  # (a valid run holds no other space)
+        lengths = list(map(len, found))
+
+        def item_start(k: int) -> int:
+            j = len(parts) - k
+            part = parts[j]
+            return end - sum(map(len, parts[j:])) - (k - 1) + len(part) - len(part.lstrip())
+
+        def plain_literals(k: int) -> list[str]:
+            return found[len(found) - k:]
+
+        return lengths, item_start, plain_literals
+    # '', item, separator, item, ..., item, '' (or the head before the last m items first)
+    pieces = span.split('"') if m >= n else span.rsplit('"', 2 * m)
+    raw = pieces[1::2]
+    lengths = list(map(_PLUS_QUOTES, map(len, raw)))
+    seps = list(map(len, pieces[2::2]))
+    seps[-1] = 0
+
+    def string_start(k: int) -> int:
+        return end - sum(lengths[len(lengths) - k:]) - sum(seps[len(seps) - k:])
+
+    def string_literals(k: int) -> list[str]:  # (no JSON text holds U+0000)
+        return ('"' + '"\x00"'.join(raw[len(raw) - k:]) + '"').split("\x00")
+
+    return lengths, string_start, string_literals
+
+
+def _scalar_tail_whole(text: str, run: Child,
+                       budget: int) -> tuple[int, int, int, int, list[str]] | None:
+    """``scalar_tail`` for a run read whole (strings with escapes, or strings among numbers)."""
     items = _scalar_items(text, run)
     if items is None:
         return None

@@ -200,3 +200,41 @@ def test_side_branches_that_do_not_fit_are_not_measured_one_by_one() -> None:
             mp.undo()
         scans[budget] = len(calls)
     assert scans[200] <= scans[0] + 8, scans
+
+
+@pytest.mark.parametrize(("name", "budget"), [
+    ("numbers", 1_000), ("numbers", 5_000), ("strings", 1_000), ("strings", 5_000)])
+def test_a_scalar_run_is_read_from_its_end_only_as_far_as_the_budget_reaches(
+        name: str, budget: int) -> None:
+    # runs of a few thousand items: the items split off to be measured are about as many as
+    # can fit, not the whole run
+    rng = random.Random(name)
+    if name == "numbers":
+        values: list[Any] = [rng.choice([7, -12, 3.25, 1e300, True, None]) for _ in range(20_000)]
+    else:
+        values = [rng.choice(["a", "tok, en", "数据", "😀", "x" * 30]) for _ in range(20_000)]
+    doc = json.dumps({"v": values}, ensure_ascii=False, indent=2)
+    cut = doc[:len(doc) - 300]
+    mp = pytest.MonkeyPatch()
+    read: list[int] = []
+    sizes: list[int] = []
+    real = cut_module.last_scalars
+
+    def counting(text: str, run: Any, m: int, plain: bool) -> Any:
+        read.append(min(m, run.size))
+        sizes.append(run.size)
+        return real(text, run, m, plain)
+
+    mp.setattr(cut_module, "last_scalars", counting)
+    try:
+        ctx = get_contexts(cut, budget=budget)
+    finally:
+        mp.undo()
+    assert ctx.hierarchy_context_for_prompt == legacy_get_contexts(
+        cut, budget=budget).hierarchy_context_for_prompt
+    shown = ctx.hierarchy_context_for_prompt.count("\n")
+    assert read, "the runs were not read from their end"
+    # the runs hold over a thousand items each; those split off are at most about twice as
+    # many as the rendering shows (a line per item)
+    assert min(sizes) > 600, sizes
+    assert sum(read) <= 2 * shown + 64, (read, sizes, shown)
