@@ -26,7 +26,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain, islice, repeat
 from operator import itemgetter, mul, sub
 from typing import Any, NamedTuple
 
@@ -254,20 +254,27 @@ def _scalar_items(text: str,
     return lengths, seps, literals
 
 
-def scalar_tail(text: str, run: Child,
-                budget: int) -> tuple[int, int, int, int, list[str]] | None:
+def scalar_tail(text: str, run: Child, budget: int,
+                items: list[Any] | None = None) -> tuple[int, int, int, int, list[str]] | None:
     """For a RUN of scalar items: its last items whose costs (their lengths) add up to at most
     ``budget``, as (where they start, how many, their cost, where the items before them end,
     their literals); None when an item is a container or no last item fits.
 
-    Strings without escapes, and numbers and literals without strings, are read from the end
-    of the run only as far as the budget may reach (``last_scalars``: about as many items as
-    fit, then more if they all fit); other runs are read whole (``_scalar_items``)."""
+    Strings without escapes are measured from their decoded values when the scan kept them
+    (``items``: the RUN's first) and one separator stands between every two
+    (``_kept_strings_tail``); else they, and numbers and literals without strings, are read
+    from the end of the run only as far as the budget may reach (``last_scalars``: about as
+    many items as fit, then more if they all fit); other runs are read whole
+    (``_scalar_items``)."""
     start, end, n = run.start, run.end, run.size
     if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
         return None  # (a bracket inside a string is read the long way)
     quotes = text.count('"', start, end) if text.find("\\", start, end) < 0 else -1
-    if quotes != 2 * n and quotes != 0:
+    if quotes == 2 * n and items is not None and len(items) >= n:
+        kept = _kept_strings_tail(text, run, items, budget)
+        if kept is not _NOT_UNIFORM:
+            return kept  # type: ignore[return-value]
+    elif quotes != 2 * n and quotes != 0:
         return _scalar_tail_whole(text, run, budget)
     # items that fit cost at most ``budget``: first as many as the run's average item (its
     # length over its size, separators included) gives, then as many more as the average
@@ -285,6 +292,42 @@ def scalar_tail(text: str, run: Child,
     at = item_start(k)
     head_end = start if k == n else _strip_end(text, start, text.rfind(",", start, at))
     return at, k, cost[k - 1], head_end, literals(k)
+
+
+_NOT_UNIFORM = object()
+
+
+def _kept_strings_tail(text: str, run: Child, items: list[Any],
+                       budget: int) -> tuple[int, int, int, int, list[str]] | object | None:
+    """``scalar_tail`` for a RUN of strings without escapes (each decoded value is its literal
+    less the quotes) whose decoded items the scan kept (``items``, the RUN's first): their
+    lengths from the values, their places from one separator between every two (no string
+    holds a quote, so a quote, the separator and a quote occur only between two items or as
+    a string equal to the separator). ``_NOT_UNIFORM`` when the separators differ or a string
+    equals the separator."""
+    start, end, n = run.start, run.end, run.size
+    first_end = text.index('"', start + 1) + 1
+    sep = text[first_end:text.index('"', first_end)]
+    if len(items) > n:
+        items = items[:n]
+    # a quote, the separator and a quote: between two items, or a string equal to the
+    # separator (then read the long way)
+    if text.count('"' + sep + '"', start, end) != n - 1 or sep in items:
+        return _NOT_UNIFORM
+    m = min(n, budget * n // max(end - start, 1) + 8)  # about as many as fit, as in scalar_tail
+    while True:
+        cost = list(accumulate(map(_PLUS_QUOTES, map(len, islice(reversed(items), m)))))
+        k = bisect_right(cost, budget)
+        if k < m or m == n:
+            break
+        m = n
+    if k == 0:
+        return None
+    at = end - cost[k - 1] - (k - 1) * len(sep)
+    head_end = at - len(sep) if k < n else start
+    # (no JSON text holds U+0000)
+    literals = ('"' + '"\x00"'.join(items[n - k:]) + '"').split("\x00")
+    return at, k, cost[k - 1], head_end, literals
 
 
 def last_scalars(text: str, run: Child, m: int, plain: bool) -> tuple[
