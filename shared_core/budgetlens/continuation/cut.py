@@ -169,30 +169,42 @@ def scalar_floor(value: Any, cap: int) -> int:
     """A lower bound of the budget cost of a decoded JSON value (the characters of its scalar
     literals as written): a string is written with at least its decoded characters and two
     quotes, a number with at least one digit, ``true``/``false``/``null`` as is (a duplicate
-    key's dropped value only lowers it). Stops once above ``cap``."""
+    key's dropped value only lowers it). Stops once above ``cap`` (after a string or a
+    container's items: some number above ``cap``, which one depends on the order read)."""
+    t = type(value)
+    if t is not dict and t is not list:
+        return _scalar_floor_of(value)
     total = 0
     stack = [value]
-    pop, push = stack.pop, stack.extend
+    pop, push = stack.pop, stack.append
     while stack:
         v = pop()
-        t = type(v)
-        if t is str:
-            total += len(v) + 2
-        elif t is dict:
-            push(v.values())
-            continue
-        elif t is list:
-            push(v)
-            continue
-        elif v is None or v is True:
-            total += 4
-        elif v is False:
-            total += 5
-        else:
-            total += 1
+        for item in (v.values() if type(v) is dict else v):
+            t = type(item)
+            if t is str:
+                total += len(item) + 2
+                if total > cap:
+                    return total
+            elif t is dict or t is list:
+                push(item)
+            elif item is None or item is True:
+                total += 4
+            elif item is False:
+                total += 5
+            else:
+                total += 1
         if total > cap:
             return total
     return total
+
+
+def _scalar_floor_of(value: Any) -> int:
+    """``scalar_floor`` of a scalar."""
+    if type(value) is str:
+        return len(value) + 2
+    if value is None or value is True:
+        return 4
+    return 5 if value is False else 1
 
 
 _SCALAR_ITEM = re.compile(
