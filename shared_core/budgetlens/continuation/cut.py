@@ -26,7 +26,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain, islice, repeat
 from operator import itemgetter, mul, sub
 from typing import Any, NamedTuple
 
@@ -169,30 +169,42 @@ def scalar_floor(value: Any, cap: int) -> int:
     """A lower bound of the budget cost of a decoded JSON value (the characters of its scalar
     literals as written): a string is written with at least its decoded characters and two
     quotes, a number with at least one digit, ``true``/``false``/``null`` as is (a duplicate
-    key's dropped value only lowers it). Stops once above ``cap``."""
+    key's dropped value only lowers it). Stops once above ``cap`` (after a string or a
+    container's items: some number above ``cap``, which one depends on the order read)."""
+    t = type(value)
+    if t is not dict and t is not list:
+        return _scalar_floor_of(value)
     total = 0
     stack = [value]
-    pop, push = stack.pop, stack.extend
+    pop, push = stack.pop, stack.append
     while stack:
         v = pop()
-        t = type(v)
-        if t is str:
-            total += len(v) + 2
-        elif t is dict:
-            push(v.values())
-            continue
-        elif t is list:
-            push(v)
-            continue
-        elif v is None or v is True:
-            total += 4
-        elif v is False:
-            total += 5
-        else:
-            total += 1
+        for item in (v.values() if type(v) is dict else v):
+            t = type(item)
+            if t is str:
+                total += len(item) + 2
+                if total > cap:
+                    return total
+            elif t is dict or t is list:
+                push(item)
+            elif item is None or item is True:
+                total += 4
+            elif item is False:
+                total += 5
+            else:
+                total += 1
         if total > cap:
             return total
     return total
+
+
+def _scalar_floor_of(value: Any) -> int:
+    """``scalar_floor`` of a scalar."""
+    if type(value) is str:
+        return len(value) + 2
+    if value is None or value is True:
+        return 4
+    return 5 if value is False else 1
 
 
 _SCALAR_ITEM = re.compile(
@@ -254,11 +266,123 @@ def _scalar_items(text: str,
     return lengths, seps, literals
 
 
-def scalar_tail(text: str, run: Child,
-                budget: int) -> tuple[int, int, int, int, list[str]] | None:
+def scalar_tail(text: str, run: Child, budget: int,
+                items: list[Any] | None = None) -> tuple[int, int, int, int, list[str]] | None:
     """For a RUN of scalar items: its last items whose costs (their lengths) add up to at most
     ``budget``, as (where they start, how many, their cost, where the items before them end,
-    their literals); None when an item is a container or no last item fits."""
+    their literals); None when an item is a container or no last item fits.
+
+    Strings without escapes are measured from their decoded values when the scan kept them
+    (``items``: the RUN's first) and one separator stands between every two
+    (``_kept_strings_tail``); else they, and numbers and literals without strings, are read
+    from the end of the run only as far as the budget may reach (``last_scalars``: about as
+    many items as fit, then more if they all fit); other runs are read whole
+    (``_scalar_items``)."""
+    start, end, n = run.start, run.end, run.size
+    if text.find("{", start, end) >= 0 or text.find("[", start, end) >= 0:
+        return None  # (a bracket inside a string is read the long way)
+    quotes = text.count('"', start, end) if text.find("\\", start, end) < 0 else -1
+    if quotes == 2 * n and items is not None and len(items) >= n:
+        kept = _kept_strings_tail(text, run, items, budget)
+        if kept is not _NOT_UNIFORM:
+            return kept  # type: ignore[return-value]
+    elif quotes != 2 * n and quotes != 0:
+        return _scalar_tail_whole(text, run, budget)
+    # items that fit cost at most ``budget``: first as many as the run's average item (its
+    # length over its size, separators included) gives, then as many more as the average
+    # literal read so far gives, until one does not fit or the run is read whole
+    m = min(n, budget * n // max(end - start, 1) + 8)
+    while True:
+        lengths, item_start, literals = last_scalars(text, run, m, quotes == 0)
+        cost = list(accumulate(reversed(lengths)))
+        k = bisect_right(cost, budget)
+        if k < m or m == n:
+            break
+        m = min(n, m + (budget - cost[-1]) * m * 5 // (4 * max(cost[-1], 1)) + 8)
+    if k == 0:
+        return None
+    at = item_start(k)
+    head_end = start if k == n else _strip_end(text, start, text.rfind(",", start, at))
+    return at, k, cost[k - 1], head_end, literals(k)
+
+
+_NOT_UNIFORM = object()
+
+
+def _kept_strings_tail(text: str, run: Child, items: list[Any],
+                       budget: int) -> tuple[int, int, int, int, list[str]] | object | None:
+    """``scalar_tail`` for a RUN of strings without escapes (each decoded value is its literal
+    less the quotes) whose decoded items the scan kept (``items``, the RUN's first): their
+    lengths from the values, their places from one separator between every two (no string
+    holds a quote, so a quote, the separator and a quote occur only between two items or as
+    a string equal to the separator). ``_NOT_UNIFORM`` when the separators differ or a string
+    equals the separator."""
+    start, end, n = run.start, run.end, run.size
+    first_end = text.index('"', start + 1) + 1
+    sep = text[first_end:text.index('"', first_end)]
+    if len(items) > n:
+        items = items[:n]
+    # a quote, the separator and a quote: between two items, or a string equal to the
+    # separator (then read the long way)
+    if text.count('"' + sep + '"', start, end) != n - 1 or sep in items:
+        return _NOT_UNIFORM
+    m = min(n, budget * n // max(end - start, 1) + 8)  # about as many as fit, as in scalar_tail
+    while True:
+        cost = list(accumulate(map(_PLUS_QUOTES, map(len, islice(reversed(items), m)))))
+        k = bisect_right(cost, budget)
+        if k < m or m == n:
+            break
+        m = n
+    if k == 0:
+        return None
+    at = end - cost[k - 1] - (k - 1) * len(sep)
+    head_end = at - len(sep) if k < n else start
+    # (no JSON text holds U+0000)
+    literals = ('"' + '"\x00"'.join(items[n - k:]) + '"').split("\x00")
+    return at, k, cost[k - 1], head_end, literals
+
+
+def last_scalars(text: str, run: Child, m: int, plain: bool) -> tuple[
+        list[int], Callable[[int], int], Callable[[int], list[str]]]:
+    """The last ``m`` items of a RUN of strings without escapes (``plain`` False: split on
+    their quotes) or of numbers and literals (``plain``: split on commas, no string in the
+    run): the lengths of their literals, where the k-th from the end starts and the last k
+    literals. Only those items are split off (``str.rsplit``), however long the run."""
+    end, n = run.end, run.size
+    span = text[run.start:end]
+    if plain:
+        parts = span.split(",") if m >= n else span.rsplit(",", m)[1:]
+        found = list(map(str.strip, parts))  # (a valid run holds no other space)
+        lengths = list(map(len, found))
+
+        def item_start(k: int) -> int:
+            j = len(parts) - k
+            part = parts[j]
+            return end - sum(map(len, parts[j:])) - (k - 1) + len(part) - len(part.lstrip())
+
+        def plain_literals(k: int) -> list[str]:
+            return found[len(found) - k:]
+
+        return lengths, item_start, plain_literals
+    # '', item, separator, item, ..., item, '' (or the head before the last m items first)
+    pieces = span.split('"') if m >= n else span.rsplit('"', 2 * m)
+    raw = pieces[1::2]
+    lengths = list(map(_PLUS_QUOTES, map(len, raw)))
+    seps = list(map(len, pieces[2::2]))
+    seps[-1] = 0
+
+    def string_start(k: int) -> int:
+        return end - sum(lengths[len(lengths) - k:]) - sum(seps[len(seps) - k:])
+
+    def string_literals(k: int) -> list[str]:  # (no JSON text holds U+0000)
+        return ('"' + '"\x00"'.join(raw[len(raw) - k:]) + '"').split("\x00")
+
+    return lengths, string_start, string_literals
+
+
+def _scalar_tail_whole(text: str, run: Child,
+                       budget: int) -> tuple[int, int, int, int, list[str]] | None:
+    """``scalar_tail`` for a run read whole (strings with escapes, or strings among numbers)."""
     items = _scalar_items(text, run)
     if items is None:
         return None

@@ -640,12 +640,12 @@ def _split_level_run(text: str, layout: _Layout, fi: int, ci: int, alloc: _Alloc
     whole, the budget left is about one item)."""
     children = layout.levels[fi]
     child = children[ci]
-    tail = scalar_tail(text, child, alloc.remaining - SUMMARY_BELOW) if whole[0] else None
+    kept = layout.frames[fi].run_items
+    items = kept.get(child.start) if kept is not None else None
+    tail = scalar_tail(text, child, alloc.remaining - SUMMARY_BELOW, items) if whole[0] else None
     if tail is not None:
         layout.literals[tail[0]] = tail[4]
     elif whole[0]:
-        kept = layout.frames[fi].run_items
-        items = kept.get(child.start) if kept is not None else None
         compact = compact_record_tail(text, child, items, alloc.remaining - SUMMARY_BELOW) \
             if items is not None else None
         if compact is not None:

@@ -200,3 +200,92 @@ def test_side_branches_that_do_not_fit_are_not_measured_one_by_one() -> None:
             mp.undo()
         scans[budget] = len(calls)
     assert scans[200] <= scans[0] + 8, scans
+
+
+def _scalar_run_doc(name: str) -> str:
+    rng = random.Random(name)
+    if name == "numbers":
+        values: list[Any] = [rng.choice([7, -12, 3.25, 1e300, True, None]) for _ in range(20_000)]
+        return json.dumps({"v": values}, indent=2)
+    words = ["a", "tok, en", "数据", "😀", "x" * 30]
+    literals = [json.dumps(rng.choice(words), ensure_ascii=False) for _ in range(20_000)]
+    if name == "strings":  # one separator between every two items
+        return '{"v": [' + ",\n    ".join(literals) + "]}"
+    # separators of two kinds
+    return '{"v": [' + "".join(lit + rng.choice([", ", ",\n "]) for lit in literals) + "1]}"
+
+
+@pytest.mark.parametrize(("name", "budget"), [
+    ("numbers", 1_000), ("numbers", 5_000), ("strings-mixed", 1_000),
+    ("strings-mixed", 5_000)])
+def test_a_scalar_run_is_read_from_its_end_only_as_far_as_the_budget_reaches(
+        name: str, budget: int) -> None:
+    # runs of a thousand items or more: the items split off to be measured are about as many
+    # as can fit, not the whole run
+    doc = _scalar_run_doc(name)
+    cut = doc[:len(doc) - 300]
+    mp = pytest.MonkeyPatch()
+    read: list[int] = []
+    sizes: list[int] = []
+    real = cut_module.last_scalars
+
+    def counting(text: str, run: Any, m: int, plain: bool) -> Any:
+        read.append(min(m, run.size))
+        sizes.append(run.size)
+        return real(text, run, m, plain)
+
+    mp.setattr(cut_module, "last_scalars", counting)
+    try:
+        ctx = get_contexts(cut, budget=budget)
+    finally:
+        mp.undo()
+    assert ctx.hierarchy_context_for_prompt == legacy_get_contexts(
+        cut, budget=budget).hierarchy_context_for_prompt
+    shown = ctx.hierarchy_context_for_prompt.count("\n")
+    assert read, "the runs were not read from their end"
+    # those split off are at most about twice as many as the rendering shows (a line each)
+    assert min(sizes) > 500, sizes
+    assert sum(read) <= 2 * shown + 64, (read, sizes, shown)
+
+
+@pytest.mark.parametrize("budget", [1_000, 5_000, 30_000])
+def test_plain_strings_kept_by_the_scan_are_measured_without_reading_them_again(
+        budget: int) -> None:
+    # one separator between every two items: the lengths come from the decoded items the
+    # scan kept, their places from the separator; no item is split off the text
+    doc = _scalar_run_doc("strings")
+    cut = doc[:len(doc) - 300]
+    mp = pytest.MonkeyPatch()
+    split_off = _count_calls(cut_module, "last_scalars", mp)
+    whole = _count_calls(cut_module, "_scalar_items", mp)
+    kept = _count_calls(cut_module, "_kept_strings_tail", mp)
+    try:
+        ctx = get_contexts(cut, budget=budget)
+    finally:
+        mp.undo()
+    assert ctx.hierarchy_context_for_prompt == legacy_get_contexts(
+        cut, budget=budget).hierarchy_context_for_prompt
+    assert ctx.hierarchy_context_for_prompt.count("\n") > budget // 40
+    assert kept and not split_off and not whole, (len(kept), len(split_off), len(whole))
+
+
+def test_strings_equal_to_the_separator_are_not_taken_for_separators() -> None:
+    # '", "' is both a separator between two strings and the string ", " itself: this run of
+    # such strings with one other separator (',' after "x") holds as many of them as a run
+    # with one separator everywhere would; the items' places are still where they are
+    items = [", "] * 40 + ["x"] + [", "] * 20
+    text, starts, ends = "[", [], []
+    for i, item in enumerate(items):
+        starts.append(len(text))
+        text += json.dumps(item)
+        ends.append(len(text))
+        text += "," if item == "x" else ", " if i < len(items) - 1 else ""
+    text += "]"
+    run = cut_module.Child(1, len(text) - 1, cut_module.RUN, len(items))
+    for budget in (30, 100, 150):
+        tail = cut_module.scalar_tail(text, run, budget, list(items))
+        assert tail is not None
+        at, k, cost, head_end, literals = tail
+        assert (at, head_end) == (starts[-k], ends[-k - 1]), (budget, k)
+        assert literals == [json.dumps(item) for item in items[-k:]]
+        assert cost == sum(len(item) + 2 for item in items[-k:]) <= budget
