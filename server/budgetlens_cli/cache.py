@@ -247,6 +247,13 @@ def is_racy(fingerprint: str, started_ns: int) -> bool:
     return newest >= started_ns - (RACY_COARSE_NS if coarse else RACY_NS)
 
 
+def answerable(out: TextIO) -> bool:
+    """Whether output to ``out`` can be recorded and replayed: a stream that encodes text
+    (its encoding is in the key); an in-memory one without an encoding (``io.StringIO``: a
+    caller capturing the output in process) takes the normal way."""
+    return bool(getattr(out, "encoding", None))
+
+
 def answer_folder(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
     """The cache folder of a ``check`` with ``argv``, read without the parser; None when the
     cache is off or ``argv`` may say something this reading cannot tell (an abbreviated
@@ -318,7 +325,7 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
     """Print the recorded answer of this ``check`` command line and return its exit status,
     when every fingerprint it depends on is unchanged; else None (print nothing)."""
     folder = answer_folder(argv, environ)
-    if folder is None:
+    if folder is None or not answerable(out):
         return None
     try:
         key = answer_key(argv, environ, out)
@@ -444,7 +451,7 @@ def record_answer(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,
     """Keep the output ``text`` and exit status ``code`` of the ``check`` that ran with
     ``argv`` (parsed: ``args``) as its answer, when it can be replayed (``replay``). Raises
     ``CacheDirError`` or ``OSError`` when it cannot be written."""
-    if len(_opened) != 1:
+    if len(_opened) != 1 or not answerable(out):
         return
     store = _opened[0]
     folder = answer_folder(argv, environ)
