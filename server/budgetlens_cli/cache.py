@@ -64,12 +64,17 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, TextIO
 
+    from budgetlens_cli.cache_store import CACHEDIR_TAG as CACHEDIR_TAG
+    from budgetlens_cli.cache_store import GITIGNORE as GITIGNORE
+    from budgetlens_cli.cache_store import MAGIC as MAGIC
     from budgetlens_cli.cache_store import MAX_ENTRIES as MAX_ENTRIES
     from budgetlens_cli.cache_store import UNCACHEABLE as UNCACHEABLE
+    from budgetlens_cli.cache_store import CacheDirError as CacheDirError
     from budgetlens_cli.cache_store import ContentHashes as ContentHashes
     from budgetlens_cli.cache_store import Entry as Entry
     from budgetlens_cli.cache_store import HashingFiles as HashingFiles
     from budgetlens_cli.cache_store import ResultCache as ResultCache
+    from budgetlens_cli.cache_store import _create_once as _create_once
     from budgetlens_cli.cache_store import _decode as _decode
     from budgetlens_cli.cache_store import _encode as _encode
     from budgetlens_cli.cache_store import content_fingerprint as content_fingerprint
@@ -80,13 +85,8 @@ CACHE_DIR_ENV = "BUDGETLENS_CACHE_DIR"
 NO_CACHE_ENV = "BUDGETLENS_NO_CACHE"
 #: The layout of a cache file; a change makes every older file a miss.
 LAYOUT = 2
-MAGIC = b"budgetlens-check-cache\n"
 ANSWER_MAGIC = b"budgetlens-check-answer\n"
 ANSWER_SUFFIX = ".answer"
-GITIGNORE = "# Created by budgetlens automatically.\n*\n"
-CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
-                "# This file is a cache directory tag created by budgetlens.\n"
-                "# For information about cache directory tags see https://bford.info/cachedir/\n")
 #: Libraries whose messages or counts show in a report: their installed files are part of the
 #: run key, so an upgrade is a miss.
 LIBRARIES = ("pydantic", "pydantic_core", "yaml", "tiktoken")
@@ -105,22 +105,24 @@ RACY_COARSE_NS = 2_000_000_000
 
 _STORE_NAMES = frozenset({"ContentHashes", "Entry", "HashingFiles", "ResultCache", "_decode",
                           "_encode", "content_fingerprint", "entry_fingerprints",
-                          "MAX_ENTRIES", "UNCACHEABLE"})
+                          "MAX_ENTRIES", "UNCACHEABLE", "MAGIC", "GITIGNORE", "CACHEDIR_TAG",
+                          "CacheDirError", "_create_once"})
 
 
 def __getattr__(name: str) -> Any:
-    """The entries' machinery (``cache_store``), imported on first use."""
+    """The entries' machinery (``cache_store``), imported on first use; its cache files go
+    in the folder of this module's version (``_safe_version``) and each one loaded is noted
+    for the run's answer (``note_opened``)."""
     if name not in _STORE_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # lazy: start-up speed (a replayed run loads no pickle, dataclasses or file sources)
     from budgetlens_cli import cache_store
 
+    cache_store.VERSION_FOLDER = _safe_version
+    cache_store.ON_LOAD = note_opened
     value = getattr(cache_store, name)
     globals()[name] = value
     return value
-
-
-class CacheDirError(Exception):
-    """The cache folder cannot be used (the message says why); the run goes on without it."""
 
 
 def cache_dir(option: str | None, environ: Mapping[str, str]) -> tuple[Path, bool]:
@@ -210,19 +212,6 @@ def answer_key(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> 
 
 def _safe_version() -> str:
     return "".join(ch if ch.isalnum() or ch in ".-_+" else "_" for ch in __version__)
-
-
-def _create_once(path: Path, text: str) -> None:
-    """Create ``path`` with ``text`` unless something is there already (never follows or
-    replaces an existing name)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return
-    except OSError as exc:
-        raise CacheDirError(f"cannot write {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 # ---------------------------------------------------------------------------- answers
@@ -377,6 +366,7 @@ def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
     under ``paths``, and of each path itself: a file added, removed or renamed in a folder
     changes the folder's times. A superset: the folders it skips (hidden, dependencies) are
     skipped here too, folders reached through a symbolic link are fingerprinted through it."""
+    # lazy: start-up speed (only a run that records an answer needs the search's rules)
     from budgetlens.contract.discovery import _SKIP_DIRS
 
     for root in paths:

@@ -21,20 +21,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from budgetlens import __version__
 from budgetlens.files import MAX_FILE_BYTES, DiskFiles, read_capped, stat_fingerprint
-from budgetlens_cli.cache import (
-    CACHEDIR_TAG,
-    GITIGNORE,
-    MAGIC,
-    CacheDirError,
-    _create_once,
-    _safe_version,
-    note_opened,
-)
 
+MAGIC = b"budgetlens-check-cache\n"
+GITIGNORE = "# Created by budgetlens automatically.\n*\n"
+CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                "# This file is a cache directory tag created by budgetlens.\n"
+                "# For information about cache directory tags see https://bford.info/cachedir/\n")
 #: At most this many entries are kept in one cache file (the oldest unused ones go first).
 MAX_ENTRIES = 100_000
 UNCACHEABLE = "unreadable"
+
+
+class CacheDirError(Exception):
+    """The cache folder cannot be used (the message says why); the run goes on without it."""
+
+
+def _create_once(path: Path, text: str) -> None:
+    """Create ``path`` with ``text`` unless something is there already (never follows or
+    replaces an existing name)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise CacheDirError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _version_folder() -> str:
+    return "".join(ch if ch.isalnum() or ch in ".-_+" else "_" for ch in __version__)
+
+
+#: The name of the folder of this version (``budgetlens_cli.cache`` sets its own, which
+#: follows its ``__version__``).
+VERSION_FOLDER: Callable[[], str] = _version_folder
+#: Told of each cache file loaded (``budgetlens_cli.cache.note_opened``: the run's answer).
+ON_LOAD: Callable[[Any], None] | None = None
 
 
 # ---------------------------------------------------------------------------- fingerprints
@@ -238,7 +263,7 @@ class ResultCache:
 
     @property
     def path(self) -> Path:
-        return self.folder / _safe_version() / f"{self.key[:40]}.cache"
+        return self.folder / VERSION_FOLDER() / f"{self.key[:40]}.cache"
 
     def load(self) -> None:
         """Read the cache file; a missing or bad one leaves the cache empty (a bad one makes
@@ -252,7 +277,8 @@ class ResultCache:
         self.loaded = entries is not None
         self.entries = entries if entries is not None else {}
         self.dirty = bool(data) and entries is None
-        note_opened(self)
+        if ON_LOAD is not None:
+            ON_LOAD(self)
 
     def get(self, pipeline: str) -> Any | None:
         """The cached result of ``pipeline`` if every input it read is unchanged, else None."""
@@ -319,7 +345,7 @@ class ResultCache:
             raise CacheDirError(f"cannot create {root}: {exc.strerror or exc}") from None
         for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
             _create_once(root / name, text)
-        version = root / _safe_version()
+        version = root / VERSION_FOLDER()
         try:
             version.mkdir(exist_ok=True)
         except OSError as exc:

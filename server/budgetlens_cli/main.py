@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = chosen_subcommand(argv)
     if command == "check":  # an unchanged workspace: the recorded answer, nothing imported
-        from budgetlens_cli import cache
+        from budgetlens_cli import cache  # lazy: start-up speed (--version, --help)
 
         cache.begin_run()
         replayed = _guarded(lambda: cache.replay(argv, os.environ, sys.stdout))
@@ -148,9 +148,9 @@ class _Tee:
         self.parts: list[str] = []
 
     def write(self, text: str) -> int:
-        written = int(self.stream.write(text))
+        written = self.stream.write(text)
         self.parts.append(text)
-        return written
+        return len(text) if written is None else int(written)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
@@ -161,7 +161,7 @@ def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
     when it ended normally, with nothing on standard error."""
     import time
 
-    from budgetlens_cli import cache
+    from budgetlens_cli import cache  # lazy: start-up speed (as in main)
 
     started = time.time_ns()
     out, err = sys.stdout, sys.stderr
@@ -171,9 +171,7 @@ def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
     finally:
         sys.stdout, sys.stderr = out, err
     if code in (EXIT_OK, EXIT_FINDINGS) and not any(watch.parts):
-        from budgetlens_cli import check_cmd
-
-        stats = check_cmd.LAST_RUN
+        stats = _command_module("check").LAST_RUN  # what the run checked
         if stats is not None:
             try:
                 cache.record_answer(argv, os.environ, out, args, code, "".join(tee.parts),
@@ -188,9 +186,18 @@ def _note_replayed() -> None:
     """A replayed ``check`` checked nothing: ``check_cmd.LAST_RUN`` says so when that module
     is loaded (in this process; tests read it), counting the pipelines of the answer."""
     if "budgetlens_cli.check_cmd" in sys.modules:
-        from budgetlens_cli import cache, check_cmd
+        from budgetlens_cli import cache  # lazy: start-up speed (loaded by now)
 
+        check_cmd = _command_module("check")
         check_cmd.LAST_RUN = check_cmd.RunStats(cache.last_replayed_pipelines, 0)
+
+
+def _command_module(name: str) -> Any:
+    """The module of subcommand ``name`` (``<name>_cmd``), by name as ``build_parser`` loads
+    it: each imports this module for its exit statuses and errors."""
+    import importlib
+
+    return importlib.import_module(f"budgetlens_cli.{name}_cmd")
 
 
 def internal_error_line(exc: BaseException, limit: int = 300) -> str:
