@@ -60,7 +60,7 @@ except ImportError:  # pragma: no cover - an interpreter without it
 #: ``typing.TYPE_CHECKING`` without importing ``typing``.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from pathlib import Path
     from typing import Any, TextIO
 
@@ -390,19 +390,24 @@ def _result_files(result: Any) -> Iterable[str]:
 
 def answer_checks(store: ResultCache, paths: Iterable[str], pipelines: int, checked: int,
                   started_ns: int) -> dict[str, str]:
-    """What the answer of this run depends on: path -> its fingerprint now, each one known
-    to have the content the run's results were made from. Raises ``_Unanswerable``."""
+    """What the answer of this run depends on: path -> a fingerprint it had during the run
+    with the content the run's results were made from. Raises ``_Unanswerable``.
+
+    The fingerprints are those this run took (an input's stat when its entry was looked up,
+    or when the check read it; no file is stat'ed twice): none is racy, so each describes
+    the file from before the run started to when it was taken, and any later change gives
+    another one."""
     asked = store.asked
     if len(asked) != pipelines or len(store.put_names) != checked \
             or not store.touched.issuperset(asked):
         raise _Unanswerable("a result not from the cache nor kept in it")
-    now = _Fingerprints(started_ns)
+    now = _Fingerprints(started_ns, store.hashes.stat_taken)
     for name in asked:
         entry = store.entries.get(name)
         if entry is None:
             raise _Unanswerable(f"{name} is not in the cache")
         for path, (seen, content) in entry.deps.items():
-            fp = now.of(path)
+            fp = now.of(path, seen)
             if fp != seen and store.hashes.known(path) != (fp, content):
                 raise _Unanswerable(f"{path} changed during the run")
         for path in _result_files(entry.result):
@@ -415,24 +420,28 @@ def answer_checks(store: ResultCache, paths: Iterable[str], pipelines: int, chec
 
 
 class _Fingerprints:
-    """The fingerprints an answer depends on, each taken once; a racy one (``is_racy``)
-    raises ``_Unanswerable``."""
+    """The fingerprints an answer depends on, one per path: the one the run took
+    (``taken``), else the one a check read it at, else taken now; a racy one
+    (``is_racy``) raises ``_Unanswerable``."""
 
-    def __init__(self, started_ns: int) -> None:
+    def __init__(self, started_ns: int, taken: Callable[[str], str | None]) -> None:
         self.started_ns = started_ns
+        self.taken = taken
         self.fingerprints: dict[str, str] = {}
 
-    def of(self, path: str) -> str:
+    def of(self, path: str, read_at: str | None = None) -> str:
         fp = self.fingerprints.get(path)
         if fp is None:
-            fp = disk_fingerprint(path)
+            fp = self.taken(path) or read_at or disk_fingerprint(path)
             self.seen(path, fp)
         return fp
 
     def seen(self, path: str, fp: str) -> None:
         if is_racy(fp, self.started_ns):
             raise _Unanswerable(f"{path} changed just before the run")
-        self.fingerprints[path] = fp
+        known = self.fingerprints.setdefault(path, fp)
+        if known != fp:
+            raise _Unanswerable(f"{path} changed during the run")
 
 
 def record_answer(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,

@@ -132,6 +132,10 @@ class ContentHashes:
             return True
         return self.content(path)[1] == fp
 
+    def stat_taken(self, path: str) -> str | None:
+        """The stat fingerprint of ``path`` taken in this run (``stat``), if any."""
+        return self._stats.get(path)
+
     def known(self, path: str) -> tuple[str, str] | None:
         """The ``(stat, content)`` fingerprints of ``path`` taken in this run, if any."""
         return self._contents.get(path)
