@@ -333,7 +333,7 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
     if disk_fingerprint(cache_file) != cache_fp:
         return None
     for i in range(0, len(checks), 2):
-        if disk_fingerprint(checks[i]) != checks[i + 1]:
+        if fingerprint_of(checks[i], checks[i + 1]) != checks[i + 1]:
             return None
     out.write(text)
     last_replayed_pipelines = pipelines
@@ -361,23 +361,47 @@ class _Unanswerable(Exception):
     """This run's output cannot be recorded as an answer (the reason is the message)."""
 
 
+def listing_fingerprint(folder: str) -> str:
+    """What the search for pipelines can see of ``folder``: the names of its entries (a
+    hidden folder's only in a ``pipelines`` folder: elsewhere the search skips it, and the
+    cache's own folder is one), hashed; ``missing`` when it cannot be listed. Unlike its
+    times, this does not change when a hidden folder is made in it (the cache's) and has no
+    racy tick: the names are what they are."""
+    try:
+        with os.scandir(folder) as entries:
+            listed = os.path.basename(os.path.abspath(folder)) == "pipelines"
+            names = sorted(e.name for e in entries
+                           if listed or not e.name.startswith(".") or not e.is_dir())
+    except (OSError, ValueError):
+        return MISSING
+    return "dir:" + _blake2b("\0".join(names).encode("utf-8", "surrogatepass"),
+                             digest_size=16).hexdigest()
+
+
+def fingerprint_of(path: str, kind: str) -> str:
+    """``path``'s fingerprint of the kind of ``kind`` (a fingerprint): a folder's listing
+    (``listing_fingerprint``) or its stat (``disk_fingerprint``)."""
+    return listing_fingerprint(path) if kind.startswith("dir:") else disk_fingerprint(path)
+
+
 def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
     """The fingerprint of every folder the search for pipelines (``find_pipelines``) lists
-    under ``paths``, and of each path itself: a file added, removed or renamed in a folder
-    changes the folder's times. A superset: the folders it skips (hidden, dependencies) are
-    skipped here too, folders reached through a symbolic link are fingerprinted through it."""
+    under ``paths`` (``listing_fingerprint``), and of each path itself: a superset (the
+    folders it skips, hidden and dependencies, are skipped here too; a folder reached through
+    a symbolic link is listed through it, as the search's glob does)."""
     # lazy: start-up speed (only a run that records an answer needs the search's rules)
     from budgetlens.contract.discovery import _SKIP_DIRS
 
     for root in paths:
-        checks[root] = disk_fingerprint(root)
         if not os.path.isdir(root):
+            checks[root] = disk_fingerprint(root)
             continue
+        checks[root] = listing_fingerprint(root)
         for dirpath, dirnames, _ in os.walk(root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS]
-            checks[dirpath] = disk_fingerprint(dirpath)
+            checks[dirpath] = listing_fingerprint(dirpath)
             for d in dirnames:  # listed here, entered (or not: a link, unreadable) below
-                checks[os.path.join(dirpath, d)] = disk_fingerprint(os.path.join(dirpath, d))
+                checks[os.path.join(dirpath, d)] = listing_fingerprint(os.path.join(dirpath, d))
 
 
 def _result_files(result: Any) -> Iterable[str]:
@@ -388,8 +412,20 @@ def _result_files(result: Any) -> Iterable[str]:
         yield d.file
 
 
-def answer_checks(store: ResultCache, paths: Iterable[str], pipelines: int, checked: int,
-                  started_ns: int) -> dict[str, str]:
+def listings_before(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,
+                    paths: Iterable[str]) -> dict[str, str] | None:
+    """The folder listings (``_listing_checks``) of a ``check`` about to run, when it may
+    record an answer (else None): its answer uses them only if they are the same after it
+    (no pipeline came or went while the run searched)."""
+    if answer_folder(argv, environ) is None or not answerable(out):
+        return None
+    listings: dict[str, str] = {}
+    _listing_checks(paths, listings)
+    return listings
+
+
+def answer_checks(store: ResultCache, listings: Mapping[str, str], pipelines: int,
+                  checked: int, started_ns: int) -> dict[str, str]:
     """What the answer of this run depends on: path -> a fingerprint it had during the run
     with the content the run's results were made from. Raises ``_Unanswerable``.
 
@@ -412,10 +448,8 @@ def answer_checks(store: ResultCache, paths: Iterable[str], pipelines: int, chec
                 raise _Unanswerable(f"{path} changed during the run")
         for path in _result_files(entry.result):
             now.of(path)
-    listings: dict[str, str] = {}
-    _listing_checks(paths, listings)
     for path, fp in listings.items():
-        now.seen(path, fp)
+        now.seen(path, fp)  # a folder's is its listing (never racy), a file path's its stat
     return now.fingerprints
 
 
@@ -446,7 +480,7 @@ class _Fingerprints:
 
 def record_answer(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,
                   args: Any, code: int, text: str, pipelines: int, checked: int,
-                  started_ns: int) -> None:
+                  started_ns: int, before: Mapping[str, str] | None) -> None:
     """Keep the output ``text`` and exit status ``code`` of the ``check`` that ran with
     ``argv`` (parsed: ``args``) as its answer, when it can be replayed (``replay``). Raises
     ``CacheDirError`` or ``OSError`` when it cannot be written."""
@@ -460,8 +494,14 @@ def record_answer(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,
     cache_fp = disk_fingerprint(str(store.path))
     if cache_fp == MISSING:
         return
+    if before is None:
+        return
+    after: dict[str, str] = {}
+    _listing_checks(args.paths, after)
+    if after != before:  # a pipeline came or went while the run searched
+        return
     try:
-        checks = answer_checks(store, args.paths, pipelines, checked, started_ns)
+        checks = answer_checks(store, after, pipelines, checked, started_ns)
     except _Unanswerable:
         return
     key = answer_key(argv, environ, out)

@@ -165,6 +165,7 @@ def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
 
     started = time.time_ns()
     out, err = sys.stdout, sys.stderr
+    before = cache.listings_before(argv, os.environ, out, args.paths)
     sys.stdout, sys.stderr = tee, watch = _Tee(out), _Tee(err)
     try:
         code = int(args.run(args))
@@ -175,7 +176,7 @@ def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
         if stats is not None:
             try:
                 cache.record_answer(argv, os.environ, out, args, code, "".join(tee.parts),
-                                    stats.pipelines, stats.checked, started)
+                                    stats.pipelines, stats.checked, started, before)
             except (OSError, cache.CacheDirError) as exc:
                 print(f"budgetlens: warning: result cache not written ({exc}); --no-cache"
                       " skips it", file=sys.stderr)

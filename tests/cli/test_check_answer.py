@@ -319,7 +319,49 @@ def test_every_folder_the_search_lists_is_fingerprinted(
     result_cache._listing_checks(["."], checks)
     fingerprinted = {os.path.realpath(p) for p in checks}
     assert listed and set(listed) <= fingerprinted
-    assert all(fp == result_cache.disk_fingerprint(p) for p, fp in checks.items())
+    assert all(fp == result_cache.fingerprint_of(p, fp) for p, fp in checks.items())
+    assert checks[os.path.join(".", "d", "pipelines")] == \
+        result_cache.listing_fingerprint("elsewhere")
+
+
+def test_a_folder_s_listing_ignores_hidden_folders_but_not_in_pipelines(tmp_path: Path) -> None:
+    (tmp_path / "pipelines").mkdir()
+    before = result_cache.listing_fingerprint(str(tmp_path))
+    inner = result_cache.listing_fingerprint(str(tmp_path / "pipelines"))
+    (tmp_path / ".budgetlens_cache").mkdir()  # the cache's own folder
+    assert result_cache.listing_fingerprint(str(tmp_path)) == before
+    (tmp_path / ".hidden.yaml").write_text("", "utf-8")  # only hidden folders are left out
+    assert result_cache.listing_fingerprint(str(tmp_path)) != before
+    (tmp_path / "pipelines" / ".x.yaml").mkdir()  # the glob matches every name
+    assert result_cache.listing_fingerprint(str(tmp_path / "pipelines")) != inner
+    assert result_cache.listing_fingerprint(str(tmp_path / "nothing")) == \
+        result_cache.MISSING
+
+
+def test_the_run_that_creates_the_default_folder_in_its_workspace_records_the_answer(
+        small: Path, not_racy: None, checked: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(small)
+    first = _run(capsys, "check")
+    assert Path(CACHE).is_dir() and len(_answers()) == 1
+    checked.clear()
+    assert _run(capsys, "check") == first and checked == []
+
+
+def test_a_pipeline_added_while_the_run_searches_records_no_answer(
+        small: Path, not_racy: None, checked: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real = check_cmd.check_pipeline
+
+    def adding(path: Path | str, **kwargs: Any) -> Any:
+        (small / "pipelines" / "late.yaml").write_text("steps: []\n", "utf-8")
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(check_cmd, "check_pipeline", adding)
+    first = _run(capsys, "check", "ws")
+    assert "late.yaml" not in first[1] and _answers() == []
+    monkeypatch.setattr(check_cmd, "check_pipeline", real)
+    assert "late.yaml" in _run(capsys, "check", "ws")[1]
 
 
 def test_a_racy_fingerprint_is_one_stamped_near_the_start() -> None:
