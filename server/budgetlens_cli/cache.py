@@ -11,67 +11,124 @@ one file per *run key* under a folder named after the version. ``--no-cache`` (o
   libraries whose behaviour shows in a report (pydantic, PyYAML, tiktoken), the current folder
   (paths print as given), and the check options with the policy variables of the environment
   (``CheckOptions.key``). The output format is not in it: one entry serves every format.
-- **Entry**: per pipeline, the content hash of every file its report read (the pipeline, its
-  ``extends`` chain, its prompts, config.json, and every place probed for a config.json, as
-  the core's ``BudgetCache`` recorded them; a ``tokenizer.json`` too), and what the output
-  needs: the diagnostics, the step counts and the rendered pieces of each format used so far.
-  An entry is used only when every hash still matches; a format whose piece is missing
-  re-checks that pipeline.
+- **Entry** (``cache_store``): per pipeline, the content hash of every file its report read
+  (the pipeline, its ``extends`` chain, its prompts, config.json, and every place probed for
+  a config.json, as the core's ``BudgetCache`` recorded them; a ``tokenizer.json`` too), and
+  what the output needs: the diagnostics, the step counts and the rendered pieces of each
+  format used so far. An entry is used only when every hash still matches; a format whose
+  piece is missing re-checks that pipeline.
+- **Answer** (this module, ``replay``/``record_answer``): the whole output and exit status of
+  one command line, kept next to the cache file (``<key>.answer``) with the fingerprint of
+  everything that output depends on: the stat (times, size, inode, mode) of every input of
+  every pipeline, of the files its diagnostics quote and of the cache file itself, and the
+  names in every folder the search for pipelines lists (taken before and after the run). Keyed by the version, the code fingerprint, the current folder, the
+  exact arguments, the policy and cache variables and the encoding of standard output. When
+  every fingerprint is unchanged, the answer is printed as it is: no parser, no checker, no
+  cache file loaded, no file read. Anything else (a changed fingerprint, other arguments)
+  takes the normal way, which re-validates by content and records a new answer. A run
+  records one only when every fingerprint it saw was older than the run by more than the
+  file system's time resolution (``RACY_NS``: a file changed within that tick after the run
+  read it could keep its fingerprint), nothing went to standard error, and every result came
+  from, or went into, the cache.
 - **Safety**: a file is written to a temporary file in the same folder and renamed over the
   old one, so a reader sees the old file or the new one, never a torn one; two runs at once
   each write a complete file (the last one stays). A file that is unreadable, truncated,
   from another version or whose checksum does not match is ignored and rewritten. Loading
-  accepts only budgetlens result types (a restricted unpickler), so a planted file cannot
-  run code; treat the folder like any build output and never restore it from an untrusted
-  source (``--no-cache`` in a job checking untrusted changes). Nothing is written outside the
-  chosen folder; the default folder is not used when it is a symbolic link.
+  accepts only budgetlens result types (a restricted unpickler; an answer is text), so a
+  planted file cannot run code; treat the folder like any build output and never restore it
+  from an untrusted source (``--no-cache`` in a job checking untrusted changes). Nothing is
+  written outside the chosen folder; the default folder is not used when it is a symbolic
+  link.
+
+This module is what a cached run imports (start-up speed): no pickle, dataclasses, typing,
+pathlib or hashlib at import; the entries' machinery (``cache_store``) is loaded on first use
+of its names here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import enum
-import hashlib
-import importlib.util
-import io
 import os
-import pickle
-import stat
 import sys
-import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from budgetlens import __version__
-from budgetlens.files import MAX_FILE_BYTES, DiskFiles, read_capped, stat_fingerprint
+
+try:
+    from _blake2 import blake2b as _blake2b  # hashlib's blake2b without loading OpenSSL
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import blake2b as _blake2b
+
+#: ``typing.TYPE_CHECKING`` without importing ``typing``.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any, TextIO
+
+    from budgetlens_cli.cache_store import CACHEDIR_TAG as CACHEDIR_TAG
+    from budgetlens_cli.cache_store import GITIGNORE as GITIGNORE
+    from budgetlens_cli.cache_store import MAGIC as MAGIC
+    from budgetlens_cli.cache_store import MAX_ENTRIES as MAX_ENTRIES
+    from budgetlens_cli.cache_store import UNCACHEABLE as UNCACHEABLE
+    from budgetlens_cli.cache_store import CacheDirError as CacheDirError
+    from budgetlens_cli.cache_store import ContentHashes as ContentHashes
+    from budgetlens_cli.cache_store import Entry as Entry
+    from budgetlens_cli.cache_store import HashingFiles as HashingFiles
+    from budgetlens_cli.cache_store import ResultCache as ResultCache
+    from budgetlens_cli.cache_store import _create_once as _create_once
+    from budgetlens_cli.cache_store import _decode as _decode
+    from budgetlens_cli.cache_store import _encode as _encode
+    from budgetlens_cli.cache_store import content_fingerprint as content_fingerprint
+    from budgetlens_cli.cache_store import entry_fingerprints as entry_fingerprints
 
 CACHE_DIR_NAME = ".budgetlens_cache"
 CACHE_DIR_ENV = "BUDGETLENS_CACHE_DIR"
 NO_CACHE_ENV = "BUDGETLENS_NO_CACHE"
 #: The layout of a cache file; a change makes every older file a miss.
-LAYOUT = 1
-MAGIC = b"budgetlens-check-cache\n"
-GITIGNORE = "# Created by budgetlens automatically.\n*\n"
-CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
-                "# This file is a cache directory tag created by budgetlens.\n"
-                "# For information about cache directory tags see https://bford.info/cachedir/\n")
+LAYOUT = 2
+ANSWER_MAGIC = b"budgetlens-check-answer\n"
+ANSWER_SUFFIX = ".answer"
 #: Libraries whose messages or counts show in a report: their installed files are part of the
 #: run key, so an upgrade is a miss.
 LIBRARIES = ("pydantic", "pydantic_core", "yaml", "tiktoken")
-#: At most this many entries are kept in one cache file (the oldest unused ones go first).
-MAX_ENTRIES = 100_000
-UNCACHEABLE = "unreadable"
+#: The environment variables a check reads (the policy's: ``contract.policy.POLICY_ENV`` and
+#: ``DEVELOPMENT_ENV``) and the cache's folder: part of an answer's key.
+ANSWER_VARIABLES = ("PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT", CACHE_DIR_ENV)
+#: ``budgetlens.files.DiskFiles.fingerprint`` of a path that cannot be stat'ed.
+MISSING = "missing"
+#: A fingerprint whose change time is less than this before the run started is *racy*: the
+#: file system stamps times from a clock that moves in ticks, so a change made after the run
+#: read the file, within the same tick, may leave times, size and inode as they were. A run
+#: that saw one records no answer (the next run, with the file older, does).
+RACY_NS = 100_000_000
+#: The same for times in whole seconds (a file system that keeps no finer time).
+RACY_COARSE_NS = 2_000_000_000
+
+_STORE_NAMES = frozenset({"ContentHashes", "Entry", "HashingFiles", "ResultCache", "_decode",
+                          "_encode", "content_fingerprint", "entry_fingerprints",
+                          "MAX_ENTRIES", "UNCACHEABLE", "MAGIC", "GITIGNORE", "CACHEDIR_TAG",
+                          "CacheDirError", "_create_once"})
 
 
-class CacheDirError(Exception):
-    """The cache folder cannot be used (the message says why); the run goes on without it."""
+def __getattr__(name: str) -> Any:
+    """The entries' machinery (``cache_store``), imported on first use; its cache files go
+    in the folder of this module's version (``_safe_version``) and each one loaded is noted
+    for the run's answer (``note_opened``)."""
+    if name not in _STORE_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # lazy: start-up speed (a replayed run loads no pickle, dataclasses or file sources)
+    from budgetlens_cli import cache_store
+
+    cache_store.VERSION_FOLDER = _safe_version
+    cache_store.ON_LOAD = note_opened
+    value = getattr(cache_store, name)
+    globals()[name] = value
+    return value
 
 
 def cache_dir(option: str | None, environ: Mapping[str, str]) -> tuple[Path, bool]:
     """The cache folder and whether it was chosen explicitly (option or environment)."""
+    from pathlib import Path
+
     if option:
         return Path(option), True
     if environ.get(CACHE_DIR_ENV):
@@ -83,109 +140,7 @@ def cache_disabled(flag: bool, environ: Mapping[str, str]) -> bool:
     return flag or environ.get(NO_CACHE_ENV, "") not in ("", "0")
 
 
-# ---------------------------------------------------------------------------- fingerprints
-def _read_fingerprint(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "missing"
-    except NotADirectoryError:
-        return "missing:notdir"
-    except (OSError, ValueError):
-        return UNCACHEABLE
-    if stat.S_ISDIR(st.st_mode):
-        return "dir"
-    if not stat.S_ISREG(st.st_mode):
-        return "special"
-    if st.st_size > MAX_FILE_BYTES:
-        return f"large:{st.st_size}"
-    try:
-        with open(path, "rb") as fh:
-            data = read_capped(fh, st.st_size, MAX_FILE_BYTES)
-    except OSError:
-        return UNCACHEABLE
-    return "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def content_fingerprint(path: str, stat_of: Callable[[str], str]) -> tuple[str, str]:
-    """``(stat fingerprint, content fingerprint)`` of ``path``. The content fingerprint is
-    what decides the text the core gets: ``missing``, ``dir``, ``special``, ``large:<size>``
-    or the hash of the bytes; ``unreadable`` (never cached) when the file cannot be read or
-    changed while it was read (its stat fingerprint, ``stat_of``, differs before and after).
-    """
-    before = stat_of(path)
-    fp = _read_fingerprint(path)
-    if stat_of(path) != before:
-        return before, UNCACHEABLE
-    return before, fp
-
-
-class ContentHashes:
-    """The fingerprints of each file, taken once per run (a prompt or config.json that many
-    pipelines read is looked at once): its stat fingerprint (``stat_of``: size, times, inode)
-    and, when that is not enough, its content fingerprint with the stat it was taken at."""
-
-    def __init__(self, stat_of: Callable[[str], str]) -> None:
-        self.stat_of = stat_of
-        self._stats: dict[str, str] = {}
-        self._contents: dict[str, tuple[str, str]] = {}
-        self.hashed = 0
-
-    def stat(self, path: str) -> str:
-        got = self._stats.get(path)
-        if got is None:
-            got = self._stats[path] = self.stat_of(path)
-        return got
-
-    def content(self, path: str, *, fresh: bool = False) -> tuple[str, str]:
-        got = None if fresh else self._contents.get(path)
-        if got is None:
-            got = self._contents[path] = content_fingerprint(path, self.stat_of)
-            self.hashed += 1
-        return got
-
-    def matches(self, path: str, fingerprints: tuple[str, str]) -> bool:
-        """Whether ``path`` still has the text it had when ``fingerprints`` (stat, content)
-        were taken: the same stat fingerprint (nothing touched it), else the same bytes (a
-        fresh clone, a restored cache, a file saved unchanged)."""
-        at, fp = fingerprints
-        if self.stat(path) == at:
-            return True
-        return self.content(path)[1] == fp
-
-    def record(self, path: str, at: str, data: bytes) -> None:
-        """Keep the content fingerprint of bytes a check has just read from ``path`` while
-        its stat fingerprint was ``at`` (``HashingFiles``): no second read to hash them."""
-        if len(data) <= MAX_FILE_BYTES:
-            self._contents[path] = (at, "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest())
-
-    def at(self, path: str, seen: str) -> str:
-        """The content fingerprint of ``path`` as it is with the stat fingerprint ``seen``
-        (the one a check read it at), else ``unreadable``."""
-        at, fp = self.content(path)
-        if at != seen:
-            at, fp = self.content(path, fresh=True)
-        return fp if at == seen else UNCACHEABLE
-
-
-class HashingFiles(DiskFiles):
-    """The files on disk, each file's bytes hashed as the check reads them (into
-    ``hashes``), so the result cache need not read them again to key an entry. Bytes are
-    kept only when the file's stat fingerprint is the same before and after the read (a file
-    saved meanwhile is hashed again, or found unreadable, by ``ContentHashes.at``)."""
-
-    def __init__(self, hashes: ContentHashes) -> None:
-        super().__init__()
-        self.hashes = hashes
-
-    def read_bytes(self, path: Path) -> bytes:
-        data, st = self.read_stat(path)
-        before = stat_fingerprint(st)  # taken before the file was opened
-        if self.fingerprint(path) == before:
-            self.hashes.record(str(path), before, data)
-        return data
-
-
+# ---------------------------------------------------------------------------- keys
 def _tree_fingerprint(folder: str, digest: Any) -> None:
     """Add the name, size and mtime of every file below ``folder`` to ``digest``."""
     try:
@@ -199,16 +154,20 @@ def _tree_fingerprint(folder: str, digest: Any) -> None:
         if entry.is_dir(follow_symlinks=False):
             _tree_fingerprint(entry.path, digest)
             continue
-        with contextlib.suppress(OSError):
+        try:
             st = entry.stat()
-            digest.update(f"{entry.path} {st.st_size} {st.st_mtime_ns}\n".encode(
-                "utf-8", "surrogateescape"))
+        except OSError:
+            continue
+        digest.update(f"{entry.path} {st.st_size} {st.st_mtime_ns}\n".encode(
+            "utf-8", "surrogateescape"))
 
 
 def code_fingerprint() -> str:
     """A fingerprint of the installed code: budgetlens, this CLI and the ``LIBRARIES`` (an
     edit or an upgrade with the same version number still makes every entry a miss)."""
-    digest = hashlib.blake2b(digest_size=16)
+    import importlib.util
+
+    digest = _blake2b(digest_size=16)
     digest.update(f"{__version__} {LAYOUT} {sys.version_info[:2]}\n".encode())
     for name in ("budgetlens", "budgetlens_cli", *LIBRARIES):
         try:
@@ -221,209 +180,342 @@ def code_fingerprint() -> str:
         elif os.path.basename(origin) == "__init__.py":
             _tree_fingerprint(os.path.dirname(origin), digest)
         else:
-            with contextlib.suppress(OSError):
+            try:
                 st = os.stat(origin)
-                digest.update(f"{origin} {st.st_size} {st.st_mtime_ns}\n".encode(
-                    "utf-8", "surrogateescape"))
+            except OSError:
+                continue
+            digest.update(f"{origin} {st.st_size} {st.st_mtime_ns}\n".encode(
+                "utf-8", "surrogateescape"))
     return digest.hexdigest()
+
+
+def _key(parts: Iterable[str]) -> str:
+    return _blake2b("\0".join(parts).encode("utf-8", "surrogateescape"),
+                    digest_size=32).hexdigest()
 
 
 def run_key(options_key: tuple[str, ...], extra: str = "") -> str:
     """The key of one cache file: version, code, current folder and the check options."""
-    parts = [str(LAYOUT), __version__, code_fingerprint(), os.getcwd(), repr(options_key),
-             extra]
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return _key([str(LAYOUT), __version__, code_fingerprint(), os.getcwd(), repr(options_key),
+                 extra])
 
 
-# ---------------------------------------------------------------------------- entries
-@dataclass
-class Entry:
-    """One pipeline's cached result: the content fingerprints of its inputs and ``result``
-    (the CLI's ``PipelineResult``: diagnostics, counts and rendered pieces)."""
-
-    deps: dict[str, tuple[str, str]]
-    result: Any
-
-
-_SAFE_BUILTINS = frozenset({"frozenset", "set", "list", "dict", "tuple", "str", "int", "bool",
-                            "float", "bytes", "slice", "range"})
-_SAFE_GLOBALS = {("xml.etree.ElementTree", "Element"),
-                 ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"),
-                 ("pathlib", "WindowsPath"), ("pathlib", "PureWindowsPath"),
-                 ("collections", "OrderedDict")}
-
-
-class _ResultUnpickler(pickle.Unpickler):
-    """Loads plain data and result types only: a dataclass or enum of budgetlens (or of this
-    CLI) and the few classes above. A function, or any other class, is refused, so a planted
-    cache file can neither run code nor call a budgetlens function (one that writes files)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module == "builtins" and name in _SAFE_BUILTINS) or (module, name) in _SAFE_GLOBALS:
-            return super().find_class(module, name)
-        if module.split(".")[0] in ("budgetlens", "budgetlens_cli") and "." not in name:
-            found = super().find_class(module, name)
-            if isinstance(found, type) and (dataclasses.is_dataclass(found)
-                                            or issubclass(found, enum.Enum)):
-                return found
-        raise pickle.UnpicklingError(f"refused global {module}.{name}")
-
-
-def _decode(data: bytes, key: str) -> dict[str, Entry] | None:
-    """The entries of a cache file's bytes, or None when they are not a whole, valid file
-    of this run key."""
-    header = MAGIC + key.encode() + b"\n"
-    if not data.startswith(header) or len(data) < len(header) + 33:
-        return None
-    checksum = data[len(header):len(header) + 32]
-    payload = data[len(header) + 33:]
-    if data[len(header) + 32:len(header) + 33] != b"\n" or \
-            hashlib.blake2b(payload, digest_size=16).hexdigest().encode() != checksum:
-        return None
-    try:
-        entries = _ResultUnpickler(io.BytesIO(payload)).load()
-    except Exception:  # a damaged or foreign payload is a miss, never a crash
-        return None
-    if not isinstance(entries, dict) or not all(
-            isinstance(k, str) and isinstance(v, Entry) for k, v in entries.items()):
-        return None
-    return entries
-
-
-def _encode(entries: dict[str, Entry], key: str) -> bytes:
-    payload = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
-    checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-    return MAGIC + key.encode() + b"\n" + checksum + b"\n" + payload
-
-
-def entry_fingerprints(deps: Mapping[str, str],
-                       hashes: ContentHashes) -> dict[str, tuple[str, str]] | None:
-    """``path -> (stat fingerprint, content fingerprint)`` of the inputs ``deps`` (path ->
-    the stat fingerprint the check read it at); None when one of them changed since the
-    check read it or cannot be read (the pipeline stays out of the cache)."""
-    fps: dict[str, tuple[str, str]] = {}
-    for path, seen in deps.items():
-        fp = hashes.at(path, seen)
-        if fp == UNCACHEABLE:
-            return None
-        fps[path] = (seen, fp)
-    return fps
-
-
-@dataclass
-class ResultCache:
-    """The cache file of one run key in ``folder``: read once, written once at the end."""
-
-    folder: Path
-    key: str
-    explicit: bool
-    hashes: ContentHashes
-    entries: dict[str, Entry] = field(default_factory=dict)
-    touched: set[str] = field(default_factory=set)
-    dirty: bool = False
-    loaded: bool = False
-
-    @property
-    def path(self) -> Path:
-        return self.folder / _safe_version() / f"{self.key[:40]}.cache"
-
-    def load(self) -> None:
-        """Read the cache file; a missing or bad one leaves the cache empty (a bad one makes
-        it dirty, so the end of the run rewrites it)."""
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = b""
-        entries = _decode(data, self.key) if data else None
-        self.loaded = entries is not None
-        self.entries = entries if entries is not None else {}
-        self.dirty = bool(data) and entries is None
-
-    def get(self, pipeline: str) -> Any | None:
-        """The cached result of ``pipeline`` if every input it read is unchanged, else None."""
-        entry = self.entries.get(pipeline)
-        if entry is None:
-            return None
-        for path, fingerprints in entry.deps.items():
-            if not self.hashes.matches(path, fingerprints):
-                return None
-        self.touched.add(pipeline)
-        return entry.result
-
-    def put(self, pipeline: str, deps: Mapping[str, str], result: Any) -> None:
-        """Keep ``result`` under the content fingerprints of ``deps`` (path -> the stat
-        fingerprint the check read it at). A file whose stat fingerprint is no longer that
-        (it changed during the run) or that cannot be read keeps the pipeline out of the
-        cache: the next run checks it."""
-        self.put_entry(pipeline, entry_fingerprints(deps, self.hashes), result)
-
-    def put_entry(self, pipeline: str, fps: dict[str, tuple[str, str]] | None,
-                  result: Any) -> None:
-        """Keep ``result`` under ``fps`` (``entry_fingerprints``, possibly taken in a worker
-        process); None keeps the pipeline out of the cache."""
-        if fps is None:
-            self.entries.pop(pipeline, None)
-            self.dirty = True
-            return
-        self.entries[pipeline] = Entry(fps, result)
-        self.touched.add(pipeline)
-        self.dirty = True
-
-    def save(self) -> None:
-        """Write the file when something changed; raises ``CacheDirError`` or ``OSError``."""
-        if not self.dirty:
-            return
-        if len(self.entries) > MAX_ENTRIES:  # keep this run's entries, then the newest
-            order = sorted(self.entries, key=lambda p: p in self.touched)
-            self.entries = {p: self.entries[p] for p in order[-MAX_ENTRIES:]}
-        folder = self._prepare()
-        data = _encode(self.entries, self.key)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cache", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        self.dirty = False
-
-    def _prepare(self) -> Path:
-        """Make the cache folder (not its parents), its ``.gitignore``, ``CACHEDIR.TAG`` and
-        version folder; the folder the file goes in is never a symbolic link."""
-        root = self.folder
-        if not self.explicit and root.is_symlink():
-            raise CacheDirError(f"{root} is a symbolic link; not writing through it")
-        try:
-            root.mkdir(exist_ok=True)
-        except OSError as exc:
-            raise CacheDirError(f"cannot create {root}: {exc.strerror or exc}") from None
-        for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
-            _create_once(root / name, text)
-        version = root / _safe_version()
-        try:
-            version.mkdir(exist_ok=True)
-        except OSError as exc:
-            raise CacheDirError(f"cannot create {version}: {exc.strerror or exc}") from None
-        if version.is_symlink() or not version.is_dir():
-            raise CacheDirError(f"{version} is not a folder")
-        return version
+def answer_key(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> str:
+    """The key of one answer: version, code, current folder, the arguments as given, the
+    variables a check reads and how standard output encodes text. Raises ``OSError`` when
+    there is no current folder."""
+    absent = "\0absent"
+    return _key([str(LAYOUT), __version__, code_fingerprint(), os.getcwd(), repr(list(argv)),
+                 *(environ.get(name, absent) for name in ANSWER_VARIABLES),
+                 str(getattr(out, "encoding", None)), str(getattr(out, "errors", None))])
 
 
 def _safe_version() -> str:
     return "".join(ch if ch.isalnum() or ch in ".-_+" else "_" for ch in __version__)
 
 
-def _create_once(path: Path, text: str) -> None:
-    """Create ``path`` with ``text`` unless something is there already (never follows or
-    replaces an existing name)."""
+# ---------------------------------------------------------------------------- answers
+def disk_fingerprint(path: str) -> str:
+    """``budgetlens.files.DiskFiles().fingerprint(path)`` without loading that module: the
+    times, size, inode and mode of what ``path`` names, else ``missing``."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return MISSING
+    return f"disk:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
+
+
+def is_racy(fingerprint: str, started_ns: int) -> bool:
+    """Whether ``fingerprint`` (``disk_fingerprint``) was stamped too close to ``started_ns``
+    (the run's start) to tell a later change in the same clock tick (``RACY_NS``)."""
+    if not fingerprint.startswith("disk:"):
+        return False
+    _, mtime, ctime, _rest = fingerprint.split(":", 3)
+    newest = max(int(mtime), int(ctime))
+    coarse = int(mtime) % 1_000_000_000 == 0 and int(ctime) % 1_000_000_000 == 0
+    return newest >= started_ns - (RACY_COARSE_NS if coarse else RACY_NS)
+
+
+def answerable(out: TextIO) -> bool:
+    """Whether output to ``out`` can be recorded and replayed: a stream that encodes text
+    (its encoding is in the key); an in-memory one without an encoding (``io.StringIO``: a
+    caller capturing the output in process) takes the normal way."""
+    return bool(getattr(out, "encoding", None))
+
+
+def answer_folder(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The cache folder of a ``check`` with ``argv``, read without the parser; None when the
+    cache is off or ``argv`` may say something this reading cannot tell (an abbreviated
+    option): that run takes the normal way. A run records its answer only when its parsed
+    options name this same folder, so a reading that is wrong finds no answer."""
+    if cache_disabled(False, environ):
+        return None
+    chosen: str | None = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if name == "--cache-dir":
+            if "=" in arg:
+                chosen = arg[len("--cache-dir="):]
+            elif i + 1 < len(argv):
+                i += 1
+                chosen = argv[i]
+            else:
+                return None
+        elif name.startswith("--") and len(name) > 2 and (
+                "--cache-dir".startswith(name) or "--no-cache".startswith(name)):
+            return None  # --no-cache, or an abbreviation
+        i += 1
+    if chosen:
+        return chosen
+    return environ.get(CACHE_DIR_ENV) or CACHE_DIR_NAME
+
+
+def _encode_answer(key: str, code: int, pipelines: int, cache_file: str, cache_fp: str,
+                   checks: Mapping[str, str], text: str) -> bytes:
+    fields = [str(code), str(pipelines), cache_file, cache_fp]
+    for path, fp in checks.items():
+        fields += (path, fp)
+    header = "\0".join(fields).encode("utf-8", "surrogatepass")
+    body = b"%d\n" % len(header) + header + text.encode("utf-8", "surrogatepass")
+    checksum = _blake2b(body, digest_size=16).hexdigest().encode()
+    return ANSWER_MAGIC + key.encode() + b"\n" + checksum + b"\n" + body
+
+
+def _decode_answer(data: bytes,
+                   key: str) -> tuple[int, int, str, str, list[str], str] | None:
+    """``(exit status, pipelines, cache file, its fingerprint, [path, fingerprint, ...],
+    output)`` of an answer file's bytes, or None when they are not a whole, valid answer of
+    ``key``."""
+    head = ANSWER_MAGIC + key.encode() + b"\n"
+    if not data.startswith(head):
+        return None
+    checksum, _, body = data[len(head):].partition(b"\n")
+    if _blake2b(body, digest_size=16).hexdigest().encode() != checksum:
+        return None
+    size, _, rest = body.partition(b"\n")
+    if not size.isdigit() or int(size) > len(rest):
+        return None
+    try:
+        fields = rest[:int(size)].decode("utf-8", "surrogatepass").split("\0")
+        text = rest[int(size):].decode("utf-8", "surrogatepass")
+        code, pipelines = int(fields[0]), int(fields[1])
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return None
+    if len(fields) < 4 or len(fields) % 2 != 0:
+        return None
+    return code, pipelines, fields[2], fields[3], fields[4:], text
+
+
+def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int | None:
+    """Print the recorded answer of this ``check`` command line and return its exit status,
+    when every fingerprint it depends on is unchanged; else None (print nothing)."""
+    folder = answer_folder(argv, environ)
+    if folder is None or not answerable(out):
+        return None
+    try:
+        key = answer_key(argv, environ, out)
+    except OSError:  # no current folder
+        return None
+    try:
+        with open(os.path.join(folder, _safe_version(), key[:40] + ANSWER_SUFFIX), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    answer = _decode_answer(data, key)
+    if answer is None:
+        return None
+    global last_replayed_pipelines
+    code, pipelines, cache_file, cache_fp, checks, text = answer
+    if disk_fingerprint(cache_file) != cache_fp:
+        return None
+    for i in range(0, len(checks), 2):
+        if fingerprint_of(checks[i], checks[i + 1]) != checks[i + 1]:
+            return None
+    out.write(text)
+    last_replayed_pipelines = pipelines
+    return code
+
+
+#: The number of pipelines of the last answer ``replay`` printed (in this process).
+last_replayed_pipelines = 0
+
+
+# the result caches this process opened since ``begin_run`` (``ResultCache.load``)
+_opened: list[Any] = []
+
+
+def begin_run() -> None:
+    """A command starts: forget the result caches of an earlier one (in this process)."""
+    _opened.clear()
+
+
+def note_opened(store: Any) -> None:
+    _opened.append(store)
+
+
+class _Unanswerable(Exception):
+    """This run's output cannot be recorded as an answer (the reason is the message)."""
+
+
+def listing_fingerprint(folder: str) -> str:
+    """What the search for pipelines can see of ``folder``: the names of its entries (a
+    hidden folder's only in a ``pipelines`` folder: elsewhere the search skips it, and the
+    cache's own folder is one), hashed; ``missing`` when it cannot be listed. Unlike its
+    times, this does not change when a hidden folder is made in it (the cache's) and has no
+    racy tick: the names are what they are."""
+    try:
+        with os.scandir(folder) as entries:
+            listed = os.path.basename(os.path.abspath(folder)) == "pipelines"
+            names = sorted(e.name for e in entries
+                           if listed or not e.name.startswith(".") or not e.is_dir())
+    except (OSError, ValueError):
+        return MISSING
+    return "dir:" + _blake2b("\0".join(names).encode("utf-8", "surrogatepass"),
+                             digest_size=16).hexdigest()
+
+
+def fingerprint_of(path: str, kind: str) -> str:
+    """``path``'s fingerprint of the kind of ``kind`` (a fingerprint): a folder's listing
+    (``listing_fingerprint``) or its stat (``disk_fingerprint``)."""
+    return listing_fingerprint(path) if kind.startswith("dir:") else disk_fingerprint(path)
+
+
+def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
+    """The fingerprint of every folder the search for pipelines (``find_pipelines``) lists
+    under ``paths`` (``listing_fingerprint``), and of each path itself: a superset (the
+    folders it skips, hidden and dependencies, are skipped here too; a folder reached through
+    a symbolic link is listed through it, as the search's glob does)."""
+    # lazy: start-up speed (only a run that records an answer needs the search's rules)
+    from budgetlens.contract.discovery import _SKIP_DIRS
+
+    for root in paths:
+        if not os.path.isdir(root):
+            checks[root] = disk_fingerprint(root)
+            continue
+        checks[root] = listing_fingerprint(root)
+        for dirpath, dirnames, _ in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS]
+            checks[dirpath] = listing_fingerprint(dirpath)
+            for d in dirnames:  # listed here, entered (or not: a link, unreadable) below
+                checks[os.path.join(dirpath, d)] = listing_fingerprint(os.path.join(dirpath, d))
+
+
+def _result_files(result: Any) -> Iterable[str]:
+    """The files the diagnostics of a ``PipelineResult`` point into (text output quotes
+    their lines)."""
+    matrix = getattr(result, "matrix", None)
+    for d in (*result.diagnostics, *(matrix.diagnostics if matrix is not None else ())):
+        yield d.file
+
+
+def listings_before(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,
+                    paths: Iterable[str]) -> dict[str, str] | None:
+    """The folder listings (``_listing_checks``) of a ``check`` about to run, when it may
+    record an answer (else None): its answer uses them only if they are the same after it
+    (no pipeline came or went while the run searched)."""
+    if answer_folder(argv, environ) is None or not answerable(out):
+        return None
+    listings: dict[str, str] = {}
+    _listing_checks(paths, listings)
+    return listings
+
+
+def answer_checks(store: ResultCache, listings: Mapping[str, str], pipelines: int,
+                  checked: int, started_ns: int) -> dict[str, str]:
+    """What the answer of this run depends on: path -> a fingerprint it had during the run
+    with the content the run's results were made from. Raises ``_Unanswerable``.
+
+    The fingerprints are those this run took (an input's stat when its entry was looked up,
+    or when the check read it; no file is stat'ed twice): none is racy, so each describes
+    the file from before the run started to when it was taken, and any later change gives
+    another one."""
+    asked = store.asked
+    if len(asked) != pipelines or len(store.put_names) != checked \
+            or not store.touched.issuperset(asked):
+        raise _Unanswerable("a result not from the cache nor kept in it")
+    now = _Fingerprints(started_ns, store.hashes.stat_taken)
+    for name in asked:
+        entry = store.entries.get(name)
+        if entry is None:
+            raise _Unanswerable(f"{name} is not in the cache")
+        for path, (seen, content) in entry.deps.items():
+            fp = now.of(path, seen)
+            if fp != seen and store.hashes.known(path) != (fp, content):
+                raise _Unanswerable(f"{path} changed during the run")
+        for path in _result_files(entry.result):
+            now.of(path)
+    for path, fp in listings.items():
+        now.seen(path, fp)  # a folder's is its listing (never racy), a file path's its stat
+    return now.fingerprints
+
+
+class _Fingerprints:
+    """The fingerprints an answer depends on, one per path: the one the run took
+    (``taken``), else the one a check read it at, else taken now; a racy one
+    (``is_racy``) raises ``_Unanswerable``."""
+
+    def __init__(self, started_ns: int, taken: Callable[[str], str | None]) -> None:
+        self.started_ns = started_ns
+        self.taken = taken
+        self.fingerprints: dict[str, str] = {}
+
+    def of(self, path: str, read_at: str | None = None) -> str:
+        fp = self.fingerprints.get(path)
+        if fp is None:
+            fp = self.taken(path) or read_at or disk_fingerprint(path)
+            self.seen(path, fp)
+        return fp
+
+    def seen(self, path: str, fp: str) -> None:
+        if is_racy(fp, self.started_ns):
+            raise _Unanswerable(f"{path} changed just before the run")
+        known = self.fingerprints.setdefault(path, fp)
+        if known != fp:
+            raise _Unanswerable(f"{path} changed during the run")
+
+
+def record_answer(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,
+                  args: Any, code: int, text: str, pipelines: int, checked: int,
+                  started_ns: int, before: Mapping[str, str] | None) -> None:
+    """Keep the output ``text`` and exit status ``code`` of the ``check`` that ran with
+    ``argv`` (parsed: ``args``) as its answer, when it can be replayed (``replay``). Raises
+    ``CacheDirError`` or ``OSError`` when it cannot be written."""
+    if len(_opened) != 1 or not answerable(out):
         return
-    except OSError as exc:
-        raise CacheDirError(f"cannot write {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    store = _opened[0]
+    folder = answer_folder(argv, environ)
+    if folder is None or store.dirty or os.path.normpath(folder) != os.path.normpath(
+            str(cache_dir(args.cache_dir, environ)[0])):
+        return
+    cache_fp = disk_fingerprint(str(store.path))
+    if cache_fp == MISSING:
+        return
+    if before is None:
+        return
+    after: dict[str, str] = {}
+    _listing_checks(args.paths, after)
+    if after != before:  # a pipeline came or went while the run searched
+        return
+    try:
+        checks = answer_checks(store, after, pipelines, checked, started_ns)
+    except _Unanswerable:
+        return
+    key = answer_key(argv, environ, out)
+    data = _encode_answer(key, code, pipelines, str(store.path), cache_fp, checks, text)
+    version = store._prepare()
+    import contextlib
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=ANSWER_SUFFIX, dir=version)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, version / (key[:40] + ANSWER_SUFFIX))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -8,14 +8,18 @@ one line on standard error (``budgetlens: internal error: <type>: <message> ...`
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-import traceback
-from collections.abc import Sequence
 
 from budgetlens import __version__
+
+#: ``typing.TYPE_CHECKING`` without importing ``typing`` (a cached ``check`` imports neither
+#: it nor argparse: ``cache.replay``).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -49,6 +53,8 @@ class UsageError(Exception):
 
 def non_negative_int(value: str) -> int:
     """The ``type=`` of an option taking a count (characters, tokens): a whole number >= 0."""
+    import argparse
+
     try:
         number = int(value)
     except ValueError:
@@ -62,6 +68,9 @@ def non_negative_int(value: str) -> int:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand; with ``only``, that subcommand's module is imported and
     registered and the others are listed by name and help alone (``main`` parses with it)."""
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="budgetlens",
         description="Token budgets of LLM pipelines: check, clamp, count, and read cut JSON.")
@@ -88,7 +97,16 @@ def chosen_subcommand(argv: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(only=chosen_subcommand(argv))
+    command = chosen_subcommand(argv)
+    if command == "check":  # an unchanged workspace: the recorded answer, nothing imported
+        from budgetlens_cli import cache  # lazy: start-up speed (--version, --help)
+
+        cache.begin_run()
+        replayed = _guarded(lambda: cache.replay(argv, os.environ, sys.stdout))
+        if replayed is not None:
+            _note_replayed()
+            return replayed
+    parser = build_parser(only=command)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
@@ -96,8 +114,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    got = _guarded(lambda: _check_recording(argv, args) if command == "check"
+                   else int(args.run(args)))
+    return EXIT_USAGE if got is None else got
+
+
+def _guarded(call: Callable[[], int | None]) -> int | None:
+    """``call()``, its failures turned into an exit status: a ``UsageError`` or an internal
+    failure is one line on standard error."""
     try:
-        return int(args.run(args))
+        return call()
     except UsageError as exc:
         print(f"budgetlens: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -108,8 +134,71 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # an internal failure: one line, never a bare traceback
         print(internal_error_line(exc), file=sys.stderr)
         if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            import traceback
+
             traceback.print_exc(file=sys.stderr)
         return EXIT_USAGE
+
+
+class _Tee:
+    """A text stream that also keeps what is written to it (``check``'s answer)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        written = self.stream.write(text)
+        self.parts.append(text)
+        return len(text) if written is None else int(written)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
+    """Run ``check`` and record its output as the answer of ``argv`` (``cache.record_answer``)
+    when it ended normally, with nothing on standard error."""
+    import time
+
+    from budgetlens_cli import cache  # lazy: start-up speed (as in main)
+
+    started = time.time_ns()
+    out, err = sys.stdout, sys.stderr
+    before = cache.listings_before(argv, os.environ, out, args.paths)
+    sys.stdout, sys.stderr = tee, watch = _Tee(out), _Tee(err)
+    try:
+        code = int(args.run(args))
+    finally:
+        sys.stdout, sys.stderr = out, err
+    if code in (EXIT_OK, EXIT_FINDINGS) and not any(watch.parts):
+        stats = _command_module("check").LAST_RUN  # what the run checked
+        if stats is not None:
+            try:
+                cache.record_answer(argv, os.environ, out, args, code, "".join(tee.parts),
+                                    stats.pipelines, stats.checked, started, before)
+            except (OSError, cache.CacheDirError) as exc:
+                print(f"budgetlens: warning: result cache not written ({exc}); --no-cache"
+                      " skips it", file=sys.stderr)
+    return code
+
+
+def _note_replayed() -> None:
+    """A replayed ``check`` checked nothing: ``check_cmd.LAST_RUN`` says so when that module
+    is loaded (in this process; tests read it), counting the pipelines of the answer."""
+    if "budgetlens_cli.check_cmd" in sys.modules:
+        from budgetlens_cli import cache  # lazy: start-up speed (loaded by now)
+
+        check_cmd = _command_module("check")
+        check_cmd.LAST_RUN = check_cmd.RunStats(cache.last_replayed_pipelines, 0)
+
+
+def _command_module(name: str) -> Any:
+    """The module of subcommand ``name`` (``<name>_cmd``), by name as ``build_parser`` loads
+    it: each imports this module for its exit statuses and errors."""
+    import importlib
+
+    return importlib.import_module(f"budgetlens_cli.{name}_cmd")
 
 
 def internal_error_line(exc: BaseException, limit: int = 300) -> str:
