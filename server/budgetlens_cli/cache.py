@@ -21,8 +21,9 @@ one file per *run key* under a folder named after the version. ``--no-cache`` (o
   one command line, kept next to the cache file (``<key>.answer``) with the fingerprint of
   everything that output depends on: the stat (times, size, inode, mode) of every input of
   every pipeline, of the files its diagnostics quote and of the cache file itself, and the
-  names in every folder the search for pipelines lists (taken before and after the run). Keyed by the version, the code fingerprint, the current folder, the
-  exact arguments, the policy and cache variables and the encoding of standard output. When
+  names in every folder the search for pipelines lists (taken before and after the run).
+  Keyed by the version, the code fingerprint, the current folder, the exact arguments, the
+  policy and cache variables and the encoding of standard output. When
   every fingerprint is unchanged, the answer is printed as it is: no parser, no checker, no
   cache file loaded, no file read. Anything else (a changed fingerprint, other arguments)
   takes the normal way, which re-validates by content and records a new answer. A run

@@ -99,3 +99,71 @@ def test_the_per_step_classes_set_their_fields_in_one_call(cls: type) -> None:
     assert init.__code__.co_names == ("_set",) or set(init.__code__.co_names) <= {
         "_set", "_FACTORY"} | {f"_factory_{f.name}" for f in dataclasses.fields(cls)}
     assert init.__qualname__ == f"{cls.__qualname__}.__init__"
+
+
+class _Descriptor:
+    def __get__(self, obj: object, owner: type | None = None) -> int:
+        return 20
+
+    def __set__(self, obj: object, value: int) -> None:
+        pass
+
+
+def test_the_classes_whose_init_it_would_get_wrong_are_refused() -> None:
+    """Found by review: each of these was accepted and then made wrong instances or failed
+    at the first call."""
+
+    @dataclass(frozen=True, init=False)
+    class OwnInit:
+        a: int
+
+        def __init__(self, a: str) -> None:
+            object.__setattr__(self, "a", int(a) * 2)
+
+    @dataclass(frozen=True)
+    class WithInitVar:
+        a: int
+        b: dataclasses.InitVar[int]
+
+    @dataclass(frozen=True)
+    class Underscore:
+        _set: int
+
+    @dataclass(frozen=True)
+    class FactoryName:
+        x: list[int] = field(default_factory=list)
+        _factory_x: int = 0
+
+    @dataclass(frozen=True)
+    class DescriptorDefault:
+        a: int = _Descriptor()  # type: ignore[assignment]
+
+    for cls in (OwnInit, WithInitVar, Underscore, FactoryName, DescriptorDefault):
+        with pytest.raises(TypeError, match="quick_init"):
+            quick_init(cls)
+    assert OwnInit("21").a == 42  # left as it was  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cls", [Term, StepBudget, PipelineReport, Setting, PipelineFile, Chain,
+                                 ModelLimits, _Plan, _Shared])
+def test_the_per_step_classes_keep_the_dataclass_parameters(cls: type) -> None:
+    """Same parameter names, order and defaults as the dataclass's own ``__init__``, which
+    ``dataclasses.fields`` describes; an instance made with only the required fields has
+    every field set."""
+    import inspect
+
+    params = list(inspect.signature(cls).parameters.values())
+    fields = dataclasses.fields(cls)
+    assert [p.name for p in params] == [f.name for f in fields]
+    required: dict[str, object] = {}
+    for p, f in zip(params, fields, strict=True):
+        if f.default is not dataclasses.MISSING:
+            assert p.default == f.default
+        elif f.default_factory is dataclasses.MISSING:
+            assert p.default is inspect.Parameter.empty
+            required[f.name] = object()
+    made = cls(**required)
+    assert set(vars(made)) == {f.name for f in fields}
+    for f in fields:
+        if f.default_factory is not dataclasses.MISSING:
+            assert getattr(made, f.name) == f.default_factory()
