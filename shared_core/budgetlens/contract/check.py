@@ -93,6 +93,7 @@ from budgetlens.tokens.core import (
     Tokenizer,
     TokenizerError,
     get_tokenizer,
+    tokenizer_file,
 )
 from budgetlens.tokens.families import is_exact
 from budgetlens.yamldoc.parse import YamlPath
@@ -753,8 +754,13 @@ class _Checker:
         if limits.tokenizer and (limits.forced or spec is None):
             spec = limits.tokenizer  # the model's (limits.py): exact or approximate
             self.approximate = limits.approximate
+        directory = config.directory if config is not None else None
+        if isinstance(spec, str):
+            file = tokenizer_file(spec, base_dir=Path(directory) if directory else None)
+            if file is not None:  # an input, found or not (created or relinked later counts)
+                self.files.fingerprint(file)
         try:
-            tokenizer = self.get_tokenizer(spec, config.directory if config is not None else None)
+            tokenizer = self.get_tokenizer(spec, directory)
         except TokenizerError as exc:
             loc = (config.location("tokenizer") if config is not None and not
                    self.options.tokenizer else head)

@@ -290,19 +290,38 @@ def _load_hf(path: str) -> HuggingFaceTokenizer:
         raise TokenizerError(f"cannot load tokenizer file {path!r}: {exc}") from exc
 
 
+def _named_file(spec: str, base_dir: Path | None) -> Path | None:
+    """The file ``spec`` (stripped, not a shipped encoding or family) names, or None."""
+    if not spec.endswith(".json") and family_for_model(spec) is not None:
+        return None
+    if spec.endswith(".json") or "/" in spec or "\\" in spec:
+        path = Path(spec)
+        return base_dir / path if not path.is_absolute() and base_dir is not None else path
+    return None
+
+
+def tokenizer_file(spec: str | None, *, base_dir: Path | None = None) -> str | None:
+    """The file a tokenizer spec names (a ``tokenizer.json``), absolute but with its symbolic
+    links kept, as the spec gives it; None when the spec is a name (encoding, family or
+    model). What a check depends on: the file may be created, edited or relinked later."""
+    spec = (spec or DEFAULT_TOKENIZER).strip()
+    if spec in SHIPPED_ENCODINGS or spec in FAMILIES:
+        return None
+    path = _named_file(spec, base_dir)
+    return os.path.abspath(path) if path is not None else None
+
+
 def resolve_tokenizer_name(spec: str | None, *, base_dir: Path | None = None) -> str:
     """The canonical name of a tokenizer spec: an encoding name, or an absolute file path."""
     spec = (spec or DEFAULT_TOKENIZER).strip()
     if spec in SHIPPED_ENCODINGS or spec in FAMILIES:
         return spec
-    family = None if spec.endswith(".json") else family_for_model(spec)
+    path = _named_file(spec, base_dir)
+    if path is not None:
+        return str(path.resolve())
+    family = family_for_model(spec)
     if family is not None:
         return family
-    if spec.endswith(".json") or "/" in spec or "\\" in spec:
-        path = Path(spec)
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        return str(path.resolve())
     encoding = _encoding_for_model(spec)
     if encoding is None:
         raise TokenizerError(
