@@ -318,6 +318,8 @@ def _kept_strings_tail(text: str, run: Child, items: list[Any],
     a string equal to the separator). ``_NOT_UNIFORM`` when the separators differ or a string
     equals the separator."""
     start, end, n = run.start, run.end, run.size
+    if n < 2:  # no separator to read (the scan makes runs of RUN_MIN_ITEMS and more)
+        return _NOT_UNIFORM
     first_end = text.index('"', start + 1) + 1
     sep = text[first_end:text.index('"', first_end)]
     if len(items) > n:

@@ -289,3 +289,20 @@ def test_strings_equal_to_the_separator_are_not_taken_for_separators() -> None:
         assert (at, head_end) == (starts[-k], ends[-k - 1]), (budget, k)
         assert literals == [json.dumps(item) for item in items[-k:]]
         assert cost == sum(len(item) + 2 for item in items[-k:]) <= budget
+
+
+@pytest.mark.parametrize("text", ['["é" ]', '["é"]', '["a", ]'])
+def test_a_run_of_one_kept_string_is_read_the_general_way(text: str) -> None:
+    """Found by review: the kept-strings path read the separator after the first item, and a
+    run of one string has none (it raised ValueError). The scan makes no such run today;
+    ``scalar_tail`` must still answer as for any run."""
+    run = cut_module.Child(1, text.index('"', 2) + 1, cut_module.RUN, 1)
+    for budget in (0, 1, 3, 100):
+        tail = cut_module.scalar_tail(text, run, budget, [json.loads(text[1:run.end])])
+        if budget < len(text[1:run.end]):
+            assert tail is None
+        else:
+            assert tail is not None
+            at, k, cost, head_end, literals = tail
+            assert (at, k, head_end, literals) == (1, 1, 1, [text[1:run.end]])
+            assert cost == len(text[1:run.end])
