@@ -3,7 +3,9 @@
 Exit status: 0 when nothing is wrong, 1 when the input has errors (a diagnostic of severity
 error, an unparseable file), 2 on bad usage or an internal failure. An internal failure is
 one line on standard error (``budgetlens: internal error: <type>: <message> ...``); with
-``BUDGETLENS_TRACEBACK=1`` the traceback follows it.
+``BUDGETLENS_TRACEBACK=1`` the traceback follows it. When standard output is closed before
+the output is written whole (``budgetlens check | head -1``), 141, as a process ended by
+SIGPIPE: never 0, so a pipeline with ``pipefail`` never passes on output nobody read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+#: Standard output was closed by its reader: 128 + SIGPIPE, as a shell reports a process
+#: that SIGPIPE ended (git, coreutils).
+EXIT_BROKEN_PIPE = 141
 #: Set to 1 to print the traceback of an internal failure after its one-line message.
 TRACEBACK_VARIABLE = "BUDGETLENS_TRACEBACK"
 
@@ -96,7 +101,18 @@ def chosen_subcommand(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    code = _main(list(sys.argv[1:] if argv is None else argv))
+    try:  # here, not at the interpreter's exit, where a broken pipe is exit status 120
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    except (AttributeError, OSError, ValueError):  # no usable standard output
+        pass
+    return code
+
+
+def _main(argv: list[str]) -> int:
     command = chosen_subcommand(argv)
     if command == "check":  # an unchanged workspace: the recorded answer, nothing imported
         from budgetlens_cli import cache  # lazy: start-up speed (--version, --help)
@@ -130,7 +146,8 @@ def _guarded(call: Callable[[], int | None]) -> int | None:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return EXIT_OK
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # an internal failure: one line, never a bare traceback
         print(internal_error_line(exc), file=sys.stderr)
         if os.environ.get(TRACEBACK_VARIABLE) == "1":
@@ -138,6 +155,20 @@ def _guarded(call: Callable[[], int | None]) -> int | None:
 
             traceback.print_exc(file=sys.stderr)
         return EXIT_USAGE
+
+
+def _discard_stdout() -> None:
+    """Standard output's reader is gone: what is still buffered, and anything written later,
+    goes nowhere (else the interpreter's last flush reports the broken pipe again)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 class _Tee:
