@@ -108,7 +108,26 @@ class ContentHashes:
         self.stat_of = stat_of
         self._stats: dict[str, str] = {}
         self._contents: dict[str, tuple[str, str]] = {}
+        self._real_folders: dict[str, str] = {}
         self.hashed = 0
+
+    def _located(self, path: str, fp: str) -> str:
+        """``fp`` of a file's bytes, with where ``path`` really lies when that is elsewhere
+        (through a symbolic link: the file itself or a folder above it). A check depends on
+        that as on the bytes: a prompt outside the workspace is an error (BL041), so a link
+        relinked to the same bytes across the workspace's edge is another input. Each folder
+        is resolved once per run; the file itself costs one ``lstat``."""
+        absolute = os.path.abspath(path)
+        folder, name = os.path.split(absolute)
+        real_folder = self._real_folders.get(folder)
+        if real_folder is None:
+            real_folder = self._real_folders[folder] = os.path.realpath(folder)
+        try:
+            linked = stat.S_ISLNK(os.lstat(absolute).st_mode)
+        except (OSError, ValueError):
+            return fp
+        real = os.path.realpath(absolute) if linked else os.path.join(real_folder, name)
+        return fp if real == absolute else f"{fp}@{real}"
 
     def stat(self, path: str) -> str:
         got = self._stats.get(path)
@@ -119,7 +138,10 @@ class ContentHashes:
     def content(self, path: str, *, fresh: bool = False) -> tuple[str, str]:
         got = None if fresh else self._contents.get(path)
         if got is None:
-            got = self._contents[path] = content_fingerprint(path, self.stat_of)
+            at, fp = content_fingerprint(path, self.stat_of)
+            if fp.startswith("b2:"):
+                fp = self._located(path, fp)
+            got = self._contents[path] = (at, fp)
             self.hashed += 1
         return got
 
@@ -144,7 +166,8 @@ class ContentHashes:
         """Keep the content fingerprint of bytes a check has just read from ``path`` while
         its stat fingerprint was ``at`` (``HashingFiles``): no second read to hash them."""
         if len(data) <= MAX_FILE_BYTES:
-            self._contents[path] = (at, "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest())
+            fp = "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
+            self._contents[path] = (at, self._located(path, fp))
 
     def at(self, path: str, seen: str) -> str:
         """The content fingerprint of ``path`` as it is with the stat fingerprint ``seen``

@@ -515,3 +515,32 @@ def test_the_optional_tokenizer_libraries_are_in_the_code_fingerprint(
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
     assert result_cache.code_fingerprint() != before
+
+
+@pytest.mark.parametrize("direction", ["inside to outside", "inside to inside"])
+def test_a_prompt_link_relinked_to_the_same_bytes_elsewhere_is_checked_again(
+        small: Path, not_racy: None, checked: list[str], capsys: pytest.CaptureFixture[str],
+        direction: str) -> None:
+    """A prompt that is a symbolic link, relinked to a file with the same bytes elsewhere:
+    its bytes are the same, where it lies is not (a prompt outside the workspace is an
+    error, BL041). (Relinked from outside to inside, it is not checked again: a prompt
+    outside is not read, so it is no input of the cached result; the stale BL041 stays.)"""
+    text = (small / "prompts" / "shared.txt").read_bytes()
+    inside, outside = small / "kept" / "shared.txt", small.parent / "outside" / "shared.txt"
+    other = small / "other" / "shared.txt"
+    for copy in (inside, outside, other):
+        copy.parent.mkdir()
+        copy.write_bytes(text)
+    first, second = (inside, outside) if direction == "inside to outside" else (inside, other)
+    link = small / "prompts" / "shared.txt"
+    link.unlink()
+    os.symlink(first.resolve(), link)
+    before = _run(capsys, "check", "ws")
+    assert ("BL041" in before[1]) == (first == outside)
+    link.unlink()
+    os.symlink(second.resolve(), link)
+    checked.clear()
+    after = _run(capsys, "check", "ws")
+    assert checked == ["b.yaml", "c.yaml"]
+    assert after == _run(capsys, "check", "ws", "--no-cache")
+    assert ("BL041" in after[1]) == (second == outside)
