@@ -394,12 +394,18 @@ def listing_fingerprint(folder: str) -> str:
             listed = os.path.basename(os.path.abspath(folder)) == "pipelines"
             names = []
             for e in entries:
-                is_dir = e.is_dir()  # through a link, as os.walk sorts names
+                try:  # through a link; a loop or no permission is no folder, as for os.walk
+                    is_dir = e.is_dir()
+                except OSError:
+                    is_dir = False
                 if not listed and is_dir and e.name.startswith("."):
                     continue
                 kind = "d" if is_dir else "f"
-                if e.is_symlink():
-                    kind += "l" + os.readlink(e.path)
+                try:
+                    if e.is_symlink():
+                        kind += "l" + os.readlink(e.path)
+                except OSError:
+                    kind += "l?"
                 names.append(f"{e.name}\0{kind}")
     except (OSError, ValueError):
         return MISSING

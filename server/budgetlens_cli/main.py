@@ -10,6 +10,7 @@ SIGPIPE: never 0, so a pipeline with ``pipefail`` never passes on output nobody 
 
 from __future__ import annotations
 
+import io as _io  # loaded at start-up by the interpreter
 import os
 import sys
 
@@ -101,6 +102,7 @@ def chosen_subcommand(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _whole_writes()
     code = _main(list(sys.argv[1:] if argv is None else argv))
     try:  # here, not at the interpreter's exit, where a broken pipe is exit status 120
         sys.stdout.flush()
@@ -157,12 +159,29 @@ def _guarded(call: Callable[[], int | None]) -> int | None:
         return EXIT_USAGE
 
 
+def _whole_writes() -> None:
+    """Standard output writes whole or fails: unbuffered (``python -u``,
+    ``PYTHONUNBUFFERED=1``, as many CI images set) it is a raw file whose write may be cut
+    short when the reader goes away, and the text stream takes that for success. A buffered
+    writer over it writes on until all is written or the pipe is broken
+    (``BrokenPipeError``: exit status 141); each line still goes out as it is written."""
+    out = sys.stdout
+    raw = getattr(out, "buffer", None)
+    if out is None or type(raw) is not _io.FileIO:
+        return
+    sys.stdout = _io.TextIOWrapper(_io.BufferedWriter(raw), encoding=out.encoding,
+                                   errors=out.errors, line_buffering=True)
+
+
 def _discard_stdout() -> None:
     """Standard output's reader is gone: what is still buffered, and anything written later,
-    goes nowhere (else the interpreter's last flush reports the broken pipe again)."""
+    goes nowhere (else the interpreter's last flush reports the broken pipe again). Only the
+    process's own standard output (descriptor 1), never a file put in its place."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    if fd != 1:
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:

@@ -544,3 +544,20 @@ def test_a_prompt_link_relinked_to_the_same_bytes_elsewhere_is_checked_again(
     assert checked == ["b.yaml", "c.yaml"]
     assert after == _run(capsys, "check", "ws", "--no-cache")
     assert ("BL041" in after[1]) == (second == outside)
+
+
+def test_a_symbolic_link_loop_in_the_workspace_still_replays(
+        small: Path, not_racy: None, checked: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by review: a link loop made ``is_dir`` raise, so the listing was ``missing``
+    and the answer never matched (re-checked and rewritten on every run)."""
+    os.symlink("self", small / "self")
+    os.symlink("loop2", small / "loop1")
+    os.symlink("loop1", small / "loop2")
+    listing = result_cache.listing_fingerprint(str(small))
+    assert listing != result_cache.MISSING
+    assert listing == result_cache.listing_fingerprint(str(small))
+    first = _run(capsys, "check", "ws")
+    assert len(_answers()) == 1
+    checked.clear()
+    assert _run(capsys, "check", "ws") == first and checked == []

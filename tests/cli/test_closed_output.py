@@ -56,3 +56,51 @@ def test_a_replayed_answer_to_a_closed_output_is_141(workspace: Path) -> None:
                        capture_output=True, timeout=120)
     assert list((workspace / "cache").glob("*/*.answer"))
     assert _closed_output(env_args, workspace) == (EXIT_BROKEN_PIPE, "")
+
+
+def test_an_unbuffered_output_cut_short_is_141_too(workspace: Path) -> None:
+    """Found by review: with ``PYTHONUNBUFFERED=1`` (many CI images set it) standard output
+    is a raw file; a write cut short when the reader goes away (``| head -c 100``) counted as
+    written and the run exited 0. Here the reader takes 100 bytes of a longer output than a
+    pipe holds, then closes its end while the write waits."""
+    pipeline = workspace / "ws" / "pipelines" / "chat.yaml"
+    for i in range(400):
+        shutil.copy(pipeline, pipeline.with_name(f"copy{i:03}.yaml"))
+    (workspace / "ws" / "pipelines" / "long_report.yaml").unlink()  # no error: 0 if unseen
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = ["check", "ws", "--no-cache", "--format", "json"]
+    full = subprocess.run([sys.executable, "-m", "budgetlens_cli", *args], cwd=workspace,
+                          env=env, capture_output=True, timeout=120)
+    assert full.returncode == 0 and len(full.stdout) > 4 * 65536
+    proc = subprocess.Popen([sys.executable, "-m", "budgetlens_cli", *args], cwd=workspace,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert len(proc.stdout.read(100)) == 100
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert err == b""
+
+
+def test_a_broken_pipe_leaves_a_file_in_place_of_stdout_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: the broken pipe's clean-up pointed whatever descriptor ``sys.stdout``
+    had at /dev/null (a test's capture file); only descriptor 1 is the process's output."""
+    from budgetlens_cli import main as cli_main
+    from budgetlens_cli import tokens_cmd
+
+    def broken(args: object) -> int:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(tokens_cmd, "run", broken)
+    (tmp_path / "p.txt").write_text("hello", "utf-8")
+    with open(tmp_path / "out.txt", "w", encoding="utf-8") as stand_in:
+        monkeypatch.setattr(sys, "stdout", stand_in)
+        assert stand_in.fileno() != 1
+        assert cli_main.main(["tokens", str(tmp_path / "p.txt")]) == EXIT_BROKEN_PIPE
+        assert os.path.samefile(f"/proc/self/fd/{stand_in.fileno()}", tmp_path / "out.txt")
