@@ -102,16 +102,20 @@ def chosen_subcommand(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    _whole_writes()
-    code = _main(list(sys.argv[1:] if argv is None else argv))
-    try:  # here, not at the interpreter's exit, where a broken pipe is exit status 120
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _discard_stdout()
-        return EXIT_BROKEN_PIPE
-    except (AttributeError, OSError, ValueError):  # no usable standard output
-        pass
-    return code
+    given = _whole_writes()
+    try:
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+        try:  # here, not at the interpreter's exit, where a broken pipe is exit status 120
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()
+            return EXIT_BROKEN_PIPE
+        except (AttributeError, OSError, ValueError):  # no usable standard output
+            pass
+        return code
+    finally:
+        if given is not None:  # the caller's stream back (it shares the descriptor)
+            sys.stdout = given
 
 
 def _main(argv: list[str]) -> int:
@@ -159,18 +163,22 @@ def _guarded(call: Callable[[], int | None]) -> int | None:
         return EXIT_USAGE
 
 
-def _whole_writes() -> None:
+def _whole_writes() -> Any:
     """Standard output writes whole or fails: unbuffered (``python -u``,
     ``PYTHONUNBUFFERED=1``, as many CI images set) it is a raw file whose write may be cut
     short when the reader goes away, and the text stream takes that for success. A buffered
-    writer over it writes on until all is written or the pipe is broken
-    (``BrokenPipeError``: exit status 141); each line still goes out as it is written."""
+    writer over its descriptor (never closing it) writes on until all is written or the pipe
+    is broken (``BrokenPipeError``: exit status 141); each line still goes out as it is
+    written. Only the process's own standard output (descriptor 1; a test's capture file is
+    left alone). Returns the stream it stood in for (``main`` puts it back), else None."""
     out = sys.stdout
     raw = getattr(out, "buffer", None)
-    if out is None or type(raw) is not _io.FileIO:
-        return
-    sys.stdout = _io.TextIOWrapper(_io.BufferedWriter(raw), encoding=out.encoding,
+    if out is None or type(raw) is not _io.FileIO or raw.closed or raw.fileno() != 1:
+        return None
+    own = _io.FileIO(1, "wb", closefd=False)
+    sys.stdout = _io.TextIOWrapper(_io.BufferedWriter(own), encoding=out.encoding,
                                    errors=out.errors, line_buffering=True)
+    return out
 
 
 def _discard_stdout() -> None:

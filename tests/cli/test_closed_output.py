@@ -104,3 +104,27 @@ def test_a_broken_pipe_leaves_a_file_in_place_of_stdout_alone(
         assert stand_in.fileno() != 1
         assert cli_main.main(["tokens", str(tmp_path / "p.txt")]) == EXIT_BROKEN_PIPE
         assert os.path.samefile(f"/proc/self/fd/{stand_in.fileno()}", tmp_path / "out.txt")
+
+
+def test_an_unbuffered_stream_in_place_of_stdout_is_left_open_and_in_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by CI: pytest's capture puts a text stream over a raw file (as ``python -u``
+    makes standard output) in place of ``sys.stdout``; the buffered writer meant for the
+    process's own unbuffered output closed that file when it went away."""
+    import io
+
+    from budgetlens_cli.main import main
+
+    (tmp_path / "p.txt").write_text("hello there", "utf-8")
+    raw = open(tmp_path / "out.txt", "wb", buffering=0)  # noqa: SIM115 - closed below
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    monkeypatch.setattr(sys, "stdout", stream)
+    try:
+        assert main(["tokens", str(tmp_path / "p.txt")]) == 0
+        assert sys.stdout is stream and not raw.closed
+        stream.write("after\n")
+    finally:
+        monkeypatch.undo()
+        stream.close()
+    written = (tmp_path / "out.txt").read_text("utf-8")
+    assert "p.txt" in written and written.endswith("after\n")
