@@ -422,19 +422,18 @@ def fingerprint_of(path: str, kind: str) -> str:
 
 def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
     """The fingerprint of every folder the search for pipelines (``find_pipelines``) lists
-    under ``paths`` (``listing_fingerprint``), and of each path itself: a superset (the
-    folders it skips, hidden and dependencies, are skipped here too; a folder reached through
-    a symbolic link is listed through it, as the search's glob does)."""
-    # lazy: start-up speed (only a run that records an answer needs the search's rules)
-    from budgetlens.contract.discovery import _SKIP_DIRS
+    under ``paths`` (``listing_fingerprint``), and of each path itself: the folders of its
+    walk (``discovery.search_walk``), and each folder it names (a folder reached through a
+    symbolic link is listed through it, as the search's glob does)."""
+    # lazy: start-up speed (only a run that records an answer needs the search's walk)
+    from budgetlens.contract.discovery import search_walk
 
     for root in paths:
         if not os.path.isdir(root):
             checks[root] = disk_fingerprint(root)
             continue
         checks[root] = listing_fingerprint(root)
-        for dirpath, dirnames, _ in os.walk(root):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS]
+        for dirpath, dirnames in search_walk(root):
             checks[dirpath] = listing_fingerprint(dirpath)
             for d in dirnames:  # listed here, entered (or not: a link, unreadable) below
                 checks[os.path.join(dirpath, d)] = listing_fingerprint(os.path.join(dirpath, d))

@@ -31,7 +31,7 @@ from budgetlens.contract.diff import (
     StepStatus,
     budget_diff,
 )
-from budgetlens.contract.discovery import PIPELINE_GLOBS, find_pipelines
+from budgetlens.contract.discovery import PIPELINE_GLOBS, SKIP_DIRS, find_pipelines
 from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
 from budgetlens_cli.check_cmd import options_from
@@ -40,7 +40,6 @@ from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 JSON_SCHEMA_VERSION = 1
 _TEXT_SUFFIXES = (".yaml", ".yml", ".json", ".txt")
-_SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
 
 
 def threshold_arg(value: str) -> HeadroomThreshold:
@@ -94,7 +93,7 @@ def _in_revision(rel: str, prefix: str) -> bool:
         return True
     folders = inner.parts[:-1]
     return bool(folders) and folders[-1] == "pipelines" and not any(
-        f.startswith(".") or f in _SKIP_DIRS for f in folders)
+        f.startswith(".") or f in SKIP_DIRS for f in folders)
 
 
 def _revision_side(rev: str, options: CheckOptions) -> DiffSide:

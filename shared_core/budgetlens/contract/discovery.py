@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +16,19 @@ if TYPE_CHECKING:
     from budgetlens.contract.model import CheckOptions
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
-_SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
+#: Folders the search for pipelines never enters, besides hidden ones (dependencies).
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
+
+
+def search_walk(root: Path | str) -> Iterator[tuple[str, list[str]]]:
+    """The folders the search for pipelines walks below the folder ``root``, each with the
+    names of the folders it goes on into (hidden and dependency folders left out, sorted; a
+    folder reached through a symbolic link is named but not entered, as ``os.walk`` does):
+    ``find_pipelines``, and what must hold still for its result to (the CLI's recorded
+    answers fingerprint these folders)."""
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        yield dirpath, dirnames
 
 
 def find_pipelines(root: Path | str) -> list[Path]:
@@ -30,9 +42,7 @@ def find_pipelines(root: Path | str) -> list[Path]:
     if os.path.basename(os.path.abspath(root)) == "pipelines":
         for pattern in PIPELINE_GLOBS:
             found.extend(root.glob(pattern))
-    for dirpath, dirnames, _ in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(".") and d not in _SKIP_DIRS)
+    for dirpath, dirnames in search_walk(root):
         if "pipelines" in dirnames:
             folder = Path(dirpath) / "pipelines"
             for pattern in PIPELINE_GLOBS:
