@@ -29,6 +29,7 @@ from typing import Any
 
 from budgetlens.continuation.cut import (
     ARRAY,
+    JSON_STRING,
     LITERAL,
     NUMBER,
     OBJECT,
@@ -60,7 +61,7 @@ INDENT = "  "
 _FULL, _HINT, _STRUCT = 0, 1, 2
 _PARTIAL_KINDS = (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind.LITERAL)
 
-_STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STR = JSON_STRING
 # findall gives the scalar literals of values, one match per value with the structure and the
 # key before it (a key gives nothing, and so does a string cut by the end of a measuring
 # window, so a window never over-counts); a match per value, not per character.
