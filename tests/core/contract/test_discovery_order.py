@@ -18,8 +18,14 @@ NAMES = ["a-b/x", "a/x", "A/x", "a/b/c", "a.b/x", "a b/x", "/abs/x", "/abs-x/y",
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_sorted_paths_is_sorted(seed: int) -> None:
-    paths = [Path(n) for n in NAMES]
+@pytest.mark.parametrize("kind", ["relative", "absolute", "mixed"])
+def test_sorted_paths_is_sorted(seed: int, kind: str) -> None:
+    names = [n for n in NAMES if not n.startswith("/")]
+    if kind == "absolute":
+        names = ["/" + n for n in names]
+    elif kind == "mixed":
+        names = NAMES
+    paths = [Path(n) for n in names]
     random.Random(seed).shuffle(paths)
     assert sorted_paths(paths) == sorted(paths)
 
