@@ -110,13 +110,31 @@ class ContentHashes:
         self._contents: dict[str, tuple[str, str]] = {}
         self._real_folders: dict[str, str] = {}
         self.hashed = 0
+        #: the run's memoised ``abspath`` and ``realpath`` (``RunFiles``'s), when a checker
+        #: shares them (``resolve_with``): a file the check resolved already is not
+        #: resolved again here
+        self._abspath: Callable[[str], str] | None = None
+        self._realpath: Callable[[str], str] | None = None
+
+    def resolve_with(self, abspath: Callable[[str], str], realpath: Callable[[str], str],
+                     ) -> None:
+        """Resolve paths with these (``RunFiles.abspath`` and ``RunFiles.realpath`` of the
+        run that reads the files: the same answers as ``os.path``'s, each path resolved
+        once for both: the check asks whether a file is inside the workspace before it
+        reads it, then its bytes are located here)."""
+        self._abspath, self._realpath = abspath, realpath
 
     def _located(self, path: str, fp: str) -> str:
         """``fp`` of a file's bytes, with where ``path`` really lies when that is elsewhere
         (through a symbolic link: the file itself or a folder above it). A check depends on
         that as on the bytes: a prompt outside the workspace is an error (BL041), so a link
         relinked to the same bytes across the workspace's edge is another input. Each folder
-        is resolved once per run; the file itself costs one ``lstat``."""
+        is resolved once per run; the file itself costs one ``lstat`` (none when the run's
+        ``realpath``, ``resolve_with``, resolved it already)."""
+        if self._abspath is not None and self._realpath is not None:
+            absolute = self._abspath(path)
+            real = self._realpath(absolute)
+            return fp if real == absolute else f"{fp}@{real}"
         absolute = os.path.abspath(path)
         folder, name = os.path.split(absolute)
         real_folder = self._real_folders.get(folder)

@@ -352,6 +352,8 @@ class _Checker:
         self.hashes = hashes
         self.files = RunFiles(result_cache.HashingFiles(hashes) if hashes is not None
                               else DiskFiles(), resolve_by_folder=True)
+        if hashes is not None:  # a file is resolved once, for the check and its hash
+            hashes.resolve_with(self.files.abspath, self.files.realpath)
         self.cache = _DepsCache()
         self._options: CheckOptions | None = None
         self._no_targets: set[str] = set()  # folders whose config.json names no targets

@@ -72,9 +72,7 @@ class Location:
         """A location of ``file`` whose range is ``make(*args)``, called on the first read
         (the arguments are kept until then)."""
         loc = _new(cls)
-        _set(loc, "file", file)
-        _set(loc, _MAKE, make)
-        _set(loc, _ARGS, args)
+        _set(loc, "__dict__", {"file": file, _MAKE: make, _ARGS: args})  # one call, not three
         return loc
 
     def __getstate__(self) -> dict[str, Any]:

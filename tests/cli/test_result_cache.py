@@ -13,7 +13,9 @@ import pickle
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -390,3 +392,23 @@ def test_collect_pipelines_keeps_the_first_place_of_each(small: Path) -> None:
                                        "ws"])
     assert [p.as_posix() for p in got] == ["ws/pipelines/c.yaml", "ws/pipelines/a.yaml",
                                           "ws/pipelines/b.yaml", "ws/pipelines/base.yaml"]
+
+
+def test_each_input_is_resolved_once_for_the_check_and_its_hash(
+        small: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The result cache locates each file's bytes (``ContentHashes``) with the run's
+    resolved paths (``RunFiles.realpath``): one ``lstat`` per pipeline and prompt, not one
+    for the check and another for its hash."""
+    calls: Counter[str] = Counter()
+    lstat = os.lstat
+
+    def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        calls[os.path.basename(str(path))] += 1
+        return lstat(path, *args, **kwargs)
+
+    reference = _run(capsys, "check", "ws", "--no-cache")
+    monkeypatch.setattr(os, "lstat", counting)
+    assert _run(capsys, "check", "ws", "-j", "1") == reference
+    inputs = ("a.yaml", "b.yaml", "c.yaml", "base.yaml", "only_a.txt", "shared.txt")
+    assert all(calls[name] == 1 for name in inputs), calls

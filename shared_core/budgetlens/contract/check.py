@@ -70,6 +70,7 @@ from budgetlens.contract.pipeline import (
     PipelineFile,
     Setting,
     Step,
+    file_settings,
     load_chain,
     merged_settings,
     read_pipeline,
@@ -147,8 +148,15 @@ def _output_floor(limit: int, source: OutputSource, set_floor: Term | None) -> T
     ceiling) is ``limit``: ``min_output_tokens`` as set (``set_floor``, see
     ``_floor_setting``), default half of that limit, never above it."""
     if set_floor is None:
-        return Term(floor_below(limit, None), f"half of {source} {limit}")
+        return _half_output(limit, source)
     return replace(set_floor, value=floor_below(limit, set_floor.value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _half_output(limit: int, source: OutputSource) -> Term:
+    """The default output floor (half of the limit): a term of its arguments alone (no
+    place), made once for the many steps of a run with the same limit."""
+    return Term(floor_below(limit, None), f"half of {source} {limit}")
 
 
 def _config_term(config: LoadedConfig | None, key: str) -> Term | None:
@@ -452,6 +460,22 @@ class _Planner:
             return config_limits(config, target)
         return kept[1]
 
+    def overhead(self, config: LoadedConfig | None) -> Term:
+        """``_overhead_term`` of ``config``, made once per config.json of a run (as
+        ``config_limits``: again for another object of the same path)."""
+        if config is None:
+            return _overhead_term(config)
+        kept: tuple[LoadedConfig, Term] = self.run_files.remembered(
+            ("overhead", config.path), lambda: (config, _overhead_term(config)))
+        return kept[1] if kept[0] is config else _overhead_term(config)
+
+    def parent_settings(self, pf: PipelineFile, depth: int) -> tuple[tuple[str, Setting], ...]:
+        """``file_settings`` of a parent in the chain, made once per file and depth of a
+        run (many pipelines extend one parent; again for another object of the same path)."""
+        kept: tuple[PipelineFile, tuple[tuple[str, Setting], ...]] = self.run_files.remembered(
+            ("parent settings", pf.path, depth), lambda: (pf, file_settings(pf, depth)))
+        return kept[1] if kept[0] is pf else file_settings(pf, depth)
+
     def root(self, config: LoadedConfig | None) -> str:
         if self.options.workspace_root is not None:
             return os.path.normpath(str(self.options.workspace_root))
@@ -469,10 +493,10 @@ class _Planner:
         chain: Chain = base["chain"]
         config: LoadedConfig | None = base["config"]
         window: Term | None = base["window"]
-        settings = merged_settings(chain)
+        settings = merged_settings(chain, self.parent_settings)
         context = self.context_term(chain, settings, base["head"])
         context_diags = self.take()
-        shared = _Shared(config, base["choice"].policy, _overhead_term(config),
+        shared = _Shared(config, base["choice"].policy, self.overhead(config),
                          _margin_term(settings), settings.get("max_history_tokens"),
                          context or Term(0, TermSource.MISSING),
                          window or Term(0, TermSource.MISSING), base["ceiling"], False)

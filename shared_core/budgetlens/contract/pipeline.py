@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -442,19 +442,32 @@ class Setting:
     depth: int  # 0 = the pipeline itself, 1 = its parent, ...
 
 
-def merged_settings(chain: Chain) -> dict[str, Setting]:
-    """Settings merged key by key along the chain, the child winning; bad values skipped."""
+def merged_settings(chain: Chain,
+                    parents: Callable[[PipelineFile, int], Sequence[tuple[str, Setting]]]
+                    | None = None) -> dict[str, Setting]:
+    """Settings merged key by key along the chain, the child winning; bad values skipped.
+    ``parents`` gives the ``file_settings`` of a parent (depth 1 and up; a caller checking
+    many pipelines that share parents memoises it), else they are made here."""
     out: dict[str, Setting] = {}
     for depth, pf in enumerate(chain.files):
-        if pf.model is None or pf.model.settings is None:
-            continue
-        values = pf.model.settings.model_dump(exclude_unset=True)
-        for key, value in values.items():
-            if key in out or value is None or ("settings", key) in pf.invalid:
-                continue  # an explicit null is the same as not setting the key
-            out[key] = Setting(value, pf.location(("settings", key)),
-                               pf.key_location(("settings", key)), depth)
+        entries = parents(pf, depth) if depth and parents is not None \
+            else file_settings(pf, depth)
+        for key, setting in entries:
+            if key not in out:
+                out[key] = setting
     return out
+
+
+def file_settings(pf: PipelineFile, depth: int) -> tuple[tuple[str, Setting], ...]:
+    """The settings ``pf`` sets (at ``depth`` in a chain), in its order: an explicit null,
+    the same as not setting the key, and a bad value are left out."""
+    if pf.model is None or pf.model.settings is None:
+        return ()
+    values = pf.model.settings.model_dump(exclude_unset=True)
+    return tuple((key, Setting(value, pf.location(("settings", key)),
+                               pf.key_location(("settings", key)), depth))
+                 for key, value in values.items()
+                 if value is not None and ("settings", key) not in pf.invalid)
 
 
 def steps_owner(chain: Chain) -> PipelineFile | None:

@@ -41,6 +41,17 @@ def _header(width: int) -> str:
     return header
 
 
+#: A row of ``budget_table`` whose numbers are all ints: name, the ``COLUMNS``, fits.
+_ROW = "  %s" + "%10d" * len(COLUMNS) + "%s"
+
+
+_INT = frozenset({int})
+
+
+def _all_ints(numbers: tuple[object, ...]) -> bool:
+    return set(map(type, numbers)) == _INT
+
+
 def budget_table(report: PipelineReport) -> list[str]:
     if not report.steps:
         return []
@@ -51,11 +62,15 @@ def budget_table(report: PipelineReport) -> list[str]:
         fits = "  yes" if s.fits else "  NO"
         if not (s.window.missing or s.context.missing
                 or s.output_source is OutputSource.MISSING):
-            # every number known (nearly every step of a run): one f-string, the columns
-            # of ``COLUMNS`` in their order
-            rows.append(f"  {name}{s.fixed.value:>10}{s.history.value:>10}"
-                        f"{s.context.value:>10}{s.output.value:>10}{s.margin.value:>10}"
-                        f"{s.total:>10}{s.window.value:>10}{s.headroom:>10}{fits}")
+            # every number known (nearly every step of a run): the columns of ``COLUMNS``
+            # in their order, in one %-format when they are all ints (``%10d`` is what
+            # ``{:>10}`` gives an int, without parsing a format spec per column)
+            numbers = (s.fixed.value, s.history.value, s.context.value, s.output.value,
+                       s.margin.value, s.total, s.window.value, s.headroom)
+            if _all_ints(numbers):
+                rows.append(_ROW % (name, *numbers, fits))
+            else:
+                rows.append("  " + name + "".join(f"{n:>10}" for n in numbers) + fits)
             continue
         # the numbers of ``s.budget_dict()``, read directly
         b: dict[str, Any] = {"fixed": s.fixed.value, "history": s.history.value,

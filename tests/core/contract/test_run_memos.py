@@ -142,3 +142,64 @@ def test_the_shared_terms_are_copied_only_for_inherited_steps(
     assert copies == []
     report = check_pipeline(paths[0], files=DiskFiles(), options=CheckOptions(environ={}))
     assert copies == [True] and report.steps[0].inherited
+
+
+def _inheriting_workspace(root: Path) -> list[Path]:
+    """Pipelines that extend one parent, which sets three settings (one overridden)."""
+    pipelines = {"base.yaml": "settings:\n  max_context_tokens: 1000\n"
+                              "  max_history_tokens: 300\n  budget_safety_margin_tokens: 50\n"
+                              "steps:\n  - id: one\n    type: call_model\n    prompt_key: p\n"
+                              "    use_history: true\n    max_output_tokens: 100\n"}
+    for i in range(PIPELINES):
+        pipelines[f"flow{i}.yaml"] = (f"extends: base.yaml\nsettings:\n"
+                                      f"  max_context_tokens: {1000 + i}\n")
+    make_workspace(root, config={"model_context_window": 4096, "format_overhead_tokens": 8},
+                   pipelines=pipelines, prompts={"p.txt": "hello"})
+    return [root / "pipelines" / f"flow{i}.yaml" for i in range(PIPELINES)]
+
+
+def test_a_parents_settings_are_made_once_per_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _inheriting_workspace(tmp_path)
+    expected = _alone(paths)
+    calls: Counter[str] = Counter()
+    real = check_module.file_settings
+
+    def counted(pf: Any, depth: int) -> Any:
+        calls[os.path.basename(pf.path)] += 1
+        return real(pf, depth)
+
+    monkeypatch.setattr(check_module, "file_settings", counted)
+    got = _run(paths, RunFiles(DiskFiles(), resolve_by_folder=True), BudgetCache())
+    assert got == expected
+    assert calls["base.yaml"] == 1  # each child's own settings are its own
+    assert {s.history.value for r in got for s in r.steps} == {300}
+    assert {s.margin.value for r in got for s in r.steps} == {50}
+    calls.clear()
+    _run(paths, RunFiles(DiskFiles()), BudgetCache())  # a new run makes them again, once
+    assert calls["base.yaml"] == 1
+
+
+def test_the_format_overhead_term_is_made_once_per_config_of_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _inheriting_workspace(tmp_path)
+    expected = _alone(paths)
+    calls = _counting(monkeypatch, "_overhead_term")
+    got = _run(paths, RunFiles(DiskFiles(), resolve_by_folder=True), BudgetCache())
+    assert got == expected
+    assert calls["_overhead_term"] == 1
+    assert {s.format_overhead.value for r in got for s in r.steps} == {8}
+
+
+def test_the_default_output_floor_is_made_once_per_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _inheriting_workspace(tmp_path)
+    expected = _alone(paths)
+    check_module._half_output.cache_clear()
+    calls = _counting(monkeypatch, "floor_below")
+    got = _run(paths, RunFiles(DiskFiles(), resolve_by_folder=True), BudgetCache())
+    assert got == expected
+    # one output limit (100) in every pipeline; the context floor is per pipeline
+    output_floors = calls["floor_below"] - PIPELINES
+    assert output_floors == 1
+    assert {s.output_floor.value for r in got for s in r.steps} == {50}
