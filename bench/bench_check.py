@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_check.py [--sizes 500,1000,2000,5000] [--quick]
         [--json out.json] [--pipelines 1000] [--prompts 2000] [--bases 10] [--jobs N]
-        [--no-in-process]
+        [--rounds 3] [--no-in-process]
 
 **The command, as a process** (one per measure; wall and CPU seconds of the child and its
 workers), on generated workspaces of each of ``--sizes`` pipelines (half as many prompts,
@@ -15,11 +15,16 @@ their ratios to the floor both ways (``-j 1`` / floor, jobs / floor: wall, and C
 brackets; the jobs' CPU is summed over its processes, so its CPU ratio is the work done and
 its wall ratio the wait), second / first, and the growth per size (seconds per 1,000
 pipelines for ``-j 1`` and the jobs, and that over the smallest size's: about 1.0 is linear;
-wall and CPU: on a busy machine the CPU figures are the steadier ones).
+wall and CPU: on a busy machine the CPU figures are the steadier ones). Each figure is the
+best (least wall time) of ``--rounds`` (3) rounds, interleaved (floor, first, second, jobs;
+then again), every first run with an empty cache: other work on a shared machine only ever
+slows a run, so one sample of each side can move their ratio by a fifth either way (seen:
+the same floor took 2.3 s and 3.3 s within minutes); the ratio of every round is printed
+and written too.
 Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
 (best of 5). Every child runs with bytecode (``PYTHONDONTWRITEBYTECODE`` dropped from its
 environment, as an installed wheel has it), after one untimed run of each command.
-``--quick``: sizes 100,200,400. ``--json FILE`` writes every figure. With an
+``--quick``: sizes 100,200,400, one round. ``--json FILE`` writes every figure. With an
 explicit ``--pipelines N`` (and no ``--sizes``) the command is timed at that size only.
 ``--no-in-process`` skips the in-process figures below.
 
@@ -172,22 +177,32 @@ def run_child(argv: list[str], cwd: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-def measure_size(root: Path, size: int, bases: int, jobs: int | None) -> dict[str, Any]:
+def measure_size(root: Path, size: int, bases: int, jobs: int | None,
+                 rounds: int = 1) -> dict[str, Any]:
     """The floor, a first and a second ``budgetlens check -j 1`` of a new workspace of
-    ``size``, and a first run with the default jobs (``jobs``: that ``-j`` instead)."""
+    ``size``, and a first run with the default jobs (``jobs``: that ``-j`` instead); each the
+    best (least wall time) of ``rounds`` rounds, the rounds interleaved (floor, first, second,
+    jobs; again), every first run with an empty cache. Noise from other work on the machine
+    only ever slows a run, so the best round is the figure; every round is kept as well."""
     ws = root / f"ws{size}"
     generate(ws, size, max(2, size // 2), bases)
-    cache = root / f"cache{size}"
+    cache, jobs_cache = root / f"cache{size}", root / f"cache{size}-jobs"
     check = [*CLI, "check", ".", "--cache-dir", str(cache), "-j", "1"]
-    parallel = [*CLI, "check", ".", "--cache-dir", str(root / f"cache{size}-jobs"),
+    parallel = [*CLI, "check", ".", "--cache-dir", str(jobs_cache),
                 *(["-j", str(jobs)] if jobs else [])]
-    floor = run_child([sys.executable, str(FLOOR), "."], ws)
-    first = run_child(check, ws)
-    second = run_child(check, ws)
-    many = run_child(parallel, ws)
+    runs: dict[str, list[tuple[float, float]]] = {"floor": [], "first": [], "second": [],
+                                                  "jobs": []}
+    for _ in range(max(1, rounds)):
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(jobs_cache, ignore_errors=True)
+        runs["floor"].append(run_child([sys.executable, str(FLOOR), "."], ws))
+        runs["first"].append(run_child(check, ws))
+        runs["second"].append(run_child(check, ws))
+        runs["jobs"].append(run_child(parallel, ws))
     shutil.rmtree(ws)
     shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(root / f"cache{size}-jobs", ignore_errors=True)
+    shutil.rmtree(jobs_cache, ignore_errors=True)
+    floor, first, second, many = (min(runs[k]) for k in ("floor", "first", "second", "jobs"))
     return {"pipelines": size, "floor_s": floor[0], "floor_cpu_s": floor[1],
             "first_s": first[0], "first_cpu_s": first[1],
             "second_s": second[0], "second_cpu_s": second[1],
@@ -197,7 +212,11 @@ def measure_size(root: Path, size: int, bases: int, jobs: int | None) -> dict[st
             "jobs_over_floor": many[0] / floor[0],
             "jobs_over_floor_cpu": many[1] / floor[1],
             "second_over_first": second[0] / first[0],
-            "second_over_first_cpu": second[1] / first[1]}
+            "second_over_first_cpu": second[1] / first[1],
+            "rounds": [{name: {"wall_s": r[i][0], "cpu_s": r[i][1]} for name, r in runs.items()}
+                       for i in range(len(runs["floor"]))],
+            "first_over_floor_per_round": [
+                f[0] / fl[0] for f, fl in zip(runs["first"], runs["floor"], strict=True)]}
 
 
 def warm_up(root: Path, bases: int) -> None:
@@ -222,9 +241,10 @@ def measure_startup(repeat: int = 5) -> dict[str, float]:
 
 
 def command_figures(root: Path, sizes: list[int], bases: int,
-                    jobs: int | None = None) -> dict[str, Any]:
+                    jobs: int | None = None, rounds: int = 1) -> dict[str, Any]:
     shown = f"-j {jobs}" if jobs else f"default jobs (-j {usable_cpus()})"
-    print("budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets):")
+    print("budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets;"
+          f" each figure the best of {rounds} interleaved round{'s' if rounds != 1 else ''}):")
     print(f"  floor: bench/floor_check.py, one process; -j 1: in one process; {shown}:"
           " worker processes (its CPU is the sum over them, so its CPU ratio is the work done,"
           " its wall ratio the wait)")
@@ -234,7 +254,7 @@ def command_figures(root: Path, sizes: list[int], bases: int,
     rows = []
     warm_up(root, bases)
     for size in sizes:
-        row = measure_size(root, size, bases, jobs)
+        row = measure_size(root, size, bases, jobs, rounds)
         row["first_s_per_1000"] = row["first_s"] / size * 1000
         row["first_cpu_s_per_1000"] = row["first_cpu_s"] / size * 1000
         row["jobs_s_per_1000"] = row["jobs_s"] / size * 1000
@@ -254,6 +274,9 @@ def command_figures(root: Path, sizes: list[int], bases: int,
               f" ({row['second_over_first_cpu'] * 100:4.1f}%)"
               f" {row['first_s_per_1000']:5.2f}/{row['first_cpu_s_per_1000']:<5.2f}"
               f" {row['growth_vs_smallest']:5.2f}/{row['growth_vs_smallest_cpu']:<5.2f}")
+        if rounds > 1:
+            print(f"{'':>9} -j 1 / floor by round (wall): "
+                  + " ".join(f"{r:.2f}x" for r in row["first_over_floor_per_round"]))
     print("seconds per 1,000 pipelines (wall), -j 1 and jobs: "
           + ", ".join(f"{r['pipelines']}: {r['first_s_per_1000']:.2f} / {r['jobs_s_per_1000']:.2f}"
                       for r in rows))
@@ -262,7 +285,7 @@ def command_figures(root: Path, sizes: list[int], bases: int,
     for name, seconds in startup.items():
         extra = seconds - startup["python -c pass"]
         print(f"  {name:<22} {seconds * 1e3:7.1f} ms  (+{extra * 1e3:.1f} ms over python -c pass)")
-    return {"sizes": rows, "startup_s": startup, "jobs": jobs or usable_cpus(),
+    return {"sizes": rows, "startup_s": startup, "jobs": jobs or usable_cpus(), "rounds": rounds,
             "load_average": os.getloadavg()}
 
 
@@ -333,6 +356,9 @@ def main() -> int:
     parser.add_argument("--bases", type=int, default=10)
     parser.add_argument("--jobs", type=int, help="the -j of the parallel runs (default: none"
                                                  " given, so budgetlens uses every usable CPU)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved rounds per size; each figure is the best round"
+                             " (default 3; --quick: 1)")
     parser.add_argument("--no-in-process", action="store_true",
                         help="time the command only (skip the in-process figures)")
     args = parser.parse_args()
@@ -340,6 +366,7 @@ def main() -> int:
         sizes = [int(x) for x in args.sizes.split(",")]
     elif args.quick:
         sizes = [100, 200, 400]
+        args.rounds = 1
     elif args.pipelines is not None:
         sizes = [args.pipelines]
     else:
@@ -352,7 +379,7 @@ def main() -> int:
     try:
         if not args.no_in_process:
             figures["in_process"] = in_process(tmp / "in-process", args)
-        figures["command"] = command_figures(tmp, sizes, args.bases, args.jobs)
+        figures["command"] = command_figures(tmp, sizes, args.bases, args.jobs, args.rounds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     assert not os.path.exists(tmp)

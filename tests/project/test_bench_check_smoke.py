@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -22,3 +23,20 @@ def test_bench_check_runs_small_and_removes_its_workspace() -> None:
     assert "workspace: 20 pipelines, 40 prompt files" in proc.stdout
     after = {p.name for p in Path(tempfile.gettempdir()).glob("budgetlens-bench-*")}
     assert after <= before
+
+
+def test_bench_check_keeps_every_round_and_reports_the_best(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    proc = subprocess.run([sys.executable, str(BENCH), "--sizes", "12", "--rounds", "2",
+                           "--no-in-process", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "best of 2 interleaved rounds" in proc.stdout
+    assert "-j 1 / floor by round (wall):" in proc.stdout
+    row = json.loads(out.read_text("utf-8"))["command"]["sizes"][0]
+    rounds = row["rounds"]
+    assert len(rounds) == 2 and len(row["first_over_floor_per_round"]) == 2
+    # the figure is the round with the least wall time, for each side on its own
+    assert row["floor_s"] == min(r["floor"]["wall_s"] for r in rounds)
+    assert row["first_s"] == min(r["first"]["wall_s"] for r in rounds)
+    assert row["first_over_floor"] == row["first_s"] / row["floor_s"]
