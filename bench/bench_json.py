@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_json.py [--sizes 100K,1M,5M] [--budgets 200,1000,10000]
         [--shapes report,records,numbers,strings,text] [--cuts 20] [--repeat 3]
-        [--json out.json] [--quick] [--slow-peers]
+        [--json out.json] [--quick] [--slow-peers] [--instructions]
 
 The measure of issue 12: for every document shape, size and budget, ``get_contexts`` runs on
 ``--cuts`` (20) cuts spread evenly over the document; each cut's time (best of ``--repeat``
@@ -23,6 +23,14 @@ Shapes (deterministic, generated):
 - ``strings``: a pretty-printed array of short strings that hold commas;
 - ``text``: one huge string value (with ``\\n`` and ``\\"`` escapes) in a small object.
 
+``--instructions`` counts instructions instead of timing (``valgrind --tool=callgrind``,
+sizes 100K unless ``--sizes`` is given): the same cuts and ratios, each call counted alone in
+one child process under callgrind (``json.loads`` of the document, then ``get_contexts`` of
+every cut and budget, after one uncounted call of each; the least of ``--repeat`` rounds).
+Instruction counts do not depend on what else the machine is doing, so they are the steady
+figure when its timings swing; they do not weigh a cache miss or a memory copy as the clock
+does (``rep movsb`` counts one per byte).
+
 ``--quick`` runs a small subset (sizes 20K, budgets 200 and 10,000, 4 cuts, 1 round) for
 smoke tests. ``--json FILE`` writes every figure. ``--slow-peers`` adds json_repair and
 partial-json-parser on a few cuts (``pip install -e '.[bench]'``).
@@ -32,7 +40,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -225,6 +235,114 @@ def measure_cell(doc: str, cuts: list[str], budgets: list[int], repeat: int,
     }
 
 
+_CHILD = "--instructions-child"
+
+
+def _instructions_child(shape: str, label: str, budgets: list[int], cuts_n: int,
+                        repeat: int) -> None:
+    """Run under callgrind by ``instruction_cell``: every measured call is alone inside a
+    call of ``sorted`` (callgrind collects inside it and writes one dump after it); the
+    rounds interleave the calls as the timed measure does."""
+    doc = SHAPES[shape](_size(label))
+    cuts = cuts_of(doc, cuts_n)
+    json.loads(doc)
+    for b in budgets:  # uncounted first calls: compiled patterns, memos
+        for cut in cuts:
+            get_contexts(cut, budget=b)
+    for _ in range(repeat):
+        _counted(lambda: json.loads(doc))
+        for b in budgets:
+            for cut in cuts:
+                _counted(lambda c=cut, bb=b: get_contexts(c, budget=bb))
+    print(f"measured {repeat * (1 + len(budgets) * len(cuts))} calls")
+
+
+def _counted(fn: Callable[[], object]) -> None:
+    """``fn()`` alone inside a call of ``sorted`` (of one item: its key is computed, nothing
+    is compared), which callgrind is told to collect and to dump after."""
+    def key(_: int) -> int:
+        fn()
+        return 0
+    sorted([0], key=key)
+
+
+def instruction_cell(shape: str, label: str, budgets: list[int], cuts_n: int,
+                     repeat: int) -> dict[str, Any]:
+    """One shape x size by instructions: ``json.loads`` of the full document and
+    ``get_contexts`` of each cut and budget, each counted by callgrind in one child, the
+    least of ``repeat`` interleaved rounds (a later call reuses the memory an earlier one
+    freed, as in the timed rounds)."""
+    import glob
+    import re
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-json-cg-") as folder:
+        out = os.path.join(folder, "cg")
+        argv = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                "--toggle-collect=builtin_sorted", "--dump-after=builtin_sorted",
+                f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
+                _CHILD, shape, label, ",".join(map(str, budgets)), str(cuts_n), str(repeat)]
+        env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same counts run after run
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
+        per_round = 1 + len(budgets) * cuts_n
+        need = repeat * per_round
+        if proc.returncode != 0 or f"measured {need} calls" not in proc.stdout:
+            raise RuntimeError(f"callgrind run failed ({proc.returncode}): "
+                               f"{proc.stdout[-500:]}{proc.stderr[-2000:]}")
+        dumps = sorted(glob.glob(out + ".*"), key=lambda f: int(f.rsplit(".", 1)[1]))
+        totals = []
+        for name in dumps[-need:]:  # the measured calls are the last calls of sorted
+            with open(name, encoding="utf-8") as f:
+                m = re.search(r"^totals: (\d+)", f.read(), re.M)
+            totals.append(int(m.group(1)) if m else 0)
+    if len(totals) != need or min(totals) <= 0:
+        raise RuntimeError(f"expected {need} callgrind dumps with counts, got {totals}")
+    rounds = [totals[r * per_round:(r + 1) * per_round] for r in range(repeat)]
+    best = [min(calls) for calls in zip(*rounds, strict=True)]
+    loads, rest = best[0], best[1:]
+    per_budget = {b: rest[i * cuts_n:(i + 1) * cuts_n] for i, b in enumerate(budgets)}
+    return {"shape": shape, "size": label, "json_loads_instructions": loads,
+            "get_contexts": {str(b): {
+                "worst_ratio": max(ts) / loads, "mean_ratio": sum(ts) / len(ts) / loads,
+                "worst_cut": ts.index(max(ts)), "instructions": ts}
+                for b, ts in per_budget.items()}}
+
+
+def instructions_main(args: argparse.Namespace, shapes: list[str], sizes: list[str],
+                      budgets: list[int]) -> int:
+    if shutil.which("valgrind") is None:
+        print("--instructions needs valgrind (Debian: apt-get install valgrind)",
+              file=sys.stderr)
+        return 2
+    print(f"worst ratio of {args.cuts} cuts by instructions (callgrind, least of "
+          f"{args.repeat} rounds): get_contexts / json.loads(full document)")
+    head = (f"{'shape':<8}{'size':>6}{'loads Minstr':>14}"
+            + "".join(f"{'b=' + str(b):>10}" for b in budgets))
+    print(head)
+    print("-" * len(head))
+    cells = []
+    for shape in shapes:
+        for label in sizes:
+            cell = instruction_cell(shape, label, budgets, args.cuts, args.repeat)
+            cells.append(cell)
+            print(f"{shape:<8}{label:>6}{cell['json_loads_instructions'] / 1e6:>14.2f}"
+                  + "".join(f"{cell['get_contexts'][str(b)]['worst_ratio']:>9.2f}x"
+                            for b in budgets), flush=True)
+    worst = max(c["get_contexts"][str(b)]["worst_ratio"] for c in cells for b in budgets)
+    over = sum(1 for c in cells for b in budgets
+               if c["get_contexts"][str(b)]["worst_ratio"] > GOAL)
+    print(f"\nworst of all: {worst:.2f}x json.loads by instructions (goal <= {GOAL}x); "
+          f"{over} of {len(cells) * len(budgets)} shape x size x budget cells over the goal")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump({"goal_ratio": GOAL, "measure": "instructions (callgrind)",
+                       "cuts": args.cuts, "budgets": budgets, "worst_ratio": worst,
+                       "cells_over_goal": over, "cells": cells}, out, indent=2)
+        print(f"wrote {args.json}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100K,1M,5M")
@@ -238,9 +356,20 @@ def main(argv: list[str] | None = None) -> int:
                              "a shared machine; the default); wall: elapsed time")
     parser.add_argument("--quick", action="store_true",
                         help="a small smoke run: 20K, budgets 200 and 10000, 4 cuts, 1 round")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions with valgrind's callgrind instead of timing"
+                             " (sizes 100K unless --sizes is given)")
     parser.add_argument("--slow-peers", action="store_true",
                         help="also json_repair and partial-json-parser (2 cuts per cell)")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [_CHILD]:
+        _instructions_child(argv[1], argv[2], [int(b) for b in argv[3].split(",")],
+                            int(argv[4]), int(argv[5]))
+        return 0
+    sizes_given = any(a == "--sizes" or a.startswith("--sizes=") for a in argv)
     args = parser.parse_args(argv)
+    if args.instructions and not sizes_given:
+        args.sizes = "100K"
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.quick:
@@ -251,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in shapes if s not in SHAPES]
     if unknown:
         parser.error(f"unknown shape(s): {', '.join(unknown)} (known: {', '.join(SHAPES)})")
+    if args.instructions:
+        return instructions_main(args, shapes, sizes, budgets)
     refs = _partial_parsers()
     slow = _slow_peers() if args.slow_peers else {}
 

