@@ -95,9 +95,13 @@ _WS = re.compile(r"[ \t\n\r]*")
 # exactly one backslash (itself after another character) the quote is escaped, after none it
 # ends the string. A quote after two or more backslashes fails the first way, and the second
 # (an escape at a time, exact) reads the string. Where the first way matches, both match the
-# same literal (tests/core/continuation/test_string_pattern.py).
-JSON_STRING = (r'(?:"[^"]*(?:(?<=[^\\]\\)"[^"]*)*(?<!\\)"'
-               r'|"[^"\\]*(?:\\.[^"\\]*)*")')
+# same literal (tests/core/continuation/test_string_pattern.py); so the second is tried only
+# where the first does not match (past the opening quote, a negative lookahead of the first
+# way's rest, atomic in Python's engine): a pattern that repeats JSON_STRING and fails late
+# would otherwise retry both ways of every literal before it, 2**n tries for n literals.
+_FAST_REST = r'[^"]*(?:(?<=[^\\]\\)"[^"]*)*(?<!\\)"'
+_EXACT_REST = r'[^"\\]*(?:\\.[^"\\]*)*"'
+JSON_STRING = r'(?:"' + _FAST_REST + r'|"(?!' + _FAST_REST + r")" + _EXACT_REST + r")"
 _DANGLING_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 _STRING_BODY = re.compile(
     r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*')
