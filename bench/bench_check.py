@@ -19,13 +19,15 @@ wall and CPU: on a busy machine the CPU figures are the steadier ones). Each fig
 best (least wall time) of ``--rounds`` (3) rounds, interleaved (floor, first, second, jobs;
 then again), every first run with an empty cache: other work on a shared machine only ever
 slows a run, so one sample of each side can move their ratio by a fifth either way (seen:
-the same floor took 2.3 s and 3.3 s within minutes); the ratio of every round is printed
-and written too.
+the same floor took 2.3 s and 3.3 s within minutes). A ratio is of the two sides' best
+rounds, which may be different rounds; the ratio within every round is printed and written
+too. A CPU figure is that of the round with the least wall time.
 Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
 (best of 5). Every child runs with bytecode (``PYTHONDONTWRITEBYTECODE`` dropped from its
 environment, as an installed wheel has it), after one untimed run of each command.
-``--quick``: sizes 100,200,400, one round. ``--json FILE`` writes every figure. With an
-explicit ``--pipelines N`` (and no ``--sizes``) the command is timed at that size only.
+``--quick``: sizes 100,200,400 (unless ``--sizes``), one round (unless ``--rounds``).
+``--json FILE`` writes every figure. With an explicit ``--pipelines N`` (and no ``--sizes``)
+the command is timed at that size only.
 ``--no-in-process`` skips the in-process figures below.
 
 **In process** (``--pipelines``, ``--prompts``, ``--bases``):
@@ -349,14 +351,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sizes", help="pipelines per workspace, comma-separated"
                                         " (default 500,1000,2000,5000)")
-    parser.add_argument("--quick", action="store_true", help="sizes 100,200,400")
+    parser.add_argument("--quick", action="store_true",
+                        help="sizes 100,200,400 and one round, unless given")
     parser.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     parser.add_argument("--pipelines", type=int)
     parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--bases", type=int, default=10)
     parser.add_argument("--jobs", type=int, help="the -j of the parallel runs (default: none"
                                                  " given, so budgetlens uses every usable CPU)")
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--rounds", type=int,
                         help="interleaved rounds per size; each figure is the best round"
                              " (default 3; --quick: 1)")
     parser.add_argument("--no-in-process", action="store_true",
@@ -366,11 +369,12 @@ def main() -> int:
         sizes = [int(x) for x in args.sizes.split(",")]
     elif args.quick:
         sizes = [100, 200, 400]
-        args.rounds = 1
     elif args.pipelines is not None:
         sizes = [args.pipelines]
     else:
         sizes = [500, 1000, 2000, 5000]
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
     if args.pipelines is None:
         args.pipelines = 200 if args.quick else 1000
         args.prompts = min(args.prompts, 2 * args.pipelines)

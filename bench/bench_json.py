@@ -240,9 +240,9 @@ _CHILD = "--instructions-child"
 
 def _instructions_child(shape: str, label: str, budgets: list[int], cuts_n: int,
                         repeat: int) -> None:
-    """Run under callgrind by ``instruction_cell``: every measured call is alone inside a
-    call of ``sorted`` (callgrind collects inside it and writes one dump after it); the
-    rounds interleave the calls as the timed measure does."""
+    """Run under callgrind by ``instruction_cell``: every measured call is alone inside one
+    ``ffi_call`` (callgrind collects inside it and writes one dump after it); the rounds
+    interleave the calls as the timed measure does."""
     doc = SHAPES[shape](_size(label))
     cuts = cuts_of(doc, cuts_n)
     json.loads(doc)
@@ -258,12 +258,17 @@ def _instructions_child(shape: str, label: str, budgets: list[int], cuts_n: int,
 
 
 def _counted(fn: Callable[[], object]) -> None:
-    """``fn()`` alone inside a call of ``sorted`` (of one item: its key is computed, nothing
-    is compared), which callgrind is told to collect and to dump after."""
-    def key(_: int) -> int:
+    """``fn()`` alone inside one call of libffi's ``ffi_call`` (ctypes calling a C function
+    pointer that calls back into Python), which callgrind is told to collect and to dump
+    after. ``ffi_call`` is an exported symbol, so callgrind finds it in a stripped Python
+    (Debian's) as well; nothing else in the measured process calls it, which the exact
+    number of dumps checks."""
+    import ctypes
+
+    def run() -> int:
         fn()
         return 0
-    sorted([0], key=key)
+    ctypes.CFUNCTYPE(ctypes.c_int)(run)()
 
 
 def instruction_cell(shape: str, label: str, budgets: list[int], cuts_n: int,
@@ -280,7 +285,7 @@ def instruction_cell(shape: str, label: str, budgets: list[int], cuts_n: int,
     with tempfile.TemporaryDirectory(prefix="bench-json-cg-") as folder:
         out = os.path.join(folder, "cg")
         argv = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
-                "--toggle-collect=builtin_sorted", "--dump-after=builtin_sorted",
+                "--toggle-collect=ffi_call", "--dump-after=ffi_call",
                 f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
                 _CHILD, shape, label, ",".join(map(str, budgets)), str(cuts_n), str(repeat)]
         env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same counts run after run
@@ -291,8 +296,11 @@ def instruction_cell(shape: str, label: str, budgets: list[int], cuts_n: int,
             raise RuntimeError(f"callgrind run failed ({proc.returncode}): "
                                f"{proc.stdout[-500:]}{proc.stderr[-2000:]}")
         dumps = sorted(glob.glob(out + ".*"), key=lambda f: int(f.rsplit(".", 1)[1]))
+        if len(dumps) != need:  # one dump per measured call, or the counts mean nothing
+            raise RuntimeError(f"expected {need} callgrind dumps (one per measured call), "
+                               f"got {len(dumps)}: something else called ffi_call")
         totals = []
-        for name in dumps[-need:]:  # the measured calls are the last calls of sorted
+        for name in dumps:
             with open(name, encoding="utf-8") as f:
                 m = re.search(r"^totals: (\d+)", f.read(), re.M)
             totals.append(int(m.group(1)) if m else 0)
