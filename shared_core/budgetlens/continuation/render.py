@@ -64,10 +64,13 @@ _PARTIAL_KINDS = (CutKind.STRING, CutKind.STRING_ESCAPE, CutKind.NUMBER, CutKind
 _STR = JSON_STRING
 # findall gives the scalar literals of values, one match per value with the structure and the
 # key before it (a key gives nothing, and so does a string cut by the end of a measuring
-# window, so a window never over-counts); a match per value, not per character.
+# window, so a window never over-counts); a match per value, not per character. A window may
+# end inside an escape (right after its backslash): the cut string still ends the window in
+# one match (else findall would restart at each of its escaped quotes, counting pieces of it
+# and scanning the rest of the window again from each: quadratic).
 _COST_SCALARS = re.compile(
     r"[ \t\n\r,:\[\]{}]*(?:" + _STR + r"[ \t\n\r]*:[ \t\n\r]*)?"
-    r"(?:(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)|\"[^\"\\]*(?:\\.[^\"\\]*)*\Z)?")
+    r"(?:(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)|\"[^\"\\]*(?:\\.[^\"\\]*)*\\?\Z)?")
 _PRETTY_TOKEN = re.compile(
     r"[ \t\n\r]*(?:(?P<key>" + _STR + r")[ \t\n\r]*:|(?P<open>[\[{])|(?P<close>[\]}])"
     r"|(?P<comma>,)|(?P<scalar>" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+))")
