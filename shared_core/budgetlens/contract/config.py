@@ -118,8 +118,12 @@ def _diag(path: str, rng: Range, code: str, message: str,
     return Diagnostic(path, rng, severity, code, message)
 
 
-#: A JSON string or number token (strings first, so digits inside them are skipped).
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?')
+#: A JSON string or number token (strings first, so digits inside them are skipped). A string
+#: never fails once begun: an unterminated one runs to the end of the text, or to a backslash
+#: before a line break (else the scan would restart at each of its escaped quotes and read on
+#: to the end again from each: quadratic in a broken config.json).
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z|\\(?=\n))'
+                         r'|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?')
 
 
 def _unreadable_integers(text: str) -> list[tuple[int, int]]:
