@@ -27,9 +27,20 @@ from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 #: A model name being typed at the end of a line prefix: after ``model:`` (YAML or JSON)
-#: or inside config.json's ``"targets": [...]``.
-_TYPING = re.compile(r"""(?:["']?model["']?\s*:\s*|"targets"\s*:\s*\[(?:[^\]]*,)?\s*)"""
-                     r"""["']?(?P<word>[\w./:@-]*)$""")
+#: or inside config.json's ``"targets": [...]``. The match ends at the end of the prefix, so
+#: it is made on the reversed prefix, from its start: one attempt (a search for the forward
+#: pattern ``(?:["']?model["']?\s*:\s*|"targets"\s*:\s*\[(?:[^\]]*,)?\s*)["']?(?P<word>
+#: [\w./:@-]*)$`` would try every "model" on a long line and read on to its end from each:
+#: quadratic). ``_typed_word`` gives the word the forward pattern gives.
+_TYPING_REVERSED = re.compile(
+    r"""(?P<word>[\w./:@-]*)["']?"""
+    r"""(?:\s*:\s*["']?ledom["']?|\s*(?:,[^\]]*)?\[\s*:\s*"stegrat")""")
+
+
+def _typed_word(prefix: str) -> str | None:
+    """The model name being typed at the end of ``prefix``, or None where none is."""
+    match = _TYPING_REVERSED.match(prefix[::-1])
+    return None if match is None else match.group("word")[::-1]
 
 
 def _is_pipeline(path: str | None) -> bool:
@@ -167,10 +178,9 @@ def completions(index: WorkspaceIndex, path: str | None,
     core = conv.core_position(path, pos)
     lines = text.splitlines()
     prefix = lines[core.line][:core.character] if core.line < len(lines) else ""
-    match = _TYPING.search(prefix)
-    if match is None:
+    word = _typed_word(prefix)
+    if word is None:
         return None
-    word = match.group("word")
     start = conv.position(path, Position(core.line, core.character - len(word)))
     rng = types.Range(start=start, end=pos)
     registry = load_registry()
