@@ -377,6 +377,12 @@ def note_opened(store: Any) -> None:
     _opened.append(store)
 
 
+def forget_opened() -> None:
+    """A command is done (its answer recorded or not): the result caches it opened, with
+    every result in them, are let go."""
+    _opened.clear()
+
+
 class _Unanswerable(Exception):
     """This run's output cannot be recorded as an answer (the reason is the message)."""
 

@@ -79,7 +79,7 @@ def _read_fingerprint(path: str) -> str:
     if st.st_size > MAX_FILE_BYTES:
         return f"large:{st.st_size}"
     try:
-        with open(path, "rb") as fh:
+        with open(path, "rb", buffering=0) as fh:  # unbuffered: see read_capped
             data = read_capped(fh, st.st_size, MAX_FILE_BYTES)
     except OSError:
         return UNCACHEABLE

@@ -116,9 +116,20 @@ def read_capped(fh: BinaryIO, size: int, cap: int) -> bytes:
     """The bytes of ``fh`` up to ``cap + 1`` (one more than ``cap`` says it is too large),
     asked for in a read of the size ``stat`` gave (``size``) and one more byte: a read of
     ``cap + 1`` bytes would allocate that much for every small file. A file that grew since
-    its ``stat`` is read on to the same cap."""
+    its ``stat`` is read on to the same cap.
+
+    ``fh`` may be unbuffered (``open(path, "rb", buffering=0)``, as ``DiskFiles`` opens a
+    file: one ``read`` system call for a file, where a buffered reader makes four, with a
+    buffer of its own): a read that stops short of what was asked is read on to the end,
+    except when it has the whole size ``stat`` gave (a buffered reader would ask once more
+    only to be told the file ends there)."""
     first = min(size, cap) + 1
     data = fh.read(first)
+    while len(data) < first and len(data) != size:
+        more = fh.read(first - len(data))
+        if not more:
+            break
+        data += more
     if len(data) == first and first <= cap:
         data += fh.read(cap + 1 - first)
     return data
@@ -196,7 +207,7 @@ class DiskFiles:
             raise FileTooLarge(path, f"{path}: {st.st_size} bytes, above the"
                                      f" {self.max_bytes} byte cap for a text input")
         try:
-            with open(path, "rb") as fh:
+            with open(path, "rb", buffering=0) as fh:  # unbuffered: see read_capped
                 data = read_capped(fh, st.st_size, self.max_bytes)
         except OSError as exc:
             raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None

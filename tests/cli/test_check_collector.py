@@ -137,3 +137,64 @@ def test_checking_makes_no_deep_copies(workspace: Path, monkeypatch: pytest.Monk
     for fmt in ("text", "json"):
         _check(workspace, fmt, capsys)
     assert calls == []
+
+
+def test_the_results_kept_for_the_answer_are_freed_before_the_collector_is_back_on(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With the result cache on, the cache the run's answer is recorded from holds every
+    result: the collector stays off until the answer is recorded, and the results are let go
+    before it is back on (once), so its first collection does not walk them."""
+    alive: list[int] = []
+    enable = gc.enable
+
+    def counting_enable() -> None:
+        alive.append(sum(isinstance(o, (check_cmd.PipelineResult, check_cmd._Checker))
+                         for o in gc.get_objects()))
+        enable()
+
+    monkeypatch.setattr(check_cmd.gc, "enable", counting_enable)
+    code = main(["check", str(workspace), "-j", "1", "--cache-dir", str(tmp_path / "cache")])
+    assert code == 1
+    assert capsys.readouterr().out
+    assert alive == [0]
+    assert gc.isenabled()
+
+
+_PROCESS = """
+import gc, json, sys
+from budgetlens_cli import main as cli
+seen = {}
+real = cli._check_recording
+def watched(argv, args):
+    seen["enabled_inside"] = gc.isenabled()
+    return real(argv, args)
+cli._check_recording = watched
+sys.argv = ["budgetlens", "check", sys.argv[1], "-j", "1", "--no-cache"]
+code = cli.main()
+seen.update(code=code, frozen=gc.get_freeze_count(), enabled=gc.isenabled())
+gc.unfreeze()
+cli.main(["check", sys.argv[2], "-j", "1", "--no-cache"])
+seen["frozen_after_argv_call"] = gc.get_freeze_count()
+print(json.dumps(seen), file=sys.stderr)
+"""
+
+
+def test_the_process_freezes_its_heap_before_it_exits(workspace: Path) -> None:
+    """``main()`` of the process's own command line freezes what is alive as it returns
+    (the interpreter's finalisation then collects only what is made after); ``main(argv)``,
+    a caller in process, is left as it was."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.run([sys.executable, "-c", _PROCESS, str(workspace), str(workspace)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    seen = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert seen["code"] == 1  # broken.yaml
+    assert seen["enabled_inside"] is True  # collector_paused turns it off for the run
+    assert seen["frozen"] > 1000  # the modules, the caches
+    assert seen["enabled"] is True
+    assert seen["frozen_after_argv_call"] == 0
