@@ -743,8 +743,16 @@ def sarif_output(diagnostics: list[Diagnostic]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- text
+#: An ASCII character is one column: a blank for each, tabs kept.
+_ASCII_BLANKS = {c: " " for c in range(128) if c != ord("\t")}
+
+
 def _pad(prefix: str) -> str:
-    """Blanks as wide on screen as ``prefix`` (tabs kept, wide characters doubled)."""
+    """Blanks as wide on screen as ``prefix`` (tabs kept, wide characters doubled). An ASCII
+    prefix in one ``translate`` (a diagnostic's line may be long and carry many diagnostics,
+    each padded to its column)."""
+    if prefix.isascii():
+        return prefix.translate(_ASCII_BLANKS)
     return "".join("\t" if ch == "\t" else " " * display_width(ch) for ch in prefix)
 
 
