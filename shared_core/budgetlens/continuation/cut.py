@@ -178,9 +178,11 @@ def _bulk_run(text: str, pos: int, prev: Child,
 def scalar_floor(value: Any, cap: int) -> int:
     """A lower bound of the budget cost of a decoded JSON value (the characters of its scalar
     literals as written): a string is written with at least its decoded characters and two
-    quotes, a number with at least one digit, ``true``/``false``/``null`` as is (a duplicate
-    key's dropped value only lowers it). Stops once above ``cap`` (after a string or a
-    container's items: some number above ``cap``, which one depends on the order read)."""
+    quotes, an integer with at least its sign and digits (``_int_floor``), any other number
+    with at least three characters (a fraction or an exponent: a digit, ``.`` or ``e`` and a
+    digit), ``true``/``false``/``null`` as is (a duplicate key's dropped value only lowers
+    it). Stops once above ``cap`` (after a string or a container's items: some number above
+    ``cap``, which one depends on the order read)."""
     t = type(value)
     if t is not dict and t is not list:
         return _scalar_floor_of(value)
@@ -197,12 +199,12 @@ def scalar_floor(value: Any, cap: int) -> int:
                     return total
             elif t is dict or t is list:
                 push(item)
-            elif item is None or item is True:
-                total += 4
-            elif item is False:
-                total += 5
+            elif item is None or t is bool:
+                total += 5 - (item is not False)  # null, true: 4; false: 5
+            elif t is int:  # _int_floor, inlined
+                total += ((item.bit_length() or 1) - 1) * 30102 // 100000 + 1 + (item < 0)
             else:
-                total += 1
+                total += 3
         if total > cap:
             return total
     return total
@@ -214,7 +216,19 @@ def _scalar_floor_of(value: Any) -> int:
         return len(value) + 2
     if value is None or value is True:
         return 4
-    return 5 if value is False else 1
+    if value is False:
+        return 5
+    return _int_floor(value) if type(value) is int else 3
+
+
+def _int_floor(value: int) -> int:
+    """The fewest characters an integer decoded by the C scanner was written with: its sign
+    and its digits (a JSON integer has no leading zeros, and one written with a fraction or an
+    exponent decodes to a float), at least ``(bits - 1) * log10(2) + 1`` of them (30102 /
+    100000 is under log10(2): never more than the true count)."""
+    if not value:
+        return 1
+    return (value.bit_length() - 1) * 30102 // 100000 + 1 + (value < 0)
 
 
 _SCALAR_ITEM = re.compile(
