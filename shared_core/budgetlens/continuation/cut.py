@@ -290,11 +290,29 @@ def _scalar_items(text: str,
     return lengths, seps, literals
 
 
-def scalar_tail(text: str, run: Child, budget: int,
-                items: list[Any] | None = None) -> tuple[int, int, int, int, list[str]] | None:
+class SourceLiterals(NamedTuple):
+    """The literals of the last items of a RUN of strings without escapes, as written: the
+    text from ``start`` to ``end``, with ``sep`` between every two (no string holds a quote,
+    so a quote, ``sep`` and a quote occur only between two items: no string equals ``sep``)."""
+
+    start: int
+    end: int
+    sep: str
+
+    def joined(self, text: str, between: str) -> str:
+        """The literals joined with ``between`` (one copy, one replacement at most)."""
+        span = text[self.start:self.end]
+        if between == self.sep:
+            return span
+        return span.replace('"' + self.sep + '"', '"' + between + '"')
+
+
+def scalar_tail(text: str, run: Child, budget: int, items: list[Any] | None = None) -> tuple[
+        int, int, int, int, list[str] | SourceLiterals] | None:
     """For a RUN of scalar items: its last items whose costs (their lengths) add up to at most
     ``budget``, as (where they start, how many, their cost, where the items before them end,
-    their literals); None when an item is a container or no last item fits.
+    their literals: a list, or where they are in the text); None when an item is a container
+    or no last item fits.
 
     Strings without escapes are measured from their decoded values when the scan kept them
     (``items``: the RUN's first) and one separator stands between every two
@@ -333,8 +351,8 @@ def scalar_tail(text: str, run: Child, budget: int,
 _NOT_UNIFORM = object()
 
 
-def _kept_strings_tail(text: str, run: Child, items: list[Any],
-                       budget: int) -> tuple[int, int, int, int, list[str]] | object | None:
+def _kept_strings_tail(text: str, run: Child, items: list[Any], budget: int) -> tuple[
+        int, int, int, int, SourceLiterals] | object | None:
     """``scalar_tail`` for a RUN of strings without escapes (each decoded value is its literal
     less the quotes) whose decoded items the scan kept (``items``, the RUN's first): their
     lengths from the values, their places from one separator between every two (no string
@@ -363,9 +381,8 @@ def _kept_strings_tail(text: str, run: Child, items: list[Any],
         return None
     at = end - cost[k - 1] - (k - 1) * len(sep)
     head_end = at - len(sep) if k < n else start
-    # (no JSON text holds U+0000)
-    literals = ('"' + '"\x00"'.join(items[n - k:]) + '"').split("\x00")
-    return at, k, cost[k - 1], head_end, literals
+    # their literals are the text from ``at`` (not split: the rendering joins them again)
+    return at, k, cost[k - 1], head_end, SourceLiterals(at, end, sep)
 
 
 def last_scalars(text: str, run: Child, m: int, plain: bool) -> tuple[
