@@ -182,9 +182,11 @@ def _bulk_run(text: str, pos: int, prev: Child,
 def scalar_floor(value: Any, cap: int) -> int:
     """A lower bound of the budget cost of a decoded JSON value (the characters of its scalar
     literals as written): a string is written with at least its decoded characters and two
-    quotes, a number with at least one digit, ``true``/``false``/``null`` as is (a duplicate
-    key's dropped value only lowers it). Stops once above ``cap`` (after a string or a
-    container's items: some number above ``cap``, which one depends on the order read)."""
+    quotes, an integer with at least its sign and digits (``_int_floor``), any other number
+    with at least three characters (a fraction or an exponent: a digit, ``.`` or ``e`` and a
+    digit), ``true``/``false``/``null`` as is (a duplicate key's dropped value only lowers
+    it). Stops once above ``cap`` (after a string or a container's items: some number above
+    ``cap``, which one depends on the order read)."""
     t = type(value)
     if t is not dict and t is not list:
         return _scalar_floor_of(value)
@@ -201,12 +203,12 @@ def scalar_floor(value: Any, cap: int) -> int:
                     return total
             elif t is dict or t is list:
                 push(item)
-            elif item is None or item is True:
-                total += 4
-            elif item is False:
-                total += 5
+            elif item is None or t is bool:
+                total += 5 - (item is not False)  # null, true: 4; false: 5
+            elif t is int:  # _int_floor, inlined
+                total += ((item.bit_length() or 1) - 1) * 30102 // 100000 + 1 + (item < 0)
             else:
-                total += 1
+                total += 3
         if total > cap:
             return total
     return total
@@ -218,7 +220,19 @@ def _scalar_floor_of(value: Any) -> int:
         return len(value) + 2
     if value is None or value is True:
         return 4
-    return 5 if value is False else 1
+    if value is False:
+        return 5
+    return _int_floor(value) if type(value) is int else 3
+
+
+def _int_floor(value: int) -> int:
+    """The fewest characters an integer decoded by the C scanner was written with: its sign
+    and its digits (a JSON integer has no leading zeros, and one written with a fraction or an
+    exponent decodes to a float), at least ``(bits - 1) * log10(2) + 1`` of them (30102 /
+    100000 is under log10(2): never more than the true count)."""
+    if not value:
+        return 1
+    return (value.bit_length() - 1) * 30102 // 100000 + 1 + (value < 0)
 
 
 _SCALAR_ITEM = re.compile(
@@ -280,11 +294,29 @@ def _scalar_items(text: str,
     return lengths, seps, literals
 
 
-def scalar_tail(text: str, run: Child, budget: int,
-                items: list[Any] | None = None) -> tuple[int, int, int, int, list[str]] | None:
+class SourceLiterals(NamedTuple):
+    """The literals of the last items of a RUN of strings without escapes, as written: the
+    text from ``start`` to ``end``, with ``sep`` between every two (no string holds a quote,
+    so a quote, ``sep`` and a quote occur only between two items: no string equals ``sep``)."""
+
+    start: int
+    end: int
+    sep: str
+
+    def joined(self, text: str, between: str) -> str:
+        """The literals joined with ``between`` (one copy, one replacement at most)."""
+        span = text[self.start:self.end]
+        if between == self.sep:
+            return span
+        return span.replace('"' + self.sep + '"', '"' + between + '"')
+
+
+def scalar_tail(text: str, run: Child, budget: int, items: list[Any] | None = None) -> tuple[
+        int, int, int, int, list[str] | SourceLiterals] | None:
     """For a RUN of scalar items: its last items whose costs (their lengths) add up to at most
     ``budget``, as (where they start, how many, their cost, where the items before them end,
-    their literals); None when an item is a container or no last item fits.
+    their literals: a list, or where they are in the text); None when an item is a container
+    or no last item fits.
 
     Strings without escapes are measured from their decoded values when the scan kept them
     (``items``: the RUN's first) and one separator stands between every two
@@ -323,8 +355,8 @@ def scalar_tail(text: str, run: Child, budget: int,
 _NOT_UNIFORM = object()
 
 
-def _kept_strings_tail(text: str, run: Child, items: list[Any],
-                       budget: int) -> tuple[int, int, int, int, list[str]] | object | None:
+def _kept_strings_tail(text: str, run: Child, items: list[Any], budget: int) -> tuple[
+        int, int, int, int, SourceLiterals] | object | None:
     """``scalar_tail`` for a RUN of strings without escapes (each decoded value is its literal
     less the quotes) whose decoded items the scan kept (``items``, the RUN's first): their
     lengths from the values, their places from one separator between every two (no string
@@ -353,9 +385,8 @@ def _kept_strings_tail(text: str, run: Child, items: list[Any],
         return None
     at = end - cost[k - 1] - (k - 1) * len(sep)
     head_end = at - len(sep) if k < n else start
-    # (no JSON text holds U+0000)
-    literals = ('"' + '"\x00"'.join(items[n - k:]) + '"').split("\x00")
-    return at, k, cost[k - 1], head_end, literals
+    # their literals are the text from ``at`` (not split: the rendering joins them again)
+    return at, k, cost[k - 1], head_end, SourceLiterals(at, end, sep)
 
 
 def last_scalars(text: str, run: Child, m: int, plain: bool) -> tuple[
@@ -1255,6 +1286,10 @@ def close(result: Scan) -> str:
         if suffix == '"' and result.closed_text is not None:
             return result.closed_text  # made when the cut string was read
         return "".join((text, suffix, closers(frames)))  # one copy of a long text
+    if result.start == 0:
+        # one copy of a long text (a slice and ``+=`` copy it twice when the slice cannot
+        # grow in place, an f-string joins a copy): the precision keeps ``keep`` code points
+        return "{:.{}}{}".format(text, keep, suffix + closers(frames))
     closed = text[result.start:keep]
     closed += suffix + closers(frames)  # in place: this is the only reference
     return closed

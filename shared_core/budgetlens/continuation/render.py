@@ -39,6 +39,7 @@ from budgetlens.continuation.cut import (
     Child,
     CutKind,
     Frame,
+    SourceLiterals,
     ValueKind,
     compact_record_tail,
     expand_run,
@@ -319,7 +320,8 @@ class _Layout:
     levels: list[list[Child]]        # the children of each level (RUN children get expanded)
     decisions: list[dict[int, int]]  # per level: child index -> _FULL / _HINT
     defaults: list[int]              # per level: the decision of a child not measured
-    literals: dict[int, list[str]] = field(default_factory=dict)  # scalar RUNs in full
+    literals: dict[int, list[str] | SourceLiterals] = field(default_factory=dict)  # scalar
+    # RUNs in full
     flat: dict[int, Flat] = field(default_factory=dict)  # flat containers measured, by start
     records: dict[int, list[list[tuple[str, str]]]] = field(default_factory=dict)  # RUNs in full
     verbatim: set[int] = field(default_factory=set)  # containers printed as their source, by start
@@ -746,6 +748,8 @@ def _full_run_lines(text: str, layout: _Layout, run: Child, pad: str, depth: int
         return [pad + "{\n" + inner[2:] + inner.join(map(": ".join, members)) + "\n"
                 + pad + "}," if members else pad + "{}," for members in records]
     literals = layout.literals.get(run.start)
+    if isinstance(literals, SourceLiterals):
+        return [pad + literals.joined(text, ",\n" + pad) + ","]
     if literals is None:
         literals = scalar_literals(text, run.start, run.end)
     return [pad + (",\n" + pad).join(literals) + ","]
