@@ -320,8 +320,8 @@ class _Layout:
     levels: list[list[Child]]        # the children of each level (RUN children get expanded)
     decisions: list[dict[int, int]]  # per level: child index -> _FULL / _HINT
     defaults: list[int]              # per level: the decision of a child not measured
-    literals: dict[int, list[str] | SourceLiterals] = field(default_factory=dict)  # scalar
-    # RUNs in full
+    # scalar RUNs in full: their literals, or where they are in the text
+    literals: dict[int, list[str] | SourceLiterals] = field(default_factory=dict)
     flat: dict[int, Flat] = field(default_factory=dict)  # flat containers measured, by start
     records: dict[int, list[list[tuple[str, str]]]] = field(default_factory=dict)  # RUNs in full
     verbatim: set[int] = field(default_factory=set)  # containers printed as their source, by start

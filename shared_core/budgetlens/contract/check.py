@@ -41,7 +41,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from budgetlens import codes
 from budgetlens.contract.advice import floor_related, inherited_suffix, largest_term, unfit_message
@@ -99,6 +99,8 @@ from budgetlens.tokens.core import (
 from budgetlens.tokens.families import is_exact
 from budgetlens.yamldoc.parse import YamlPath
 from budgetlens.yamldoc.scalar import string_range
+
+_T = TypeVar("_T")
 
 
 class CheckStopped(Exception):
@@ -447,34 +449,34 @@ class _Planner:
             return _Plan(deps=self.files.seen, inputs=frozenset(self.inputs), **base)
         return self.plan_steps(base)
 
+    def _made_for(self, key: tuple[Any, ...], owner: object, make: Callable[[], _T]) -> _T:
+        """``make()`` once per ``key`` of a run (``RunFiles.remembered``: the pipelines of a
+        folder share ``owner``, the parsed object it is made of), and made again for another
+        object of the same path."""
+        kept: tuple[object, _T] = self.run_files.remembered(key, lambda: (owner, make()))
+        return kept[1] if kept[0] is owner else make()
+
     def config_limits(self, config: LoadedConfig | None) -> ModelLimits:
         """``config_limits`` of ``config`` (and the target), made once per config.json of a
-        run (``RunFiles.remembered``: the pipelines of a folder share the object) and made
-        again for another object of the same path."""
+        run (``_made_for``)."""
         target = self.options.target
         if config is None:
             return config_limits(config, target)
-        kept: tuple[LoadedConfig, ModelLimits] = self.run_files.remembered(
-            ("config limits", config.path, target), lambda: (config, config_limits(config, target)))
-        if kept[0] is not config:
-            return config_limits(config, target)
-        return kept[1]
+        return self._made_for(("config limits", config.path, target), config,
+                              lambda: config_limits(config, target))
 
     def overhead(self, config: LoadedConfig | None) -> Term:
-        """``_overhead_term`` of ``config``, made once per config.json of a run (as
-        ``config_limits``: again for another object of the same path)."""
+        """``_overhead_term`` of ``config``, made once per config.json of a run
+        (``_made_for``)."""
         if config is None:
             return _overhead_term(config)
-        kept: tuple[LoadedConfig, Term] = self.run_files.remembered(
-            ("overhead", config.path), lambda: (config, _overhead_term(config)))
-        return kept[1] if kept[0] is config else _overhead_term(config)
+        return self._made_for(("overhead", config.path), config, lambda: _overhead_term(config))
 
     def parent_settings(self, pf: PipelineFile, depth: int) -> tuple[tuple[str, Setting], ...]:
         """``file_settings`` of a parent in the chain, made once per file and depth of a
-        run (many pipelines extend one parent; again for another object of the same path)."""
-        kept: tuple[PipelineFile, tuple[tuple[str, Setting], ...]] = self.run_files.remembered(
-            ("parent settings", pf.path, depth), lambda: (pf, file_settings(pf, depth)))
-        return kept[1] if kept[0] is pf else file_settings(pf, depth)
+        run (many pipelines extend one parent; ``_made_for``)."""
+        return self._made_for(("parent settings", pf.path, depth), pf,
+                              lambda: file_settings(pf, depth))
 
     def root(self, config: LoadedConfig | None) -> str:
         if self.options.workspace_root is not None:

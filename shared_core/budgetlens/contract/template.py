@@ -111,7 +111,7 @@ def parse_template(text: str) -> ParsedTemplate:
     placeholders: list[Placeholder] = []
     problems: list[TemplateProblem] = []
     i, n = 0, len(text)
-    close = -2  # the first '}' at or after the last search's start (-1: none; -2: not yet)
+    close = 0  # the first '}' after the last search's start (-1: none; 0: not searched yet)
     while i < n:
         ch = text[i]
         if ch == "{":
@@ -119,7 +119,7 @@ def parse_template(text: str) -> ParsedTemplate:
                 out.append("{")
                 i += 2
                 continue
-            if close == -2 or (close != -1 and close <= i):
+            if close != -1 and close <= i:
                 # searched again only once passed: a text of unclosed '{' before one '}'
                 # would else be read to that '}' from each (quadratic)
                 close = text.find("}", i + 1)
