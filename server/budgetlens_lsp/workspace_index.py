@@ -298,7 +298,7 @@ class WorkspaceIndex:
             # one RunFiles per root and update: each path is stat'ed and resolved once for
             # all the pipelines the update checks
             source = self._sources[root] = RunFiles(OverlayFiles(base, overlay) if overlay
-                                                    else base)
+                                                    else base, resolve_by_folder=True)
         return source
 
     def options_for(self, path: str) -> CheckOptions:

@@ -20,8 +20,23 @@ JSON_KEY = "json"
 _NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
+#: The exact types that are JSON as they are (a subclass, e.g. an enum, takes the long way).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
     """``value`` as JSON types (dict, list, str, int, float, bool, None)."""
+    cls = type(value)
+    if cls in _PLAIN:
+        return value
+    names = _NAMES.get(cls)
+    if names is not None:  # a dataclass met before: the common case of a diagnostic's data
+        return {name: to_jsonable(getattr(value, attr)) for attr, name in names}
+    return _convert(value)
+
+
+def _convert(value: Any) -> Any:
+    """:func:`to_jsonable` of a value its fast paths did not take."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value.value if isinstance(value, enum.Enum) else value
     if isinstance(value, enum.Enum):

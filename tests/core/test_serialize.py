@@ -46,3 +46,20 @@ def test_dataclasses_enums_paths_and_models_become_json_types() -> None:
 def test_an_unknown_type_is_an_error_not_a_string() -> None:
     with pytest.raises(TypeError, match="not JSON-serialisable: object"):
         to_jsonable(object())
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+def test_a_second_value_of_a_class_seen_before_comes_out_the_same() -> None:
+    """The fields of a class are looked up once; the next value of it takes that record
+    (and an enum that is also an int or a str still becomes its value)."""
+    first = Outer("a", (Inner(Kind.CUT, Path("p")),))
+    second = Outer("b", (Inner(Kind.CUT, Path("q")),), renamed=2.0)
+    assert to_jsonable(first) == {"name": "a", "items": [{"kind": "cut", "where": "p"}],
+                                  "ratio": 0.5}
+    assert to_jsonable(second) == {"name": "b", "items": [{"kind": "cut", "where": "q"}],
+                                   "ratio": 2.0}
+    assert to_jsonable([Level.HIGH, True, None, 1.5]) == [3, True, None, 1.5]
+    assert type(to_jsonable(Level.HIGH)) is int
