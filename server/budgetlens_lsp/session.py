@@ -279,7 +279,11 @@ class Session(Generic[R]):
         idle = (self._running is None or self._running.done()) and \
             now - self._last_change >= delay
         self._last_change = now
-        self._timer = loop.call_later(0 if idle else delay, self._fire)
+        if idle:  # the analysis task starts on the loop's next turn
+            self._timer = None
+            self._fire()
+        else:
+            self._timer = loop.call_later(delay, self._fire)
 
     def _fire(self) -> None:
         self._timer = None
