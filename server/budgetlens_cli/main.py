@@ -6,6 +6,7 @@ one line on standard error (``budgetlens: internal error: <type>: <message> ...`
 ``BUDGETLENS_TRACEBACK=1`` the traceback follows it. When standard output is closed before
 the output is written whole (``budgetlens check | head -1``), 141, as a process ended by
 SIGPIPE: never 0, so a pipeline with ``pipefail`` never passes on output nobody read.
+Standard output closed from the start (``>&-``) is one line on standard error, exit status 2.
 """
 
 from __future__ import annotations
@@ -102,9 +103,16 @@ def chosen_subcommand(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None and chosen_subcommand(args) != "serve":
+        # descriptor 1 closed when the process started (``budgetlens check >&-``): the
+        # output has nowhere to go; `serve --tcp` needs none
+        print("budgetlens: error: standard output is closed: nothing can be written",
+              file=sys.stderr)
+        return EXIT_USAGE
     given = _whole_writes()
     try:
-        code = _main(list(sys.argv[1:] if argv is None else argv))
+        code = _main(args)
         try:  # here, not at the interpreter's exit, where a broken pipe is exit status 120
             sys.stdout.flush()
         except BrokenPipeError:

@@ -30,7 +30,8 @@ HELP = "run the language server (stdio by default)"
 
 
 class AddressError(ValueError):
-    """Bad ``--tcp``/``--host`` options (a usage error: exit status 2)."""
+    """Bad ``--tcp``/``--host`` options, or no standard input or output to serve over
+    (a usage error: exit status 2)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +101,9 @@ def run(args: argparse.Namespace) -> None:
     """Serve until the client disconnects; :class:`AddressError` for bad options (before
     anything starts)."""
     address = address_of(args)
+    if address is None and (sys.stdin is None or sys.stdout is None):  # `serve <&-` / `>&-`
+        raise AddressError("standard input or output is closed: nothing to serve over"
+                           " (--tcp PORT serves over TCP)")
     configure_logging(args.log_file, args.log_level)
     # No cyclic garbage collection while the server loads: the imports allocate hundreds of
     # thousands of objects (classes, functions, pydantic and lsprotocol tables) that live as

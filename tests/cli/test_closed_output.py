@@ -128,3 +128,34 @@ def test_an_unbuffered_stream_in_place_of_stdout_is_left_open_and_in_place(
         stream.close()
     written = (tmp_path / "out.txt").read_text("utf-8")
     assert "p.txt" in written and written.endswith("after\n")
+
+
+def _stdout_closed_from_the_start(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command run as ``budgetlens ... >&-``: descriptor 1 closed before it starts."""
+    return subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "budgetlens_cli", *args],
+        cwd=cwd, stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "ws", "--no-cache"],
+    ["check", "ws"],  # the cached answer's way
+    ["tokens", "ws/prompts/chat.txt"],
+    ["--version"],
+])
+def test_output_closed_from_the_start_is_one_clear_line_and_exit_status_2(
+        workspace: Path, args: list[str]) -> None:
+    proc = _stdout_closed_from_the_start(args, workspace)
+    assert (proc.returncode, proc.stderr) == (
+        2, "budgetlens: error: standard output is closed: nothing can be written\n")
+
+
+@pytest.mark.parametrize("redirect", [">&-", "<&-"])
+def test_serve_over_a_closed_stdio_is_a_usage_error_not_a_crash(workspace: Path,
+                                                                 redirect: str) -> None:
+    proc = subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirect}', "sh", sys.executable, "-m", "budgetlens_cli",
+         "serve"], cwd=workspace, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (
+        2, "budgetlens: error: standard input or output is closed: nothing to serve over"
+           " (--tcp PORT serves over TCP)\n")
