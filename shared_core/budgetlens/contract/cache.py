@@ -210,7 +210,7 @@ class BudgetCache:
                 return counter.count(files.read_text(Path(path)))
             except SourceError as exc:
                 return exc
-        return self.parsed(f"tokens:{counter.name}", path, files, load)
+        return self.parsed(f"tokens:{counter.key}", path, files, load)
 
     # -- templates -------------------------------------------------------------------
     def template(self, text: str) -> ParsedTemplate:
@@ -227,7 +227,7 @@ class BudgetCache:
     def counter(self, tokenizer: Tokenizer) -> TokenCounter:
         with self._lock:
             counter = self._counters.get(tokenizer.name)
-            if counter is None:
+            if counter is None or not counter.counts_for(tokenizer):  # new, or file edited
                 counter = self._counters[tokenizer.name] = TokenCounter(tokenizer)
                 if self._sharing:
                     counter.keep_fresh()

@@ -351,19 +351,20 @@ class _Plan:
     steps: tuple[_StepPlan, ...] = ()
     prompt_root: str = "."  # prompt files must resolve inside it
     extends_location: Location | None = None  # the pipeline's own ``extends`` value
-    #: the template terms of ``steps`` per tokenizer name, made on first use
+    #: the template terms of ``steps`` per counter's key (``TokenCounter.key``), made on
+    #: first use
     template_terms: dict[str, tuple[Term, ...]] = field(default_factory=dict, compare=False,
                                                         repr=False)
 
     def templates(self, counter: TokenCounter) -> tuple[Term, ...]:
         """Each step's template term, counted with ``counter`` (once per tokenizer)."""
-        terms = self.template_terms.get(counter.name)
+        terms = self.template_terms.get(counter.key)
         if terms is None:
             inherited = self.shared is not None and self.shared.inherited
             terms = tuple(Term(0, TermSource.NO_TEMPLATE) if sp.template is None else
                           Term(counter.count(sp.template), "user_parts.template", inherited,
                                sp.template_location) for sp in self.steps)
-            self.template_terms[counter.name] = terms
+            self.template_terms[counter.key] = terms
         return terms
 
 
@@ -752,6 +753,9 @@ class _Checker:
         #: the system prompt's term of each prompt file counted (per tokenizer)
         self.prompt_terms: dict[tuple[str, str], Term] = {}
         self.approximate = False  # the counts are approximate (the model's family: ≈)
+        #: the tokenizer.json the counts come from: an input of the report (an editor
+        #: checks the pipeline again when it changes)
+        self.tokenizer_file: str | None = None
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
@@ -785,6 +789,7 @@ class _Checker:
             file = tokenizer_file(spec, base_dir=Path(directory) if directory else None)
             if file is not None:  # an input, found or not (created or relinked later counts)
                 self.files.fingerprint(file)
+                self.tokenizer_file = file
         try:
             tokenizer = self.get_tokenizer(spec, directory)
         except TokenizerError as exc:
@@ -843,7 +848,9 @@ class _Checker:
                 seen.add(key)
                 unique.append(d)
         unique.sort(key=lambda d: (d.file != self.pipe, d.file, d.range.start, d.code))
-        return PipelineReport(diagnostics=unique, inputs=self.plan.inputs, **kwargs)
+        inputs = self.plan.inputs if self.tokenizer_file is None \
+            else self.plan.inputs | {self.tokenizer_file}
+        return PipelineReport(diagnostics=unique, inputs=inputs, **kwargs)
 
     # ------------------------------------------------------------------------ one step
     # long-function: one step's arithmetic, read top to bottom (the step model's limits first)
@@ -904,9 +911,9 @@ class _Checker:
         counted)."""
         key_loc = sp.prompt_key_location or sp.name_location
         name, root = sp.at.name, self.plan.prompt_root
-        result = self.prompts.get((path, counter.name))
+        result = self.prompts.get((path, counter.key))
         if result is None:
-            result = self.prompts[(path, counter.name)] = (
+            result = self.prompts[(path, counter.key)] = (
                 self.cache.prompt_tokens(path, self.files, counter)
                 if self.run_files.is_inside(path, root) else _OUTSIDE)
         if isinstance(result, _Outside):
@@ -922,9 +929,9 @@ class _Checker:
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file of step {name!r} cannot be used: {result}", name)
             return sp.prompt
-        term = self.prompt_terms.get((path, counter.name))
+        term = self.prompt_terms.get((path, counter.key))
         if term is None:  # the same for every step of the file (Location(path))
-            term = self.prompt_terms[(path, counter.name)] = Term(
+            term = self.prompt_terms[(path, counter.key)] = Term(
                 result, TermSource.PROMPT_FILE, location=sp.prompt.location)
         return term
 

@@ -26,11 +26,12 @@ import json
 import logging
 import marshal
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
@@ -127,6 +128,9 @@ class TiktokenTokenizer:
 class HuggingFaceTokenizer:
     name: str
     _tokenizer: object  # tokenizers.Tokenizer
+    #: the file's ``stat`` facts when it was read (modified time, size, inode, change time):
+    #: counts made with one version are not counts of another (``TokenCounter.counts_for``)
+    version: tuple[int, ...] = ()
 
     def encode(self, text: str) -> list[int]:
         enc = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
@@ -275,8 +279,44 @@ def _encoding_for_model(model: str) -> str | None:
         return None
 
 
-@lru_cache(maxsize=16)
-def _load_hf(path: str) -> HuggingFaceTokenizer:
+#: The tokenizer.json files read, by path: the version read and its tokenizer. A file
+#: changed since (its ``stat`` facts differ) is read again and replaces its entry, so an
+#: editor session sees an edited or replaced file and never keeps more than one version of
+#: it; at most :data:`MAX_HF_LOADED` files are kept (the oldest read goes first).
+_HF_LOADED: dict[str, tuple[tuple[int, ...], HuggingFaceTokenizer]] = {}
+_HF_LOCK = threading.Lock()
+MAX_HF_LOADED = 8
+
+
+def _file_version(path: str) -> tuple[int, ...] | None:
+    """The ``stat`` facts of a regular file that tell one version of it from another; None
+    when there is no such file."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+def _load_hf(path: str, version: tuple[int, ...]) -> HuggingFaceTokenizer:
+    """The tokenizer of ``path`` as it is at ``version``: the one read before when the file
+    has not changed since, else read now."""
+    with _HF_LOCK:
+        kept = _HF_LOADED.get(path)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+    tokenizer = _read_hf(path, version)
+    with _HF_LOCK:
+        _HF_LOADED.pop(path, None)
+        _HF_LOADED[path] = (version, tokenizer)
+        while len(_HF_LOADED) > MAX_HF_LOADED:
+            del _HF_LOADED[next(iter(_HF_LOADED))]
+    return tokenizer
+
+
+def _read_hf(path: str, version: tuple[int, ...]) -> HuggingFaceTokenizer:
     try:  # lazy: an optional extra, imported only when a tokenizer.json is asked for
         from tokenizers import Tokenizer as HFTokenizer
     except ImportError as exc:
@@ -285,7 +325,7 @@ def _load_hf(path: str) -> HuggingFaceTokenizer:
             " 'tokenizers' package: pip install tokenizers (or install budgetlens from its"
             " checkout with the extra: pip install '/path/to/budgetlens[tokenizers]')") from exc
     try:
-        return HuggingFaceTokenizer(path, HFTokenizer.from_file(path))
+        return HuggingFaceTokenizer(path, HFTokenizer.from_file(path), version)
     except Exception as exc:  # the library raises plain Exception subclasses
         raise TokenizerError(f"cannot load tokenizer file {path!r}: {exc}") from exc
 
@@ -440,9 +480,10 @@ def get_tokenizer(spec: TokenizerLike | None = None, *,
         return _load_encoding(name)
     if name in FAMILIES:
         return _family_tokenizer(name)
-    if not Path(name).is_file():
+    version = _file_version(name)
+    if version is None:
         raise TokenizerError(f"tokenizer file not found: {name}")
-    return _load_hf(name)
+    return _load_hf(name, version)
 
 
 class TokenCounter:
@@ -462,6 +503,13 @@ class TokenCounter:
         #: the counts this counter made itself since ``take_fresh`` (None: not kept); a
         #: caller checking in several processes hands them to the others (``learn``)
         self._fresh: list[tuple[str, int]] | None = None
+
+    def counts_for(self, tokenizer: Tokenizer) -> bool:
+        """Whether this counter's counts are ``tokenizer``'s: the same name and, for a
+        tokenizer.json, the same version of the file (an edited file counts anew)."""
+        mine = self.tokenizer
+        return mine.name == tokenizer.name and (
+            getattr(mine, "version", None) == getattr(tokenizer, "version", None))
 
     def keep_fresh(self) -> None:
         """From now on keep the counts made here for ``take_fresh``."""
@@ -488,6 +536,15 @@ class TokenCounter:
     @property
     def name(self) -> str:
         return self.tokenizer.name
+
+    @property
+    def key(self) -> str:
+        """What a cache of counts made by this counter is keyed by: the tokenizer's name,
+        and for a tokenizer.json the version of the file read (an edited file is another
+        key, so no count made with the old one is taken for the new)."""
+        version = getattr(self.tokenizer, "version", None)
+        return self.tokenizer.name if not version else \
+            f"{self.tokenizer.name}\0{'.'.join(map(str, version))}"
 
     def count(self, text: str) -> int:
         if not text:

@@ -1,0 +1,51 @@
+"""A tokenizer.json that config.json names, replaced on disk while the server runs: the
+server counts with the new file (it was kept for the server's lifetime)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from .harness import Editor, codes_of, running_server
+
+tokenizers = pytest.importorskip("tokenizers")
+
+
+def _save(path: Path, *, per_character: bool) -> None:
+    """A tiny Hugging Face tokenizer: one token per word, or one per character."""
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = (
+        tokenizers.pre_tokenizers.Split(tokenizers.Regex("[\\s\\S]"), behavior="isolated")
+        if per_character else tokenizers.pre_tokenizers.WhitespaceSplit())
+    new = path.with_name("new-tokenizer.json")
+    tok.save(str(new))
+    os.replace(new, path)
+
+
+async def _report(ed: Editor, rel: str) -> str:
+    report = await ed.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="budgetlens.showBudgetReport", arguments=[{"uri": ed.uri(rel)}]))
+    return str(report["text"])
+
+
+async def test_a_replaced_tokenizer_file_counts_anew(workspace: Path) -> None:
+    config = json.loads((workspace / "config.json").read_text("utf-8"))
+    config["tokenizer"] = "tokenizer.json"
+    (workspace / "config.json").write_text(json.dumps(config), "utf-8")
+    (workspace / "prompts/chat.txt").write_text("alpha beta gamma", "utf-8")
+    _save(workspace / "tokenizer.json", per_character=False)
+    async with running_server(workspace) as ed:
+        await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"),
+                                  lambda ds: "BL050" in codes_of(ds))  # indexed
+        # fixed = system prompt + template + format overhead 32: 3 words, then 16 characters
+        assert "chat        35" in await _report(ed, "pipelines/chat.yaml")
+        _save(workspace / "tokenizer.json", per_character=True)
+        ed.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=ed.uri("tokenizer.json"),
+                                     type=types.FileChangeType.Changed)]))
+        # a request after the event sees the analysis of it
+        assert "chat        48" in await _report(ed, "pipelines/chat.yaml")
