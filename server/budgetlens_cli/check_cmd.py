@@ -2,8 +2,9 @@
 
 PATH (default ``.``) is a pipeline file or a folder searched for ``pipelines/*.yaml``; a
 ``pipelines`` folder itself gives its own files. Text output reads like a compiler's
-(``file:line:col: severity[CODE] message``, the source line, a caret, and where each term
-of a budget comes from) followed by a per-step budget table; ``--format json`` prints one
+(``file:line:col: severity[CODE] message``, the source line (a window of 120 columns around
+the diagnostic when it is wider), a caret, and where each term of a budget comes from)
+followed by a per-step budget table; ``--format json`` prints one
 object ``{"version": 1, "diagnostics": [...], "steps": [...]}`` with each term's value and
 location; ``--format sarif`` prints SARIF 2.1.0 with the terms as related locations;
 ``github``, ``gitlab`` and ``junit`` are the CI formats of :mod:`budgetlens_cli.ci_formats`. Exit
@@ -763,6 +764,74 @@ def display_width(text: str) -> int:
     return width(text)
 
 
+#: The most columns (as ``display_width`` counts them: wide characters two, a tab one) of a
+#: source line printed under a diagnostic. A longer line (a minified or flow-style pipeline, a
+#: config.json or a prompt on one line) is cut to a window of this many around the diagnostic,
+#: ``CUT`` marking the text left out on either side, as rustc and ruff print one.
+SOURCE_COLUMNS = 120
+#: The mark of source text left out of a cut line (and, on the caret line, carets under the
+#: right one: the range goes on past the cut).
+CUT = "..."
+#: Columns of text kept before a range too wide for the window, which then shows its start.
+_LEAD = 20
+
+
+def _columns(ch: str) -> int:
+    return 1 if ch < "\x80" else display_width(ch)
+
+
+def _reach_left(text: str, end: int, columns: int) -> tuple[int, int]:
+    """The first index of the longest text ending at ``end`` at most ``columns`` wide, and
+    its width."""
+    i, used = end, 0
+    while i > 0 and used + (w := _columns(text[i - 1])) <= columns:
+        i, used = i - 1, used + w
+    return i, used
+
+
+def _reach_right(text: str, start: int, columns: int, end: int | None = None) -> tuple[int, int]:
+    """The end of the longest text starting at ``start`` (and ending by ``end``, default the
+    end of ``text``) at most ``columns`` wide, and its width."""
+    i, used, end = start, 0, len(text) if end is None else end
+    while i < end and used + (w := _columns(text[i])) <= columns:
+        i, used = i + 1, used + w
+    return i, used
+
+
+def _cut_line(text: str, start: int, end: int) -> tuple[str, str]:
+    """A window of ``text``, a line wider than ``SOURCE_COLUMNS``, around the range
+    ``start:end`` (``start < end``, or both ``len(text)``), and its caret line: ``CUT`` where
+    text is left out, at most ``SOURCE_COLUMNS`` columns in all. A range that fits is shown
+    whole with as much text on either side as fits (centred where the line allows); a wider one
+    shows ``_LEAD`` columns before it and as much of it as fits, the carets going on under the
+    right ``CUT``. Each call looks at no more than the window's characters (a line of hundreds
+    of KB may carry many diagnostics)."""
+    inner = SOURCE_COLUMNS - 2 * len(CUT)
+    reach, span = _reach_right(text, start, inner, end)
+    need = max(1, span) if reach >= end else inner + 1  # the columns of the range's carets
+    if need <= inner - _LEAD:  # the range fits, with text around it
+        room = inner - need
+        _, before = _reach_left(text, start, room)
+        _, after = _reach_right(text, end, room)
+        first, used = _reach_left(text, start, min(before, max(room // 2, room - after)))
+        stop, _ = _reach_right(text, end, room - used)
+    else:  # wider than the window: its start, after a little text before it
+        first, used = _reach_left(text, start, _LEAD)
+        stop, _ = _reach_right(text, start, inner - used)
+    # a side that reaches the line's end needs no mark: its columns go to the text (the line
+    # is wider than the window, so the other side is cut)
+    if first == 0:
+        stop, _ = _reach_right(text, stop, len(CUT))
+    elif stop == len(text):
+        first, _ = _reach_left(text, first, len(CUT))
+    left = CUT if first > 0 else ""
+    right = CUT if stop < len(text) else ""
+    caret = (_pad(left + text[first:start])
+             + "^" * max(1, display_width(text[start:min(end, stop)]))
+             + ("^" * len(CUT) if end > stop else ""))
+    return left + text[first:stop] + right, caret
+
+
 class SourceLines:
     """The text of the files diagnostics point into, read once each."""
 
@@ -822,11 +891,14 @@ def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     text = lines.line(d.file, start.line)
     if text is None:
         return head + "".join(f"\n      = {n}" for n in _notes(d))
-    shown = text
     last = end.character if end.line == start.line else len(text)
     last = max(min(last, len(text)), start.character + 1)
-    caret = _pad(shown[:start.character]) + "^" * max(
-        1, display_width(shown[start.character:last]))
+    if len(text) <= SOURCE_COLUMNS and display_width(text) <= SOURCE_COLUMNS:
+        shown = text
+        caret = _pad(shown[:start.character]) + "^" * max(
+            1, display_width(shown[start.character:last]))
+    else:
+        shown, caret = _cut_line(text, min(start.character, len(text)), min(last, len(text)))
     gutter = f"{start.line + 1:>5} | "
     blank = " " * (len(gutter) - 2)
     notes = "".join(f"\n{blank}= {n}" for n in _notes(d))

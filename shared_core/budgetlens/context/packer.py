@@ -170,7 +170,9 @@ class IntentRule(BaseModel):
     description: str = ""
     required_types: tuple[str, ...] = Field(default=(), strict=False)
     keywords: tuple[str, ...] = Field(default=(), strict=False)
-    """Regular expressions, searched case-insensitively in free-text intents."""
+    """Regular expressions, searched case-insensitively in free-text intents. Only checked to
+    compile: one that backtracks catastrophically (``(a+)+$``) is not caught, see "Keywords are
+    code" in docs/injection-and-packing.md."""
 
     @field_validator("keywords")
     @classmethod
