@@ -77,7 +77,7 @@ def _read_fingerprint(path: str) -> str:
     if not stat.S_ISREG(st.st_mode):
         return "special"
     if st.st_size > MAX_FILE_BYTES:
-        return f"large:{st.st_size}"
+        return _large_fingerprint(path, st)
     try:
         with open(path, "rb", buffering=0) as fh:  # unbuffered: see read_capped
             data = read_capped(fh, st.st_size, MAX_FILE_BYTES)
@@ -86,10 +86,33 @@ def _read_fingerprint(path: str) -> str:
     return "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+#: The largest file :func:`_large_fingerprint` hashes; a larger one is known by its stat.
+MAX_HASHED_BYTES = 512 * 1024 * 1024
+
+
+def _large_fingerprint(path: str, st: os.stat_result) -> str:
+    """A file above the text cap. A prompt or pipeline that large is refused whatever it
+    holds, but a tokenizer.json is read whole by its library (Llama 3's is 9 MB), so its
+    bytes decide the counts: hashed whole, a megabyte at a time, up to
+    :data:`MAX_HASHED_BYTES`; a larger file is known by its size, modified time and inode
+    (another checkout of it is checked again)."""
+    if st.st_size > MAX_HASHED_BYTES:
+        return f"large:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    digest = hashlib.blake2b(digest_size=16)
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return UNCACHEABLE
+    return f"large:{st.st_size}:b2:{digest.hexdigest()}"
+
+
 def content_fingerprint(path: str, stat_of: Callable[[str], str]) -> tuple[str, str]:
     """``(stat fingerprint, content fingerprint)`` of ``path``. The content fingerprint is
-    what decides the text the core gets: ``missing``, ``dir``, ``special``, ``large:<size>``
-    or the hash of the bytes; ``unreadable`` (never cached) when the file cannot be read or
+    what decides the text the core gets: ``missing``, ``dir``, ``special``, the hash of the
+    bytes (``large:<size>:...`` above the text cap: :func:`_large_fingerprint`);
+    ``unreadable`` (never cached) when the file cannot be read or
     changed while it was read (its stat fingerprint, ``stat_of``, differs before and after).
     """
     before = stat_of(path)

@@ -104,9 +104,9 @@ def chosen_subcommand(argv: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if sys.stdout is None and chosen_subcommand(args) != "serve":
+    if sys.stdout is None and _writes_stdout(args):
         # descriptor 1 closed when the process started (``budgetlens check >&-``): the
-        # output has nowhere to go; `serve --tcp` needs none
+        # output has nowhere to go
         print("budgetlens: error: standard output is closed: nothing can be written",
               file=sys.stderr)
         return EXIT_USAGE
@@ -126,6 +126,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout = given
         if argv is None:  # the process's own command line: it ends when this returns
             _before_exit()
+
+
+def _writes_stdout(argv: list[str]) -> bool:
+    """Whether the command line writes to standard output: all do but ``serve`` (stdio is
+    checked by serve itself; ``--tcp`` needs none) and ``schema`` with ``-o/--output``."""
+    command = chosen_subcommand(argv)
+    if command == "serve":
+        return False
+    if command == "schema":
+        rest = argv[argv.index("schema") + 1:]
+        return not any(a in ("-o", "--output") or a.startswith(("--output=", "-o"))
+                       for a in rest)
+    return True
 
 
 def _before_exit() -> None:

@@ -154,6 +154,7 @@ class Session(Generic[R]):
         self._executor = ThreadPoolExecutor(max_workers=1,
                                             thread_name_prefix="budgetlens-analysis")
         self._dirty: set[str] = set()
+        self._closed = False  # shut down: no analysis starts any more
         self._mode: IndexMode | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._last_change = float("-inf")
@@ -287,6 +288,8 @@ class Session(Generic[R]):
 
     def _fire(self) -> None:
         self._timer = None
+        if self._closed:  # shut down in the same turn as the edit: no analysis thread left
+            return
         if self._running is None or self._running.done():
             self._running = asyncio.ensure_future(self._analyze_pending())
 
@@ -300,7 +303,7 @@ class Session(Generic[R]):
         if paused:  # see configure_gc: the collections run between analyses, not in them
             gc.disable()
         try:
-            while self._pending():
+            while self._pending() and not self._closed:
                 after = await self._analyze_next()
                 await self._tidy(after, paused)
         finally:
@@ -376,7 +379,7 @@ class Session(Generic[R]):
             if running is not None and not running.done():
                 await asyncio.shield(running)
                 continue
-            if not self._pending():
+            if not self._pending() or self._closed:
                 return
             self._running = asyncio.ensure_future(self._analyze_pending())
 
@@ -391,6 +394,7 @@ class Session(Generic[R]):
         return await self.run(fn, *args)
 
     def shutdown(self) -> None:
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)

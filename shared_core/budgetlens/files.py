@@ -234,7 +234,9 @@ class OverlayFiles:
 
     The overlay is copied when the object is made (keys normalised to absolute paths), so a
     caller makes a new ``OverlayFiles`` when its buffers change. In-memory texts are
-    fingerprinted by content hash, disk files by the base source.
+    fingerprinted by content hash and by the base source's fingerprint of the same path
+    (saving a buffer changes it: a file that is read from disk whatever the buffer holds, a
+    tokenizer.json, is read again once saved), other files by the base source.
     """
 
     def __init__(self, base: FileSource, overlay: Mapping[Path, str] | Mapping[str, str], *,
@@ -265,7 +267,7 @@ class OverlayFiles:
             return _fingerprint(self.base, path)
         fp = self._hashes.get(key)
         if fp is None:
-            fp = self._hashes[key] = "mem:" + content_hash(text)
+            fp = self._hashes[key] = f"mem:{content_hash(text)}|{_fingerprint(self.base, path)}"
         return fp
 
 
@@ -328,7 +330,9 @@ class RunFiles:
         link, or cannot be ``lstat``'ed, is appended as it is)."""
         folder, name = os.path.split(path)
         if not folder or not name or name in (os.curdir, os.pardir) \
-                or os.path.altsep is not None:
+                or os.path.altsep is not None or os.path.normpath(path) != path \
+                or "\0" in path:
+            # `..` after a link, or a NUL: realpath's own answer (or error)
             return os.path.realpath(path)
         try:
             link = stat.S_ISLNK(os.lstat(path).st_mode)

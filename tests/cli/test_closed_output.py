@@ -5,6 +5,7 @@ errors. Real processes, their standard output a pipe whose reading end is alread
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -159,3 +160,10 @@ def test_serve_over_a_closed_stdio_is_a_usage_error_not_a_crash(workspace: Path,
     assert (proc.returncode, proc.stderr) == (
         2, "budgetlens: error: standard input or output is closed: nothing to serve over"
            " (--tcp PORT serves over TCP)\n")
+
+
+def test_schema_to_a_file_needs_no_standard_output(workspace: Path) -> None:
+    out = workspace / "schema.json"
+    proc = _stdout_closed_from_the_start(["schema", "-o", str(out)], workspace)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert json.loads(out.read_text("utf-8"))["$schema"]

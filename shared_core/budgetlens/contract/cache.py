@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from budgetlens.contract.template import ParsedTemplate, parse_template
 from budgetlens.files import FileSource, RunFiles, SourceError
-from budgetlens.tokens.core import TokenCounter, Tokenizer
+from budgetlens.tokens.core import TokenCounter, Tokenizer, counts_key
 
 T = TypeVar("T")
 
@@ -225,13 +225,16 @@ class BudgetCache:
 
     # -- token counters --------------------------------------------------------------
     def counter(self, tokenizer: Tokenizer) -> TokenCounter:
+        key = counts_key(tokenizer)  # a tokenizer.json's version too: edited, it counts anew
         with self._lock:
-            counter = self._counters.get(tokenizer.name)
-            if counter is None or not counter.counts_for(tokenizer):  # new, or file edited
-                counter = self._counters[tokenizer.name] = TokenCounter(tokenizer)
+            counter = self._counters.get(key)
+            if counter is None:
+                for old in [k for k, c in self._counters.items() if c.name == tokenizer.name]:
+                    del self._counters[old]  # another version of the same file
+                counter = self._counters[key] = TokenCounter(tokenizer)
                 if self._sharing:
                     counter.keep_fresh()
-                counter.learn(self._learned.pop(tokenizer.name, ()))
+                counter.learn(self._learned.pop(key, ()))
             return counter
 
     # -- counts shared between processes (``budgetlens check --jobs``) ------------------
@@ -244,8 +247,9 @@ class BudgetCache:
             counter.keep_fresh()
 
     def fresh_counts(self) -> dict[str, list[tuple[str, int]]]:
-        """The counts made here since the last call, per tokenizer name (``(content hash,
-        count)``; empty unless ``share_counts``): another process's ``learn_counts``."""
+        """The counts made here since the last call, per counter key (``counts_key``: the
+        tokenizer's name, and a tokenizer.json's version; ``(content hash, count)``; empty
+        unless ``share_counts``): another process's ``learn_counts``."""
         with self._lock:
             counters = list(self._counters.items())
         fresh = {name: c.take_fresh() for name, c in counters}
@@ -254,11 +258,11 @@ class BudgetCache:
     def learn_counts(self, counts: Mapping[str, list[tuple[str, int]]]) -> None:
         """Counts another process made (``fresh_counts``): a text among them is not encoded
         here (a tokenizer whose counter is not made yet gets them when it is)."""
-        for name, pairs in counts.items():
+        for key, pairs in counts.items():  # by counts_key: a file's other version is apart
             with self._lock:
-                counter = self._counters.get(name)
+                counter = self._counters.get(key)
                 if counter is None:
-                    self._learned.setdefault(name, []).extend(pairs)
+                    self._learned.setdefault(key, []).extend(pairs)
                     continue
             counter.learn(pairs)
 

@@ -753,9 +753,9 @@ class _Checker:
         #: the system prompt's term of each prompt file counted (per tokenizer)
         self.prompt_terms: dict[tuple[str, str], Term] = {}
         self.approximate = False  # the counts are approximate (the model's family: ≈)
-        #: the tokenizer.json the counts come from: an input of the report (an editor
-        #: checks the pipeline again when it changes)
-        self.tokenizer_file: str | None = None
+        #: the tokenizer.json the counts come from, as named and as resolved: inputs of the
+        #: report (an editor checks the pipeline again when either changes)
+        self.tokenizer_files: set[str] = set()
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
@@ -789,7 +789,17 @@ class _Checker:
             file = tokenizer_file(spec, base_dir=Path(directory) if directory else None)
             if file is not None:  # an input, found or not (created or relinked later counts)
                 self.files.fingerprint(file)
-                self.tokenizer_file = file
+                self.tokenizer_files = {file, self.run_files.realpath(file)}
+                root = self.plan.prompt_root
+                if cfg is not None and spec == cfg.tokenizer and not self.options.tokenizer \
+                        and not self.run_files.is_inside(file, root):
+                    # named by the workspace's own config.json: read inside it only, as a
+                    # prompt file is (an option or editor setting is the user's own choice)
+                    self.add(config.location("tokenizer") if config is not None else head,
+                             Severity.ERROR, codes.TOKENIZER_INVALID,
+                             f"tokenizer file {file} resolves outside the workspace root"
+                             f" {root}; counting with {DEFAULT_TOKENIZER} instead")
+                    return get_tokenizer(DEFAULT_TOKENIZER)
         try:
             tokenizer = self.get_tokenizer(spec, directory)
         except TokenizerError as exc:
@@ -848,8 +858,8 @@ class _Checker:
                 seen.add(key)
                 unique.append(d)
         unique.sort(key=lambda d: (d.file != self.pipe, d.file, d.range.start, d.code))
-        inputs = self.plan.inputs if self.tokenizer_file is None \
-            else self.plan.inputs | {self.tokenizer_file}
+        inputs = self.plan.inputs | self.tokenizer_files if self.tokenizer_files \
+            else self.plan.inputs
         return PipelineReport(diagnostics=unique, inputs=inputs, **kwargs)
 
     # ------------------------------------------------------------------------ one step

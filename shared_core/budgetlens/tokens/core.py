@@ -282,10 +282,10 @@ def _encoding_for_model(model: str) -> str | None:
 #: The tokenizer.json files read, by path: the version read and its tokenizer. A file
 #: changed since (its ``stat`` facts differ) is read again and replaces its entry, so an
 #: editor session sees an edited or replaced file and never keeps more than one version of
-#: it; at most :data:`MAX_HF_LOADED` files are kept (the oldest read goes first).
+#: it; at most :data:`MAX_HF_LOADED` files are kept (the least recently used goes first).
 _HF_LOADED: dict[str, tuple[tuple[int, ...], HuggingFaceTokenizer]] = {}
 _HF_LOCK = threading.Lock()
-MAX_HF_LOADED = 8
+MAX_HF_LOADED = 16
 
 
 def _file_version(path: str) -> tuple[int, ...] | None:
@@ -304,8 +304,9 @@ def _load_hf(path: str, version: tuple[int, ...]) -> HuggingFaceTokenizer:
     """The tokenizer of ``path`` as it is at ``version``: the one read before when the file
     has not changed since, else read now."""
     with _HF_LOCK:
-        kept = _HF_LOADED.get(path)
+        kept = _HF_LOADED.pop(path, None)
         if kept is not None and kept[0] == version:
+            _HF_LOADED[path] = kept  # the most recently used last
             return kept[1]
     tokenizer = _read_hf(path, version)
     with _HF_LOCK:
@@ -486,6 +487,15 @@ def get_tokenizer(spec: TokenizerLike | None = None, *,
     return _load_hf(name, version)
 
 
+def counts_key(tokenizer: Tokenizer) -> str:
+    """What counts made with ``tokenizer`` are kept under: its name, and for a tokenizer.json
+    the version of the file read (an edited file is another key, so no count made with the
+    old one is taken for the new, in this process or from another)."""
+    version = getattr(tokenizer, "version", None)
+    return tokenizer.name if not version else \
+        f"{tokenizer.name}\0{'.'.join(map(str, version))}"
+
+
 class TokenCounter:
     """Counts tokens with one tokenizer, caching each count by the text's content hash.
 
@@ -503,13 +513,6 @@ class TokenCounter:
         #: the counts this counter made itself since ``take_fresh`` (None: not kept); a
         #: caller checking in several processes hands them to the others (``learn``)
         self._fresh: list[tuple[str, int]] | None = None
-
-    def counts_for(self, tokenizer: Tokenizer) -> bool:
-        """Whether this counter's counts are ``tokenizer``'s: the same name and, for a
-        tokenizer.json, the same version of the file (an edited file counts anew)."""
-        mine = self.tokenizer
-        return mine.name == tokenizer.name and (
-            getattr(mine, "version", None) == getattr(tokenizer, "version", None))
 
     def keep_fresh(self) -> None:
         """From now on keep the counts made here for ``take_fresh``."""
@@ -539,12 +542,8 @@ class TokenCounter:
 
     @property
     def key(self) -> str:
-        """What a cache of counts made by this counter is keyed by: the tokenizer's name,
-        and for a tokenizer.json the version of the file read (an edited file is another
-        key, so no count made with the old one is taken for the new)."""
-        version = getattr(self.tokenizer, "version", None)
-        return self.tokenizer.name if not version else \
-            f"{self.tokenizer.name}\0{'.'.join(map(str, version))}"
+        """What a cache of counts made by this counter is keyed by: ``counts_key``."""
+        return counts_key(self.tokenizer)
 
     def count(self, text: str) -> int:
         if not text:

@@ -105,3 +105,39 @@ def test_at_most_a_few_files_are_kept(tmp_path: Path) -> None:
         get_tokenizer(str(path))
     assert len(core._HF_LOADED) <= core.MAX_HF_LOADED
     assert str(tmp_path / f"t{core.MAX_HF_LOADED + 2}.json") in core._HF_LOADED
+
+
+def test_counts_shared_between_processes_stay_with_their_version(tmp_path: Path) -> None:
+    """``check --jobs``: a worker that counted with the old file hands its counts on; a
+    worker counting with the new file does not take them (before or after its counter is
+    made)."""
+    path = tmp_path / "tokenizer.json"
+    _save(path, per_character=False)
+    old_worker = BudgetCache()
+    old_worker.share_counts()
+    assert old_worker.counter(get_tokenizer(str(path))).count(TEXT) == 3
+    shared = old_worker.fresh_counts()
+    assert shared
+
+    _replace(path, per_character=True)
+    made_first = BudgetCache()
+    counter = made_first.counter(get_tokenizer(str(path)))
+    made_first.learn_counts(shared)
+    assert counter.count(TEXT) == 16
+    learned_first = BudgetCache()
+    learned_first.learn_counts(shared)
+    assert learned_first.counter(get_tokenizer(str(path))).count(TEXT) == 16
+
+
+def test_a_used_file_stays_loaded(tmp_path: Path, reads: list[str]) -> None:
+    """The least recently used file goes first: one in use is not read again while others
+    come and go."""
+    kept = tmp_path / "kept.json"
+    _save(kept, per_character=False)
+    get_tokenizer(str(kept))
+    for i in range(core.MAX_HF_LOADED * 2):
+        other = tmp_path / f"t{i}.json"
+        _save(other, per_character=False)
+        get_tokenizer(str(other))
+        get_tokenizer(str(kept))
+    assert reads.count(str(kept)) == 1
