@@ -1286,12 +1286,11 @@ def close(result: Scan) -> str:
         if suffix == '"' and result.closed_text is not None:
             return result.closed_text  # made when the cut string was read
         return "".join((text, suffix, closers(frames)))  # one copy of a long text
-    if result.start == 0:
-        # one copy of a long text (a slice and ``+=`` copy it twice when the slice cannot
-        # grow in place, an f-string joins a copy): the precision keeps ``keep`` code points
-        return "{:.{}}{}".format(text, keep, suffix + closers(frames))
+    # one copy of its exact size: the slice grows in place (it is the only reference); a
+    # string built with room to spare (``str.format``, ``%``: a quarter more, shrunk at the
+    # end) asks for more memory than the largest copy freed before, and gets fresh pages
     closed = text[result.start:keep]
-    closed += suffix + closers(frames)  # in place: this is the only reference
+    closed += suffix + closers(frames)
     return closed
 
 
