@@ -772,11 +772,27 @@ class Scan:
     closed_text: str | None = None       # the text, a quote and the closers, when made already
 
 
+_FOUND_LINES = 16  # line breaks looked for one by one before the rest are counted
+
+
 def position_at(text: str, offset: int) -> Position:
     """The 0-based line and code-point character of ``offset`` (``LineIndex`` semantics)."""
     offset = max(0, min(offset, len(text)))
-    line = text.count("\n", 0, offset)
-    return Position(line, offset - (text.rfind("\n", 0, offset) + 1))
+    return Position(count_lines(text, offset), offset - (text.rfind("\n", 0, offset) + 1))
+
+
+def count_lines(text: str, end: int) -> int:
+    """``text.count("\\n", 0, end)``: the first line breaks are found one by one (``str.find``
+    skips a long line at ``memchr`` speed, where ``str.count`` compares every character), the
+    rest, when there are many (short lines), counted."""
+    at = text.find("\n", 0, end)
+    lines = 0
+    while at >= 0:
+        lines += 1
+        if lines == _FOUND_LINES:
+            return lines + text.count("\n", at + 1, end)
+        at = text.find("\n", at + 1, end)
+    return lines
 
 
 def try_complete(text: str, start: int) -> Child | None:
