@@ -482,7 +482,9 @@ def record_tail(text: str, run: Child,
     return start, k, total, head_end, records
 
 
-_PLAIN_MEMBER = r'"[^"\\]*": (?:"[^"\\]*"|[^ ,:\[\]{}"]+)'
+# (the run is checked to hold no backslash first: a one-character class is scanned several
+# times faster than ``[^"\\]``, see JSON_STRING)
+_PLAIN_MEMBER = r'"[^"]*": (?:"[^"]*"|[^ ,:\[\]{}"]+)'
 _PLAIN_RECORD = r"\{" + _PLAIN_MEMBER + r"(?:, " + _PLAIN_MEMBER + r")*\}"
 # records written as json.dumps writes them on one line: ", " and ": ", no other whitespace,
 # no escapes, no nested container, no empty record
@@ -501,7 +503,8 @@ def compact_record_tail(text: str, run: Child, items: list[Any],
     its length less its keys (their decoded length: they hold no escape) and 6 characters per
     member (quotes, ": ", ", ", and the braces counted as one comma too many)."""
     start, end, n = run.start, run.end, run.size
-    if len(items) < n or _COMPACT_RECORDS.fullmatch(text, start, end) is None:
+    if len(items) < n or text.find("\\", start, end) >= 0 \
+            or _COMPACT_RECORDS.fullmatch(text, start, end) is None:
         return None
     if len(items) > n:
         items = items[:n]
