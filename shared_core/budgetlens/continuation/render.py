@@ -720,7 +720,8 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
             ci += 1
             continue
         if decision == _FULL and child.start in layout.verbatim:
-            lines.append(prefix + text[child.start:child.end] + ",")  # laid out as printed
+            # laid out as printed (joined: ``+`` after ``+`` copies the value once more each)
+            lines.append("".join((prefix, text[child.start:child.end], ",")))
             ci += 1
             continue
         if decision == _FULL and child.kind != OBJECT and child.kind != ARRAY:
