@@ -720,7 +720,8 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
             ci += 1
             continue
         if decision == _FULL and child.start in layout.verbatim:
-            lines.append(prefix + text[child.start:child.end] + ",")  # laid out as printed
+            # laid out as printed (joined: ``+`` after ``+`` copies the value once more each)
+            lines.append("".join((prefix, text[child.start:child.end], ",")))
             ci += 1
             continue
         if decision == _FULL and child.kind != OBJECT and child.kind != ARRAY:
@@ -758,10 +759,12 @@ def _full_run_lines(text: str, layout: _Layout, run: Child, pad: str, depth: int
 def _compact_records(text: str, run: Child, pad: str, inner: str) -> str:
     """The lines of a RUN of records taken by ``compact_record_tail`` (no string holds ", "),
     a member per line, as ``_side_branch_lines`` prints records from their members."""
-    span = text[run.start:run.end].replace("}, {", "\x00")  # (no JSON text holds U+0000)
-    span = span.replace(", ", ",\n" + inner).replace("\x00", "\n" + pad + "},\n" + pad + "{\n"
-                                                      + inner)
-    return pad + "{\n" + inner + span[1:-1] + "\n" + pad + "},"
+    # four copies of the run: its records less their outer braces, each ", " broken (that of
+    # "}, {" too: no string holds ", ", and no raw line break, so "}" ",\n" inner "{" stands
+    # only where "}, {" did), the record breaks, the lines joined
+    span = text[run.start + 1:run.end - 1].replace(", ", ",\n" + inner)
+    span = span.replace("},\n" + inner + "{", "\n" + pad + "},\n" + pad + "{\n" + inner)
+    return "".join((pad, "{\n", inner, span, "\n", pad, "},"))
 
 
 def _render_child(text: str, child: Child, decision: int, depth: int) -> list[str]:
