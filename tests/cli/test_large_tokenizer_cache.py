@@ -12,20 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from budgetlens.files import MAX_FILE_BYTES
+from tests.tokenizer_files import tokenizer_json
 
-tokenizers = pytest.importorskip("tokenizers")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def _tokenizer_text(per_character: bool) -> str:
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
-    tok.pre_tokenizer = (
-        tokenizers.pre_tokenizers.Split(tokenizers.Regex("[\\s\\S]"), behavior="isolated")
-        if per_character else tokenizers.pre_tokenizers.WhitespaceSplit())
-    return str(tok.to_str())
 
 
 def _padded(text: str, size: int) -> str:
@@ -50,7 +40,7 @@ def test_a_large_tokenizer_replaced_by_one_of_the_same_size_counts_anew(
     (ws / "config.json").write_text(json.dumps(config), "utf-8")
     (ws / "prompts/chat.txt").write_text("alpha beta gamma", "utf-8")
     size = MAX_FILE_BYTES + 4096
-    words, characters = (_padded(_tokenizer_text(c), size) for c in (False, True))
+    words, characters = (_padded(tokenizer_json(per_character=c), size) for c in (False, True))
     assert len(words.encode()) == len(characters.encode()) == size
     (ws / "tokenizer.json").write_text(words, "utf-8")
     cache = tmp_path / "cache"

@@ -7,23 +7,15 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from lsprotocol import types
+
+from tests.tokenizer_files import save_tokenizer
 
 from .harness import Editor, codes_of, running_server
 
-tokenizers = pytest.importorskip("tokenizers")
-
 
 def _save(path: Path, *, per_character: bool) -> None:
-    """A tiny Hugging Face tokenizer: one token per word, or one per character."""
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
-    tok.pre_tokenizer = (
-        tokenizers.pre_tokenizers.Split(tokenizers.Regex("[\\s\\S]"), behavior="isolated")
-        if per_character else tokenizers.pre_tokenizers.WhitespaceSplit())
-    new = path.with_name("new-tokenizer.json")
-    tok.save(str(new))
-    os.replace(new, path)
+    save_tokenizer(path, per_character=per_character)
 
 
 async def _report(ed: Editor, rel: str) -> str:

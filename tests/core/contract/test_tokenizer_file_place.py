@@ -14,18 +14,14 @@ import pytest
 
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.model import CheckOptions
+from tests.tokenizer_files import save_tokenizer
 
-tokenizers = pytest.importorskip("tokenizers")
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def _save(path: Path) -> None:
-    """A tiny Hugging Face tokenizer: one token per character ("alpha beta gamma": 16; 3 in
-    cl100k_base)."""
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.Split(tokenizers.Regex("[\\s\\S]"),
-                                                        behavior="isolated")
-    tok.save(str(path))
+    """One token per character ("alpha beta gamma": 16; 3 in cl100k_base)."""
+    save_tokenizer(path, per_character=True)
 
 
 @pytest.fixture

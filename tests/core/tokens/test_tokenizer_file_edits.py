@@ -5,7 +5,6 @@ character."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,11 @@ import pytest
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.tokens import core
 from budgetlens.tokens.core import HuggingFaceTokenizer, get_tokenizer
-
-tokenizers = pytest.importorskip("tokenizers")
-
-TEXT = "alpha beta gamma"  # 3 words, 16 characters
+from tests.tokenizer_files import TEXT, save_tokenizer
 
 
 def _save(path: Path, *, per_character: bool) -> None:
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
-    tok.pre_tokenizer = (
-        tokenizers.pre_tokenizers.Split(tokenizers.Regex("[\\s\\S]"), behavior="isolated")
-        if per_character else tokenizers.pre_tokenizers.WhitespaceSplit())
-    tok.save(str(path))
+    save_tokenizer(path, per_character=per_character, in_place=True)
 
 
 @pytest.fixture
@@ -42,11 +34,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _replace(path: Path, *, per_character: bool) -> None:
-    """Write the other tokenizer to a new file and rename it over ``path`` (as a download
-    or a checkout does): a new inode, whatever the clock's resolution."""
-    new = path.with_name("new.json")
-    _save(new, per_character=per_character)
-    os.replace(new, path)
+    save_tokenizer(path, per_character=per_character)
 
 
 def test_an_unchanged_file_is_read_once(tmp_path: Path, reads: list[str]) -> None:
