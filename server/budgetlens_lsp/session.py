@@ -281,7 +281,6 @@ class Session(Generic[R]):
             now - self._last_change >= delay
         self._last_change = now
         if idle:  # the analysis task starts on the loop's next turn
-            self._timer = None
             self._fire()
         else:
             self._timer = loop.call_later(delay, self._fire)

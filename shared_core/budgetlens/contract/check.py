@@ -791,12 +791,12 @@ class _Checker:
                 self.files.fingerprint(file)
                 self.tokenizer_files = {file, self.run_files.realpath(file)}
                 root = self.plan.prompt_root
-                if cfg is not None and spec == cfg.tokenizer and not self.options.tokenizer \
+                if config is not None and cfg is not None and spec == cfg.tokenizer \
+                        and not self.options.tokenizer \
                         and not self.run_files.is_inside(file, root):
                     # named by the workspace's own config.json: read inside it only, as a
                     # prompt file is (an option or editor setting is the user's own choice)
-                    self.add(config.location("tokenizer") if config is not None else head,
-                             Severity.ERROR, codes.TOKENIZER_INVALID,
+                    self.add(config.location("tokenizer"), Severity.ERROR, codes.TOKENIZER_INVALID,
                              f"tokenizer file {file} resolves outside the workspace root"
                              f" {root}; counting with {DEFAULT_TOKENIZER} instead")
                     return get_tokenizer(DEFAULT_TOKENIZER)

@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
-from budgetlens.files import content_hash
+from budgetlens.files import content_hash, stat_fingerprint
 from budgetlens.tokens.counts import (
     CountStore,
     store_for,
@@ -128,9 +128,9 @@ class TiktokenTokenizer:
 class HuggingFaceTokenizer:
     name: str
     _tokenizer: object  # tokenizers.Tokenizer
-    #: the file's ``stat`` facts when it was read (modified time, size, inode, change time):
-    #: counts made with one version are not counts of another (``TokenCounter.counts_for``)
-    version: tuple[int, ...] = ()
+    #: the file's ``stat`` fingerprint when it was read (``files.stat_fingerprint``): counts
+    #: made with one version are not counts of another (``counts_key``)
+    version: str = ""
 
     def encode(self, text: str) -> list[int]:
         enc = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
@@ -283,24 +283,22 @@ def _encoding_for_model(model: str) -> str | None:
 #: changed since (its ``stat`` facts differ) is read again and replaces its entry, so an
 #: editor session sees an edited or replaced file and never keeps more than one version of
 #: it; at most :data:`MAX_HF_LOADED` files are kept (the least recently used goes first).
-_HF_LOADED: dict[str, tuple[tuple[int, ...], HuggingFaceTokenizer]] = {}
+_HF_LOADED: dict[str, tuple[str, HuggingFaceTokenizer]] = {}
 _HF_LOCK = threading.Lock()
 MAX_HF_LOADED = 16
 
 
-def _file_version(path: str) -> tuple[int, ...] | None:
-    """The ``stat`` facts of a regular file that tell one version of it from another; None
-    when there is no such file."""
+def _file_version(path: str) -> str | None:
+    """The ``stat`` fingerprint of a regular file (``files.stat_fingerprint``: one version of
+    it from another); None when there is no such file."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+    return stat_fingerprint(st) if stat.S_ISREG(st.st_mode) else None
 
 
-def _load_hf(path: str, version: tuple[int, ...]) -> HuggingFaceTokenizer:
+def _load_hf(path: str, version: str) -> HuggingFaceTokenizer:
     """The tokenizer of ``path`` as it is at ``version``: the one read before when the file
     has not changed since, else read now."""
     with _HF_LOCK:
@@ -317,7 +315,7 @@ def _load_hf(path: str, version: tuple[int, ...]) -> HuggingFaceTokenizer:
     return tokenizer
 
 
-def _read_hf(path: str, version: tuple[int, ...]) -> HuggingFaceTokenizer:
+def _read_hf(path: str, version: str) -> HuggingFaceTokenizer:
     try:  # lazy: an optional extra, imported only when a tokenizer.json is asked for
         from tokenizers import Tokenizer as HFTokenizer
     except ImportError as exc:
@@ -492,8 +490,7 @@ def counts_key(tokenizer: Tokenizer) -> str:
     the version of the file read (an edited file is another key, so no count made with the
     old one is taken for the new, in this process or from another)."""
     version = getattr(tokenizer, "version", None)
-    return tokenizer.name if not version else \
-        f"{tokenizer.name}\0{'.'.join(map(str, version))}"
+    return f"{tokenizer.name}\0{version}" if version else tokenizer.name
 
 
 class TokenCounter:

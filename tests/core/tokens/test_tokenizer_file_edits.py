@@ -25,7 +25,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = core._read_hf
 
-    def counting(path: str, version: tuple[int, ...]) -> HuggingFaceTokenizer:
+    def counting(path: str, version: str) -> HuggingFaceTokenizer:
         seen.append(path)
         return real(path, version)
 
