@@ -561,3 +561,28 @@ def test_a_symbolic_link_loop_in_the_workspace_still_replays(
     assert len(_answers()) == 1
     checked.clear()
     assert _run(capsys, "check", "ws") == first and checked == []
+
+
+def test_a_prompt_link_relinked_from_outside_to_inside_is_checked_again(
+        small: Path, not_racy: None, checked: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The case the test above leaves out, fixed after stop 23: a prompt outside the
+    workspace is not read, but it is an input of the cached result all the same, so
+    relinked into the workspace (to the same bytes) the stale BL041 goes."""
+    text = (small / "prompts" / "shared.txt").read_bytes()
+    inside, outside = small / "kept" / "shared.txt", small.parent / "outside" / "shared.txt"
+    for copy in (inside, outside):
+        copy.parent.mkdir()
+        copy.write_bytes(text)
+    link = small / "prompts" / "shared.txt"
+    link.unlink()
+    os.symlink(outside.resolve(), link)
+    before = _run(capsys, "check", "ws")
+    assert "BL041" in before[1]
+    link.unlink()
+    os.symlink(inside.resolve(), link)
+    checked.clear()
+    after = _run(capsys, "check", "ws")
+    assert checked == ["b.yaml", "c.yaml"]
+    assert "BL041" not in after[1]
+    assert after == _run(capsys, "check", "ws", "--no-cache")

@@ -923,9 +923,12 @@ class _Checker:
         name, root = sp.at.name, self.plan.prompt_root
         result = self.prompts.get((path, counter.key))
         if result is None:
-            result = self.prompts[(path, counter.key)] = (
-                self.cache.prompt_tokens(path, self.files, counter)
-                if self.run_files.is_inside(path, root) else _OUTSIDE)
+            if self.run_files.is_inside(path, root):
+                result = self.cache.prompt_tokens(path, self.files, counter)
+            else:  # not read, but an input still: relinked into the workspace, it counts
+                self.files.fingerprint(path)
+                result = _OUTSIDE
+            self.prompts[(path, counter.key)] = result
         if isinstance(result, _Outside):
             self.add(key_loc, Severity.ERROR, codes.PROMPT_UNREADABLE,
                      f"prompt file {path} of step {name!r} resolves outside the workspace"
