@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens import __version__
-from budgetlens.files import MAX_FILE_BYTES, DiskFiles, read_capped, stat_fingerprint
+from budgetlens.files import (
+    MAX_FILE_BYTES,
+    OUTSIDE_FINGERPRINT,
+    DiskFiles,
+    read_capped,
+    stat_fingerprint,
+)
 
 MAGIC = b"budgetlens-check-cache\n"
 GITIGNORE = "# Created by budgetlens automatically.\n*\n"
@@ -302,9 +308,13 @@ def entry_fingerprints(deps: Mapping[str, str],
                        hashes: ContentHashes) -> dict[str, tuple[str, str]] | None:
     """``path -> (stat fingerprint, content fingerprint)`` of the inputs ``deps`` (path ->
     the stat fingerprint the check read it at); None when one of them changed since the
-    check read it or cannot be read (the pipeline stays out of the cache)."""
+    check read it or cannot be read, or the check left it unread because it resolves
+    outside the workspace (``OUTSIDE_FINGERPRINT``: nothing there is read, not even to hash
+    it): the pipeline stays out of the cache."""
     fps: dict[str, tuple[str, str]] = {}
     for path, seen in deps.items():
+        if seen == OUTSIDE_FINGERPRINT:
+            return None
         fp = hashes.at(path, seen)
         if fp == UNCACHEABLE:
             return None

@@ -29,6 +29,11 @@ def content_hash(text: str) -> str:
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 MISSING_FINGERPRINT = "missing"
+#: What a check records for an input it does not read because it resolves outside the
+#: workspace (a prompt file: BL041): no fingerprint of a file is ever this, so a result that
+#: depends on one is never taken from a cache (relinked into the workspace, the file is
+#: counted; nothing outside is read, not even to hash it).
+OUTSIDE_FINGERPRINT = "outside-unread"
 
 
 class SourceReason(str, Enum):

@@ -564,11 +564,11 @@ def test_a_symbolic_link_loop_in_the_workspace_still_replays(
 
 
 def test_a_prompt_link_relinked_from_outside_to_inside_is_checked_again(
-        small: Path, not_racy: None, checked: list[str],
-        capsys: pytest.CaptureFixture[str]) -> None:
+        small: Path, not_racy: None, checked: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The case the test above leaves out, fixed after stop 23: a prompt outside the
-    workspace is not read, but it is an input of the cached result all the same, so
-    relinked into the workspace (to the same bytes) the stale BL041 goes."""
+    workspace is not read, not even to hash it, so a result that depends on one is not
+    cached; relinked into the workspace (to the same bytes), the stale BL041 is gone."""
     text = (small / "prompts" / "shared.txt").read_bytes()
     inside, outside = small / "kept" / "shared.txt", small.parent / "outside" / "shared.txt"
     for copy in (inside, outside):
@@ -577,8 +577,20 @@ def test_a_prompt_link_relinked_from_outside_to_inside_is_checked_again(
     link = small / "prompts" / "shared.txt"
     link.unlink()
     os.symlink(outside.resolve(), link)
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def spying(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, (str, Path)):
+            opened.append(os.path.realpath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", spying)
     before = _run(capsys, "check", "ws")
     assert "BL041" in before[1]
+    assert _run(capsys, "check", "ws") == before  # not from the cache: checked again
+    assert checked.count("b.yaml") == 2
+    assert opened and str(outside.resolve()) not in opened  # not even hashed
     link.unlink()
     os.symlink(inside.resolve(), link)
     checked.clear()

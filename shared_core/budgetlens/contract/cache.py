@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from budgetlens.contract.template import ParsedTemplate, parse_template
-from budgetlens.files import FileSource, RunFiles, SourceError
+from budgetlens.files import OUTSIDE_FINGERPRINT, FileSource, RunFiles, SourceError
 from budgetlens.tokens.core import TokenCounter, Tokenizer, counts_key
 
 T = TypeVar("T")
@@ -48,6 +48,11 @@ class RecordingFiles:
     def read_text(self, path: Path) -> str:
         self.fingerprint(path)
         return self.base.read_text(path)
+
+    def outside(self, path: Path | str) -> None:
+        """Record ``path`` as an input that is not read: it resolves outside the workspace
+        (``OUTSIDE_FINGERPRINT``, which no file's fingerprint matches)."""
+        self.seen[str(path)] = OUTSIDE_FINGERPRINT
 
     def fingerprint(self, path: Path | str) -> str:
         """The base source's fingerprint of ``path`` (a ``str`` is taken as well as a

@@ -926,7 +926,7 @@ class _Checker:
             if self.run_files.is_inside(path, root):
                 result = self.cache.prompt_tokens(path, self.files, counter)
             else:  # not read, but an input still: relinked into the workspace, it counts
-                self.files.fingerprint(path)
+                self.files.outside(path)
                 result = _OUTSIDE
             self.prompts[(path, counter.key)] = result
         if isinstance(result, _Outside):

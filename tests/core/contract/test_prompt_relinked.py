@@ -94,3 +94,19 @@ def test_the_outside_prompt_is_never_opened(tmp_path: Path,
     report = check_pipeline(pipeline, files=DiskFiles(), cache=BudgetCache())
     assert "BL041" in codes_of(report)
     assert str(outside.resolve()) not in opened
+
+
+def test_a_report_with_an_outside_prompt_is_not_taken_from_the_cache(tmp_path: Path) -> None:
+    """Its verdict rests on where a link points, which no fingerprint of a read file
+    covers; the report is made again each time (cheap: it is an error to fix anyway)."""
+    pipeline, link, outside, _ = _workspace(tmp_path)
+    os.symlink(outside, link)
+    cache = BudgetCache()
+    for _ in range(3):
+        assert "BL041" in codes_of(check_pipeline(pipeline, files=DiskFiles(), cache=cache))
+    assert cache.hits == 0
+    link.unlink()
+    os.symlink(pipeline.parent.parent / "kept" / "sys.txt", link)
+    for _ in range(2):
+        assert "BL041" not in codes_of(check_pipeline(pipeline, files=DiskFiles(), cache=cache))
+    assert cache.hits == 1  # inside, the report is cached again
