@@ -13,7 +13,7 @@ and holds, each bounded:
 - parsed files (pipelines, configs, prompt token counts): only the newest version per
   (kind, path), so an edited buffer never piles up one parsed copy per keystroke;
 - parsed templates by their text, and one token counter per tokenizer, whose counts are keyed
-  by content hash.
+  by a hash of the text (``TokenCounter``).
 
 Disk files are fingerprinted by mtime/size, in-memory buffers by content hash (see
 ``budgetlens.files``). Safe to share between threads.
@@ -253,7 +253,7 @@ class BudgetCache:
 
     def fresh_counts(self) -> dict[str, list[tuple[str, int]]]:
         """The counts made here since the last call, per counter key (``counts_key``: the
-        tokenizer's name, and a tokenizer.json's version; ``(content hash, count)``; empty
+        tokenizer's name, and a tokenizer.json's version; ``(text key, count)``; empty
         unless ``share_counts``): another process's ``learn_counts``."""
         with self._lock:
             counters = list(self._counters.items())
