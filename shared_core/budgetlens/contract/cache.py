@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from budgetlens.contract.template import ParsedTemplate, parse_template
-from budgetlens.files import OUTSIDE_FINGERPRINT, FileSource, RunFiles, SourceError
+from budgetlens.files import (
+    OUTSIDE_FINGERPRINT,
+    FileSource,
+    RunFiles,
+    SourceError,
+    read_text_utf8,
+)
 from budgetlens.tokens.core import TokenCounter, Tokenizer, counts_key
 
 T = TypeVar("T")
@@ -48,6 +54,11 @@ class RecordingFiles:
     def read_text(self, path: Path) -> str:
         self.fingerprint(path)
         return self.base.read_text(path)
+
+    def read_text_utf8(self, path: Path) -> tuple[str, bytes | None]:
+        """``read_text(path)`` with the base source's UTF-8 bytes (``files.read_text_utf8``)."""
+        self.fingerprint(path)
+        return read_text_utf8(self.base, path)
 
     def outside(self, path: Path | str) -> None:
         """Record ``path`` as an input that is not read: it resolves outside the workspace
@@ -212,7 +223,8 @@ class BudgetCache:
         """Token count of a prompt file (or why it cannot be read), cached by fingerprint."""
         def load() -> int | SourceError:
             try:
-                return counter.count(files.read_text(Path(path)))
+                text, utf8 = read_text_utf8(files, Path(path))
+                return counter.count(text, utf8=utf8)
             except SourceError as exc:
                 return exc
         return self.parsed(f"tokens:{counter.key}", path, files, load)

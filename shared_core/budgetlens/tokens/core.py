@@ -35,12 +35,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
-from budgetlens.files import content_hash, stat_fingerprint
+from budgetlens.files import content_hash, stat_fingerprint, utf8_hash
 from budgetlens.tokens.counts import (
     CountStore,
     store_for,
     text_digest,
     user_cache_dir,
+    utf8_digest,
     write_atomic,
 )
 from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
@@ -577,14 +578,17 @@ class TokenCounter:
         """What a cache of counts made by this counter is keyed by: ``counts_key``."""
         return counts_key(self.tokenizer)
 
-    def count(self, text: str) -> int:
+    def count(self, text: str, *, utf8: bytes | None = None) -> int:
+        """The tokens of ``text``. ``utf8``: its UTF-8 bytes (``text.encode("utf-8",
+        "surrogatepass")``) when the caller has them, a file's (``files.read_text_utf8``):
+        the key is hashed from them, the text not encoded to hash it."""
         if not text:
             return 0
         keeper = self._digests
         if keeper is None:
-            key = content_hash(text)
+            key = content_hash(text) if utf8 is None else utf8_hash(utf8)
         else:
-            digest = text_digest(text)
+            digest = text_digest(text) if utf8 is None else utf8_digest(utf8)
             key = digest.hex()
         cached = self._cache.get(key)
         if cached is not None:
