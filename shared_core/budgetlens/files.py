@@ -231,14 +231,22 @@ class DiskFiles:
         """The raw bytes of ``path`` after the checks of ``read_text`` (not decoded)."""
         return self.read_stat(path)[0]
 
-    def read_stat(self, path: Path) -> tuple[bytes, os.stat_result]:
-        """``read_bytes(path)`` and the ``stat`` taken just before the file was opened."""
+    def read_stat(self, path: Path, taken: os.stat_result | None = None, *,
+                  after: bool = False,
+                  ) -> tuple[bytes, os.stat_result, os.stat_result | None]:
+        """``read_bytes(path)``, the ``stat`` taken just before the file was opened and, with
+        ``after``, the ``fstat`` of the open file once it was read (None without): a file
+        written to while it was read has another ``stat_fingerprint`` by then.
+
+        ``taken``: a ``stat`` of ``path`` the caller took just before (``HashingFiles``: the
+        one of its fingerprint), checked and returned instead of a second one. A file that
+        cannot be opened then is read anew from a fresh ``stat``, which tells the error."""
         problem = path_problem(path)
         if problem is not None:
             raise BadPath(path, f"{str(path)!r}: {problem}")
         if self.root is not None and not is_inside(path, self.root):
             raise OutsideRoot(path, f"{path}: resolves outside the workspace root {self.root}")
-        st = _stat(path)
+        st = _stat(path) if taken is None else taken
         if stat.S_ISDIR(st.st_mode):
             raise NotAFile(path, f"{path}: is a directory, expected a file")
         if not stat.S_ISREG(st.st_mode):
@@ -249,12 +257,15 @@ class DiskFiles:
         try:
             with open(path, "rb", buffering=0) as fh:  # unbuffered: see read_capped
                 data = read_capped(fh, st.st_size, self.max_bytes)
+                once_read = os.fstat(fh.fileno()) if after else None
         except OSError as exc:
+            if taken is not None:
+                return self.read_stat(path, after=after)
             raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
         if len(data) > self.max_bytes:
             raise FileTooLarge(path, f"{path}: above the {self.max_bytes} byte cap"
                                      " for a text input")
-        return data, st
+        return data, st, once_read
 
     def fingerprint(self, path: Path | str) -> str:
         try:
