@@ -24,6 +24,7 @@ from typing import Any
 from budgetlens import __version__
 from budgetlens.files import (
     MAX_FILE_BYTES,
+    MISSING_FINGERPRINT,
     OUTSIDE_FINGERPRINT,
     DiskFiles,
     read_capped,
@@ -229,17 +230,36 @@ class HashingFiles(DiskFiles):
     """The files on disk, each file's bytes hashed as the check reads them (into
     ``hashes``), so the result cache need not read them again to key an entry. Bytes are
     kept only when the file's stat fingerprint is the same before and after the read (a file
-    saved meanwhile is hashed again, or found unreadable, by ``ContentHashes.at``)."""
+    saved meanwhile is hashed again, or found unreadable, by ``ContentHashes.at``).
+
+    One ``stat`` and one ``fstat`` a read: the check fingerprints a file just before it reads
+    it (``RecordingFiles``), and that ``stat`` (kept until the next fingerprint, of any
+    path) is the one the read checks the file by and its bytes are recorded at; after the
+    read, the open file's own ``fstat`` (the same facts as a ``stat`` of its path: the same
+    file, its inode in the fingerprint) tells whether it changed since."""
 
     def __init__(self, hashes: ContentHashes) -> None:
         super().__init__()
         self.hashes = hashes
+        self._taken: tuple[str, os.stat_result] | None = None  # the last fingerprint's stat
+
+    def fingerprint(self, path: Path | str) -> str:
+        self._taken = None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return MISSING_FINGERPRINT
+        self._taken = (str(path), st)
+        return stat_fingerprint(st)
 
     def read_bytes(self, path: Path) -> bytes:
-        data, st = self.read_stat(path)
+        taken, self._taken = self._taken, None
+        key = str(path)
+        data, st, once_read = self.read_stat(
+            path, taken[1] if taken is not None and taken[0] == key else None, after=True)
         before = stat_fingerprint(st)  # taken before the file was opened
-        if self.fingerprint(path) == before:
-            self.hashes.record(str(path), before, data)
+        if once_read is not None and stat_fingerprint(once_read) == before:
+            self.hashes.record(key, before, data)
         return data
 
 

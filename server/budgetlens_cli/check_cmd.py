@@ -332,7 +332,7 @@ class RunStats:
 
 LAST_RUN: RunStats | None = None
 #: Token counts passed between the processes of a parallel run: tokenizer name ->
-#: ``(content hash, count)`` (``BudgetCache.fresh_counts``).
+#: ``(text key, count)`` (``BudgetCache.fresh_counts``, ``TokenCounter.take_fresh``).
 SharedCounts = dict[str, list[tuple[str, int]]]
 #: A pipeline checked: its result, whether the core recorded its inputs, and their
 #: fingerprints for the result cache (None: without the cache, or one changed while read).

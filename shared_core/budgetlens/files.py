@@ -9,6 +9,7 @@ size cap, a path with a NUL byte and a path that leaves the workspace each raise
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import stat
@@ -22,7 +23,12 @@ T = TypeVar("T")
 
 def content_hash(text: str) -> str:
     """A stable hash of a text, the key of every token-count cache and in-memory fingerprint."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return utf8_hash(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_hash(data: bytes) -> str:
+    """``content_hash`` of the text whose UTF-8 bytes are ``data`` (not encoded again)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 #: Files above this size are refused, not read: a prompt of 8 MiB is ~2 million tokens,
 #: more than any model's context window, so counting it exactly would tell nothing new.
@@ -95,7 +101,11 @@ def path_problem(path: Path | str) -> str | None:
 
 
 class FileSource(Protocol):
-    """Text and fingerprints of files, as the core needs them."""
+    """Text and fingerprints of files, as the core needs them.
+
+    A source may also have ``read_text_utf8(path) -> (text, UTF-8 bytes or None)`` (the
+    sources of this module do): see :func:`read_text_utf8`.
+    """
 
     def read_text(self, path: Path) -> str:
         """The UTF-8 text of ``path``; raises a ``SourceError`` subclass if it has none."""
@@ -115,6 +125,18 @@ def decode_text(data: bytes, path: Path | str) -> str:
     except UnicodeDecodeError as exc:
         raise NotText(path, f"{path}: not UTF-8 text (invalid byte 0x{data[exc.start]:02x}"
                             f" at offset {exc.start})") from None
+
+
+def read_text_utf8(files: FileSource, path: Path) -> tuple[str, bytes | None]:
+    """``files.read_text(path)`` and, when the source has them at hand (a file read from
+    disk), the UTF-8 bytes of that text (``text.encode("utf-8")``, without encoding it: the
+    file's bytes less a leading BOM); None when it has not (an editor buffer, a source
+    without ``read_text_utf8``)."""
+    reader = getattr(files, "read_text_utf8", None)
+    if reader is None:
+        return files.read_text(path), None
+    got: tuple[str, bytes | None] = reader(path)
+    return got
 
 
 def read_capped(fh: BinaryIO, size: int, cap: int) -> bytes:
@@ -192,18 +214,39 @@ class DiskFiles:
     def read_text(self, path: Path) -> str:
         return decode_text(self.read_bytes(path), path)
 
+    def read_text_utf8(self, path: Path) -> tuple[str, bytes | None]:
+        """``read_text(path)`` and its UTF-8 bytes (see :func:`read_text_utf8`): the bytes
+        read, less the BOM ``decode_text`` drops. A valid UTF-8 text decodes to a ``str``
+        that encodes to the very same bytes (no lone surrogates; one encoding per
+        character), so they are ``text.encode("utf-8", "surrogatepass")``. A subclass that
+        reads text its own way (its own ``read_text``) gives its text and no bytes."""
+        if type(self).read_text is not DiskFiles.read_text:
+            return self.read_text(path), None
+        data = self.read_bytes(path)
+        text = decode_text(data, path)
+        return text, (data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8)
+                      else data)
+
     def read_bytes(self, path: Path) -> bytes:
         """The raw bytes of ``path`` after the checks of ``read_text`` (not decoded)."""
         return self.read_stat(path)[0]
 
-    def read_stat(self, path: Path) -> tuple[bytes, os.stat_result]:
-        """``read_bytes(path)`` and the ``stat`` taken just before the file was opened."""
+    def read_stat(self, path: Path, taken: os.stat_result | None = None, *,
+                  after: bool = False,
+                  ) -> tuple[bytes, os.stat_result, os.stat_result | None]:
+        """``read_bytes(path)``, the ``stat`` taken just before the file was opened and, with
+        ``after``, the ``fstat`` of the open file once it was read (None without): a file
+        written to while it was read has another ``stat_fingerprint`` by then.
+
+        ``taken``: a ``stat`` of ``path`` the caller took just before (``HashingFiles``: the
+        one of its fingerprint), checked and returned instead of a second one. A file that
+        cannot be opened then is read anew from a fresh ``stat``, which tells the error."""
         problem = path_problem(path)
         if problem is not None:
             raise BadPath(path, f"{str(path)!r}: {problem}")
         if self.root is not None and not is_inside(path, self.root):
             raise OutsideRoot(path, f"{path}: resolves outside the workspace root {self.root}")
-        st = _stat(path)
+        st = _stat(path) if taken is None else taken
         if stat.S_ISDIR(st.st_mode):
             raise NotAFile(path, f"{path}: is a directory, expected a file")
         if not stat.S_ISREG(st.st_mode):
@@ -214,12 +257,15 @@ class DiskFiles:
         try:
             with open(path, "rb", buffering=0) as fh:  # unbuffered: see read_capped
                 data = read_capped(fh, st.st_size, self.max_bytes)
+                once_read = os.fstat(fh.fileno()) if after else None
         except OSError as exc:
+            if taken is not None:
+                return self.read_stat(path, after=after)
             raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
         if len(data) > self.max_bytes:
             raise FileTooLarge(path, f"{path}: above the {self.max_bytes} byte cap"
                                      " for a text input")
-        return data, st
+        return data, st, once_read
 
     def fingerprint(self, path: Path | str) -> str:
         try:
@@ -264,6 +310,13 @@ class OverlayFiles:
         if "\x00" in text:
             raise NotText(path, f"{path}: binary text (contains NUL characters)")
         return text[1:] if text.startswith("\ufeff") else text
+
+    def read_text_utf8(self, path: Path) -> tuple[str, bytes | None]:
+        """``read_text(path)``, with the base source's UTF-8 bytes for a file not in the
+        overlay (:func:`read_text_utf8`)."""
+        if path_key(path) in self._texts:
+            return self.read_text(path), None
+        return read_text_utf8(self.base, path)
 
     def fingerprint(self, path: Path | str) -> str:
         key = path_key(path)
@@ -311,6 +364,10 @@ class RunFiles:
 
     def read_text(self, path: Path) -> str:
         return self.base.read_text(path)
+
+    def read_text_utf8(self, path: Path) -> tuple[str, bytes | None]:
+        """The base source's :func:`read_text_utf8`."""
+        return read_text_utf8(self.base, path)
 
     def fingerprint(self, path: Path | str) -> str:
         """The base source's fingerprint of ``path``, once per path (a ``str`` is taken as

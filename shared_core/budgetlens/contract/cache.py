@@ -13,7 +13,7 @@ and holds, each bounded:
 - parsed files (pipelines, configs, prompt token counts): only the newest version per
   (kind, path), so an edited buffer never piles up one parsed copy per keystroke;
 - parsed templates by their text, and one token counter per tokenizer, whose counts are keyed
-  by content hash.
+  by a hash of the text (``TokenCounter``).
 
 Disk files are fingerprinted by mtime/size, in-memory buffers by content hash (see
 ``budgetlens.files``). Safe to share between threads.
@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from budgetlens.contract.template import ParsedTemplate, parse_template
-from budgetlens.files import OUTSIDE_FINGERPRINT, FileSource, RunFiles, SourceError
+from budgetlens.files import (
+    OUTSIDE_FINGERPRINT,
+    FileSource,
+    RunFiles,
+    SourceError,
+    read_text_utf8,
+)
 from budgetlens.tokens.core import TokenCounter, Tokenizer, counts_key
 
 T = TypeVar("T")
@@ -48,6 +54,11 @@ class RecordingFiles:
     def read_text(self, path: Path) -> str:
         self.fingerprint(path)
         return self.base.read_text(path)
+
+    def read_text_utf8(self, path: Path) -> tuple[str, bytes | None]:
+        """``read_text(path)`` with the base source's UTF-8 bytes (``files.read_text_utf8``)."""
+        self.fingerprint(path)
+        return read_text_utf8(self.base, path)
 
     def outside(self, path: Path | str) -> None:
         """Record ``path`` as an input that is not read: it resolves outside the workspace
@@ -212,7 +223,8 @@ class BudgetCache:
         """Token count of a prompt file (or why it cannot be read), cached by fingerprint."""
         def load() -> int | SourceError:
             try:
-                return counter.count(files.read_text(Path(path)))
+                text, utf8 = read_text_utf8(files, Path(path))
+                return counter.count(text, utf8=utf8)
             except SourceError as exc:
                 return exc
         return self.parsed(f"tokens:{counter.key}", path, files, load)
@@ -253,7 +265,7 @@ class BudgetCache:
 
     def fresh_counts(self) -> dict[str, list[tuple[str, int]]]:
         """The counts made here since the last call, per counter key (``counts_key``: the
-        tokenizer's name, and a tokenizer.json's version; ``(content hash, count)``; empty
+        tokenizer's name, and a tokenizer.json's version; ``(text key, count)``; empty
         unless ``share_counts``): another process's ``learn_counts``."""
         with self._lock:
             counters = list(self._counters.items())

@@ -35,12 +35,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
-from budgetlens.files import content_hash, stat_fingerprint
+from budgetlens.files import content_hash, stat_fingerprint, utf8_hash
 from budgetlens.tokens.counts import (
     CountStore,
     store_for,
     text_digest,
     user_cache_dir,
+    utf8_digest,
     write_atomic,
 )
 from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
@@ -63,6 +64,13 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+class _Given(threading.local):
+    """A text and its ``text_digest``, handed by ``count_digest`` to ``count`` in one
+    thread (None between calls: no text is kept)."""
+
+    pair: tuple[str, bytes] | None = None
+
+
 class TiktokenTokenizer:
     """A tiktoken encoding, built on first use: ``count`` answers from the persistent count
     cache (``tokens.counts``) when the text was counted before, so a start whose prompts were
@@ -78,6 +86,7 @@ class TiktokenTokenizer:
         self._build = build
         self._counts = counts
         self._lock = threading.Lock()
+        self._given = _Given()
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.name!r})"
@@ -101,16 +110,34 @@ class TiktokenTokenizer:
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)  # type: ignore[attr-defined, no-any-return]
 
+    @property
+    def keeps_counts(self) -> bool:
+        """Counts are kept in a count store, by ``text_digest`` (``count_digest``)."""
+        return self._counts is not None
+
     def count(self, text: str) -> int:
         store = self._counts
         if store is None:
             return len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
-        key = text_digest(text)
+        given = self._given.pair
+        key = given[1] if given is not None and given[0] is text else text_digest(text)
         n = store.get(key)
         if n is None:
             n = len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
             store.put(key, n)
         return n
+
+    def count_digest(self, text: str, digest: bytes) -> int:
+        """``count(text)`` for a caller that has ``text_digest(text)`` already (``digest``,
+        the key of the count store; ``TokenCounter``): the text is not hashed again. The
+        digest reaches ``count`` through this thread's hand-off, taken for this very text
+        object only (``is``), and ``count`` is what is called, as for any other text."""
+        given = self._given
+        given.pair = (text, digest)
+        try:
+            return self.count(text)
+        finally:
+            given.pair = None
 
     def prepare(self) -> None:
         """Read the kept counts now, not at the first count; build the encoding unless some
@@ -494,7 +521,12 @@ def counts_key(tokenizer: Tokenizer) -> str:
 
 
 class TokenCounter:
-    """Counts tokens with one tokenizer, caching each count by the text's content hash.
+    """Counts tokens with one tokenizer, caching each count by a hash of the text (its key).
+
+    The key is the text's content hash (``files.content_hash``), except for a tokenizer that
+    keeps counts of its own by ``text_digest`` (a shipped encoding's persistent count store):
+    then it is that digest (in hex), handed down with the text (``count_digest``), so a text
+    is hashed once, not once here and once more there.
 
     The caller owns the object (an editor session keeps one per tokenizer, a CLI run one per
     run): an unchanged text is never encoded twice. Safe to share between threads.
@@ -502,6 +534,9 @@ class TokenCounter:
 
     def __init__(self, tokenizer: TokenizerLike, *, max_entries: int = 65536) -> None:
         self.tokenizer = as_tokenizer(tokenizer)
+        #: the tokenizer, when it keeps counts by ``text_digest``: the key here is that digest
+        self._digests = (self.tokenizer if isinstance(self.tokenizer, TiktokenTokenizer)
+                         and self.tokenizer.keeps_counts else None)
         self._cache: dict[str, int] = {}
         self._max = max_entries
         self._lock = threading.Lock()
@@ -518,15 +553,16 @@ class TokenCounter:
                 self._fresh = []
 
     def take_fresh(self) -> list[tuple[str, int]]:
-        """The ``(content hash, count)`` of every text counted here (not learned) since the
-        last call; empty unless ``keep_fresh`` was called."""
+        """The ``(key, count)`` of every text counted here (not learned) since the last call;
+        empty unless ``keep_fresh`` was called. The key is the text's (see the class): a
+        counter of the same tokenizer, in any process, keys a text alike."""
         with self._lock:
             fresh, self._fresh = self._fresh, ([] if self._fresh is not None else None)
         return fresh or []
 
     def learn(self, counts: Iterable[tuple[str, int]]) -> None:
-        """Counts another counter of the same tokenizer made (``take_fresh``), by content
-        hash: a text among them is not encoded here."""
+        """Counts another counter of the same tokenizer made (``take_fresh``), by the text's
+        key: a text among them is not encoded here."""
         with self._lock:
             for key, n in counts:
                 if len(self._cache) >= self._max:
@@ -542,15 +578,23 @@ class TokenCounter:
         """What a cache of counts made by this counter is keyed by: ``counts_key``."""
         return counts_key(self.tokenizer)
 
-    def count(self, text: str) -> int:
+    def count(self, text: str, *, utf8: bytes | None = None) -> int:
+        """The tokens of ``text``. ``utf8``: its UTF-8 bytes (``text.encode("utf-8",
+        "surrogatepass")``) when the caller has them, a file's (``files.read_text_utf8``):
+        the key is hashed from them, the text not encoded to hash it."""
         if not text:
             return 0
-        key = content_hash(text)
+        keeper = self._digests
+        if keeper is None:
+            key = content_hash(text) if utf8 is None else utf8_hash(utf8)
+        else:
+            digest = text_digest(text) if utf8 is None else utf8_digest(utf8)
+            key = digest.hex()
         cached = self._cache.get(key)
         if cached is not None:
             self.hits += 1
             return cached
-        n = self.tokenizer.count(text)
+        n = self.tokenizer.count(text) if keeper is None else keeper.count_digest(text, digest)
         with self._lock:
             if len(self._cache) >= self._max:
                 self._cache.clear()

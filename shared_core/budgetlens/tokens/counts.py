@@ -69,7 +69,12 @@ def count_cache_dir() -> Path | None:
 
 def text_digest(text: str) -> bytes:
     """The key of a text: the sha256 of its UTF-8 bytes (lone surrogates kept)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return utf8_digest(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_digest(data: bytes) -> bytes:
+    """``text_digest`` of the text whose UTF-8 bytes are ``data`` (not encoded again)."""
+    return hashlib.sha256(data).digest()
 
 
 def _valid(key: object, value: object) -> bool:
