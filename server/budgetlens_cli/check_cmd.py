@@ -888,7 +888,9 @@ def _notes(d: Diagnostic) -> list[str]:
 def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     start, end = d.range.start, d.range.end
     head = head_line(d)
-    text = lines.line(d.file, start.line)
+    # a pipeline the check could not read is not quoted either (it may resolve outside
+    # the workspace, a file the check refused to read)
+    text = None if d.code == codes.PIPELINE_UNREADABLE else lines.line(d.file, start.line)
     if text is None:
         return head + "".join(f"\n      = {n}" for n in _notes(d))
     last = end.character if end.line == start.line else len(text)

@@ -204,6 +204,16 @@ def _stat(path: Path) -> os.stat_result:
         raise Unreadable(path, f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+class _Replaced(Exception):
+    """A path's file was replaced by one that is not a regular file since its ``stat``."""
+
+
+def _open_nonblocking(path: str, flags: int) -> int:
+    """``open``'s opener: ``os.open`` with ``O_NONBLOCK`` (where the platform has it), so
+    opening a FIFO returns at once instead of waiting for a writer."""
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
 class DiskFiles:
     """Files on disk. With a ``root``, a path that resolves outside it raises ``OutsideRoot``."""
 
@@ -240,24 +250,24 @@ class DiskFiles:
 
         ``taken``: a ``stat`` of ``path`` the caller took just before (``HashingFiles``: the
         one of its fingerprint), checked and returned instead of a second one. A file that
-        cannot be opened then is read anew from a fresh ``stat``, which tells the error."""
+        cannot be opened then is read anew from a fresh ``stat``, which tells the error.
+
+        The file is opened without blocking and is read only if the open file is a regular
+        one: a FIFO put in its place after the ``stat`` is refused (``not a regular file``),
+        never waited on."""
         problem = path_problem(path)
         if problem is not None:
             raise BadPath(path, f"{str(path)!r}: {problem}")
         if self.root is not None and not is_inside(path, self.root):
             raise OutsideRoot(path, f"{path}: resolves outside the workspace root {self.root}")
         st = _stat(path) if taken is None else taken
-        if stat.S_ISDIR(st.st_mode):
-            raise NotAFile(path, f"{path}: is a directory, expected a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise NotAFile(path, f"{path}: not a regular file")
-        if st.st_size > self.max_bytes:
-            raise FileTooLarge(path, f"{path}: {st.st_size} bytes, above the"
-                                     f" {self.max_bytes} byte cap for a text input")
+        self._check_stat(path, st)
         try:
-            with open(path, "rb", buffering=0) as fh:  # unbuffered: see read_capped
-                data = read_capped(fh, st.st_size, self.max_bytes)
-                once_read = os.fstat(fh.fileno()) if after else None
+            data, once_read = self._read_open(path, st, after)
+        except _Replaced:  # no longer a regular file since the stat
+            if taken is not None:
+                return self.read_stat(path, after=after)
+            raise NotAFile(path, f"{path}: not a regular file") from None
         except OSError as exc:
             if taken is not None:
                 return self.read_stat(path, after=after)
@@ -266,6 +276,27 @@ class DiskFiles:
             raise FileTooLarge(path, f"{path}: above the {self.max_bytes} byte cap"
                                      " for a text input")
         return data, st, once_read
+
+    def _check_stat(self, path: Path, st: os.stat_result) -> None:
+        """Refuse what ``st`` says is no text input: a folder, a special file, too large."""
+        if stat.S_ISDIR(st.st_mode):
+            raise NotAFile(path, f"{path}: is a directory, expected a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise NotAFile(path, f"{path}: not a regular file")
+        if st.st_size > self.max_bytes:
+            raise FileTooLarge(path, f"{path}: {st.st_size} bytes, above the"
+                                     f" {self.max_bytes} byte cap for a text input")
+
+    def _read_open(self, path: Path, st: os.stat_result,
+                   after: bool) -> tuple[bytes, os.stat_result | None]:
+        """The bytes of ``path`` (``stat`` said ``st``) and, with ``after``, the open file's
+        ``fstat`` once read; ``_Replaced`` when the file opened is not a regular one."""
+        # unbuffered (see read_capped), and an open that never blocks (a FIFO)
+        with open(path, "rb", buffering=0, opener=_open_nonblocking) as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise _Replaced
+            data = read_capped(fh, st.st_size, self.max_bytes)
+            return data, (os.fstat(fh.fileno()) if after else None)
 
     def fingerprint(self, path: Path | str) -> str:
         try:

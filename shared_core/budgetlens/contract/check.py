@@ -427,8 +427,10 @@ class _Planner:
         if config_path:
             self.inputs.add(config_path)
         chain = load_chain(self.pipe, self.files, root=self.root(config), load=self.load_file,
-                           inside=self.run_files.is_inside, abspath=self.run_files.abspath)
+                           inside=self.run_files.is_inside, abspath=self.run_files.abspath,
+                           outside=self.files.outside)
         self.inputs.update(pf.path for pf in chain.files)
+        self.inputs.update(chain.dependencies)  # a parent left unread (outside) too
         first = chain.pipeline
         self.adopt(first.diagnostics)
         self.adopt(chain.diagnostics)
@@ -795,7 +797,10 @@ class _Checker:
                         and not self.options.tokenizer \
                         and not self.run_files.is_inside(file, root):
                     # named by the workspace's own config.json: read inside it only, as a
-                    # prompt file is (an option or editor setting is the user's own choice)
+                    # prompt file is (an option or editor setting is the user's own choice);
+                    # an unread input, as such a prompt is (no cache keeps this error, and
+                    # the result cache does not hash the file)
+                    self.files.outside(file)
                     self.add(config.location("tokenizer"), Severity.ERROR, codes.TOKENIZER_INVALID,
                              f"tokenizer file {file} resolves outside the workspace root"
                              f" {root}; counting with {DEFAULT_TOKENIZER} instead")

@@ -378,7 +378,8 @@ def _own_link_error(first: PipelineFile, path: str, diags: list[Diagnostic]) -> 
 def load_chain(path: str, files: FileSource, *, root: str | None,
                load: Callable[[str], PipelineFile] | None = None,
                inside: Callable[[str, str], bool] = is_inside,
-               abspath: Callable[[str], str] = os.path.abspath) -> Chain:
+               abspath: Callable[[str], str] = os.path.abspath,
+               outside: Callable[[str], None] | None = None) -> Chain:
     """Load ``path`` and follow ``extends`` up its chain.
 
     Errors are reported at the ``extends`` value of the child: a missing or unreadable
@@ -387,9 +388,14 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
     read at all (BL007, as the editor's workspace-rooted reads refuse it). ``inside`` is
     ``files.is_inside`` (a memo of the resolved paths, ``RunFiles.is_inside``) or the plain
     function; ``abspath`` is ``files.abspath`` (``RunFiles.abspath``, memoised) or the plain
-    function.
+    function. ``outside`` is told of each file left unread because it resolves outside
+    ``root`` (the pipeline, or a parent: ``RecordingFiles.outside``, so no cache keeps the
+    error once the file is relinked inside); such a parent is among the chain's
+    ``dependencies``.
     """
     if root is not None and _named_inside(path, root, abspath) and not inside(path, root):
+        if outside is not None:
+            outside(path)
         return Chain((PipelineFile(path, None, None, (Diagnostic(
             path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
             f"pipeline cannot be read: {path}: resolves outside the workspace root {root}"),
@@ -406,6 +412,11 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
         target = _extends_target(current, extends, [f.path for f in chain], path, root,
                                  inside, abspath)
         if isinstance(target, tuple):
+            if target[0] == codes.EXTENDS_OUTSIDE:  # not read, an input all the same
+                parent_path = resolve_extends(current.path, extends)
+                deps.append(parent_path)
+                if outside is not None:
+                    outside(parent_path)
             diags.append(_error_at(ext_loc, target))
             broken = True
             break

@@ -78,7 +78,8 @@ def test_an_editor_check_sees_the_relink_too(tmp_path: Path) -> None:
 
 def test_the_outside_prompt_is_never_opened(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Being an input means its fingerprint (a ``stat``) is taken; its bytes are not read."""
+    """An input recorded as unread (``OUTSIDE_FINGERPRINT``): the check never opens it (a
+    guard: the check did not open it before the fix either)."""
     import builtins
 
     pipeline, link, outside, _ = _workspace(tmp_path)
