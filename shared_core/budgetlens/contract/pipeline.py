@@ -394,8 +394,7 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
     ``dependencies``.
     """
     if root is not None and _named_inside(path, root, abspath) and not inside(path, root):
-        if outside is not None:
-            outside(path)
+        _unread(path, outside)
         return Chain((PipelineFile(path, None, None, (Diagnostic(
             path, Range.at(0, 0), Severity.ERROR, codes.PIPELINE_UNREADABLE,
             f"pipeline cannot be read: {path}: resolves outside the workspace root {root}"),
@@ -413,10 +412,7 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
                                  inside, abspath)
         if isinstance(target, tuple):
             if target[0] == codes.EXTENDS_OUTSIDE:  # not read, an input all the same
-                parent_path = resolve_extends(current.path, extends)
-                deps.append(parent_path)
-                if outside is not None:
-                    outside(parent_path)
+                deps.append(_unread(resolve_extends(current.path, extends), outside))
             diags.append(_error_at(ext_loc, target))
             broken = True
             break
@@ -437,6 +433,14 @@ def load_chain(path: str, files: FileSource, *, root: str | None,
     if broken:
         diags.extend(_own_link_error(first, path, diags))
     return Chain(tuple(chain), tuple(diags), broken, tuple(deps))
+
+
+def _unread(path: str, outside: Callable[[str], None] | None) -> str:
+    """``path``, told to ``outside`` if given: a file left unread (it resolves outside the
+    workspace root) that is an input all the same."""
+    if outside is not None:
+        outside(path)
+    return path
 
 
 _LINK_CODES = (codes.EXTENDS_CYCLE, codes.EXTENDS_MISSING, codes.EXTENDS_OUTSIDE)
