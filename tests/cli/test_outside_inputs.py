@@ -15,44 +15,18 @@ from budgetlens.contract.cache import RecordingFiles
 from budgetlens.files import DiskFiles, NotAFile, RunFiles
 from budgetlens_cli.cache_store import ContentHashes, HashingFiles
 from budgetlens_cli.main import main
-
-CONFIG = '{"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}'
-CHILD = ("extends: base.yaml\nsteps:\n  - id: s\n    type: call_model\n"
-         "    prompt_key: sys\n    max_output_tokens: 100\n")
-BASE = "settings:\n  max_context_tokens: 1000\n"
-
-
-def _ws(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
-    ws = tmp_path / "ws"
-    (ws / "pipelines").mkdir(parents=True)
-    (ws / "prompts").mkdir()
-    (ws / "kept").mkdir()
-    (ws / "config.json").write_text(CONFIG)
-    (ws / "prompts" / "sys.txt").write_text("hello world prompt\n")
-    (ws / "pipelines" / "p.yaml").write_text(CHILD)
-    outside = tmp_path / "outside-base.yaml"
-    inside = ws / "kept" / "base.yaml"
-    outside.write_text(BASE)
-    inside.write_text(BASE)
-    link = ws / "pipelines" / "base.yaml"
-    os.symlink(outside, link)
-    return ws, link, outside, inside
-
-
-def _relink(link: Path, target: Path) -> None:
-    link.unlink()
-    os.symlink(target, link)
+from tests.outside_links import BASE, CHILD, CONFIG, extends_outside, relink
 
 
 def test_extends_parent_relinked_into_the_workspace_cli_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    ws, link, _, inside = _ws(tmp_path)
+    ws, link, _, inside = extends_outside(tmp_path)
     monkeypatch.chdir(ws)
     monkeypatch.delenv("BUDGETLENS_NO_CACHE", raising=False)
     main(["check", "pipelines/p.yaml"])
     assert "BL022" in capsys.readouterr().out
-    _relink(link, inside)
+    relink(link, inside)
     main(["check", "--no-cache", "pipelines/p.yaml"])
     fresh = capsys.readouterr().out
     main(["check", "pipelines/p.yaml"])

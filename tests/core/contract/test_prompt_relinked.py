@@ -13,6 +13,7 @@ from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, OverlayFiles
 from tests.core.contract.helpers import codes_of, make_workspace
+from tests.outside_links import relink
 
 CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
 PIPELINE = """\
@@ -38,11 +39,6 @@ def _workspace(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
     return ws / "pipelines" / "p.yaml", ws / "prompts" / "sys.txt", outside, inside
 
 
-def _relink(link: Path, target: Path) -> None:
-    link.unlink()
-    os.symlink(target, link)
-
-
 def test_a_prompt_relinked_from_outside_to_inside_is_counted_with_the_same_cache(
         tmp_path: Path) -> None:
     pipeline, link, outside, inside = _workspace(tmp_path)
@@ -51,13 +47,13 @@ def test_a_prompt_relinked_from_outside_to_inside_is_counted_with_the_same_cache
     first = check_pipeline(pipeline, files=DiskFiles(), options=CheckOptions(), cache=cache)
     assert "BL041" in codes_of(first)
     assert first.steps[0].system_prompt.value == 0
-    _relink(link, inside)
+    relink(link, inside)
     after = check_pipeline(pipeline, files=DiskFiles(), options=CheckOptions(), cache=cache)
     assert "BL041" not in codes_of(after)
     assert after.steps[0].system_prompt.value > 0
     fresh = check_pipeline(pipeline, files=DiskFiles(), options=CheckOptions())
     assert after.steps[0].system_prompt.value == fresh.steps[0].system_prompt.value
-    _relink(link, outside)  # and back out: the error again, not the count
+    relink(link, outside)  # and back out: the error again, not the count
     again = check_pipeline(pipeline, files=DiskFiles(), options=CheckOptions(), cache=cache)
     assert "BL041" in codes_of(again)
 
@@ -72,7 +68,7 @@ def test_an_editor_check_sees_the_relink_too(tmp_path: Path) -> None:
         return OverlayFiles(DiskFiles(), {pipeline: PIPELINE})
 
     assert "BL041" in codes_of(check_pipeline(pipeline, files=files(), cache=cache))
-    _relink(link, inside)
+    relink(link, inside)
     assert "BL041" not in codes_of(check_pipeline(pipeline, files=files(), cache=cache))
 
 
