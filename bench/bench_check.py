@@ -21,7 +21,9 @@ then again), every first run with an empty cache: other work on a shared machine
 slows a run, so one sample of each side can move their ratio by a fifth either way (seen:
 the same floor took 2.3 s and 3.3 s within minutes). A ratio is of the two sides' best
 rounds, which may be different rounds; the ratio within every round is printed and written
-too. A CPU figure is that of the round with the least wall time.
+too, with the share of the machine's CPU time the hypervisor gave to other guests during
+each run (steal, ``bench/machine.py``). A CPU figure is that of the round with the least
+wall time.
 Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
 (best of 5). Every child runs with bytecode (``PYTHONDONTWRITEBYTECODE`` dropped from its
 environment, as an installed wheel has it), after one untimed run of each command.
@@ -63,6 +65,8 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from machine import CpuTimes, cpu_times, fmt_steal, steal_percent
 
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, TokenCounter, check_pipeline
 from budgetlens.contract.discovery import find_pipelines
@@ -194,13 +198,15 @@ def measure_size(root: Path, size: int, bases: int, jobs: int | None,
                 *(["-j", str(jobs)] if jobs else [])]
     runs: dict[str, list[tuple[float, float]]] = {"floor": [], "first": [], "second": [],
                                                   "jobs": []}
+    steal: dict[str, list[float | None]] = {name: [] for name in runs}
     for _ in range(max(1, rounds)):
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(jobs_cache, ignore_errors=True)
-        runs["floor"].append(run_child([sys.executable, str(FLOOR), "."], ws))
-        runs["first"].append(run_child(check, ws))
-        runs["second"].append(run_child(check, ws))
-        runs["jobs"].append(run_child(parallel, ws))
+        for name, command in (("floor", [sys.executable, str(FLOOR), "."]), ("first", check),
+                              ("second", check), ("jobs", parallel)):
+            before: CpuTimes | None = cpu_times()
+            runs[name].append(run_child(command, ws))
+            steal[name].append(steal_percent(before, cpu_times()))
     shutil.rmtree(ws)
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(jobs_cache, ignore_errors=True)
@@ -215,7 +221,8 @@ def measure_size(root: Path, size: int, bases: int, jobs: int | None,
             "jobs_over_floor_cpu": many[1] / floor[1],
             "second_over_first": second[0] / first[0],
             "second_over_first_cpu": second[1] / first[1],
-            "rounds": [{name: {"wall_s": r[i][0], "cpu_s": r[i][1]} for name, r in runs.items()}
+            "rounds": [{name: {"wall_s": r[i][0], "cpu_s": r[i][1],
+                               "steal_percent": steal[name][i]} for name, r in runs.items()}
                        for i in range(len(runs["floor"]))],
             "first_over_floor_per_round": [
                 f[0] / fl[0] for f, fl in zip(runs["first"], runs["floor"], strict=True)]}
@@ -278,7 +285,11 @@ def command_figures(root: Path, sizes: list[int], bases: int,
               f" {row['growth_vs_smallest']:5.2f}/{row['growth_vs_smallest_cpu']:<5.2f}")
         if rounds > 1:
             print(f"{'':>9} -j 1 / floor by round (wall): "
-                  + " ".join(f"{r:.2f}x" for r in row["first_over_floor_per_round"]))
+                  + " ".join(f"{r:.2f}x" for r in row["first_over_floor_per_round"])
+                  + "; steal (floor/-j 1) by round: "
+                  + " ".join(f"{fmt_steal(r['floor']['steal_percent'])}/"
+                             f"{fmt_steal(r['first']['steal_percent'])}"
+                             for r in row["rounds"]))
     print("seconds per 1,000 pipelines (wall), -j 1 and jobs: "
           + ", ".join(f"{r['pipelines']}: {r['first_s_per_1000']:.2f} / {r['jobs_s_per_1000']:.2f}"
                       for r in rows))

@@ -48,6 +48,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from machine import cpu_times, fmt_steal, steal_percent
+
 from budgetlens import get_contexts
 
 _WORDS = ("budget", "token", "context", "window", "model", "pipeline", "prompt", "section",
@@ -396,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     head = (f"{'shape':<8}{'size':>6}{'loads ms':>10}"
             + "".join(f"{'b=' + str(b):>10}" for b in budgets)
-            + "".join(f"{name.split()[0][:10]:>12}" for name in refs))
+            + "".join(f"{name.split()[0][:10]:>12}" for name in refs) + f"{'steal':>8}")
     print("worst ratio of 20 cuts: get_contexts / json.loads(full document)"
           if args.cuts == 20 else
           f"worst ratio of {args.cuts} cuts: get_contexts / json.loads(full document)")
@@ -406,7 +408,9 @@ def main(argv: list[str] | None = None) -> int:
         for label in sizes:
             doc = SHAPES[shape](_size(label))
             cuts = cuts_of(doc, args.cuts)
+            machine_before = cpu_times()
             cell = measure_cell(doc, cuts, budgets, args.repeat, refs)
+            cell["steal_percent"] = steal_percent(machine_before, cpu_times())
             cell.update(shape=shape, size=label)
             for name, fn in slow.items():
                 few = cuts[::max(1, len(cuts) // 2)][:2]
@@ -418,14 +422,17 @@ def main(argv: list[str] | None = None) -> int:
                    + "".join(f"{cell['get_contexts'][str(b)]['worst_ratio']:>9.2f}x"
                              for b in budgets)
                    + "".join(f"{cell['references'][name]['worst_ratio']:>11.2f}x"
-                             for name in refs))
+                             for name in refs)
+                   + f"{fmt_steal(cell['steal_percent']):>8}")
             print(row, flush=True)
     worst = max(c["get_contexts"][str(b)]["worst_ratio"] for c in results for b in budgets)
     over = sum(1 for c in results for b in budgets
                if c["get_contexts"][str(b)]["worst_ratio"] > GOAL)
     print(f"\nworst of all: {worst:.2f}x json.loads (goal <= {GOAL}x); "
           f"{over} of {len(results) * len(budgets)} shape x size x budget cells over the goal")
-    print("references: pydantic_core / jiter partial parse of the same cuts, worst ratio")
+    print("references: pydantic_core / jiter partial parse of the same cuts, worst ratio;"
+          " steal: the machine's CPU time the hypervisor gave to other guests during the cell"
+          " (bench/machine.py)")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"goal_ratio": GOAL, "clock": args.clock, "cuts": args.cuts,

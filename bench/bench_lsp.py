@@ -19,7 +19,10 @@ server row of issue 12's table, the bare pygls server (bench/floor_server.py) in
 5. opening a pipeline in the 1,000-pipeline workspace (didOpen right after initialized) ->
    its diagnostics;
 6. RSS (VmRSS) growth over --rss-edits edits of (b);
-7. peak RSS (VmHWM) of each server process.
+7. peak RSS (VmHWM) of each server process;
+8. the share of CPU time the hypervisor gave to other guests (steal, bench/machine.py) over
+   the run and over each server's edits in (2): on a 2-core virtual machine a few per cent
+   of it puts a 5 ms round trip's p95 over 10 ms.
 
 The figures are printed with their goals and ratios to the floor, and written as JSON with
 --json. --quick runs small sizes (a smoke test); --no-peer leaves yaml-language-server out
@@ -48,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_client import LspProcess
+from machine import cpu_times, fmt_steal, steal_percent
 from workspaces import make_big, make_many, words
 
 BENCH = Path(__file__).resolve().parent
@@ -209,6 +213,7 @@ class Latencies:
     missing: int = 0
     note: str = ""
     cpu_s: float = 0.0  # the server's CPU time over the edits (their analyses included)
+    steal_percent: float | None = None  # the machine's CPU time stolen over the edits
 
     def quantile(self, q: float) -> float | None:
         if not self.values_ms:
@@ -279,6 +284,7 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
     await settle(client)
     targets = set(wait_uris) if wait_uris else {uri}
     cpu_before = cpu_seconds(client)
+    machine_before = cpu_times()
     for i in range(edits):
         text, changes = edit(text, i)
         mark = len(client.published)
@@ -303,6 +309,7 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
                 break
         await settle(client)
     result.cpu_s = cpu_seconds(client) - cpu_before
+    result.steal_percent = steal_percent(machine_before, cpu_times())
     return result
 
 
@@ -527,7 +534,8 @@ def lat_row(lat: Latencies, rss: int | None, targets: list[str] | None) -> dict[
             "answered": len(lat.values_ms), "missing": lat.missing, "note": lat.note,
             "peak_rss_kib": rss, "waited_for": len(targets) if targets else 1,
             "values_ms": [round(v, 2) for v in lat.values_ms],
-            "server_cpu_ms_per_edit": round(lat.cpu_s * 1000 / max(1, len(lat.values_ms)), 1)}
+            "server_cpu_ms_per_edit": round(lat.cpu_s * 1000 / max(1, len(lat.values_ms)), 1),
+            "steal_percent": lat.steal_percent}
 
 
 # long-function: one straight list of scenarios, each a few lines
@@ -547,6 +555,7 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
                            "shared_by": args.shared_by,
                            "example": str(example.relative_to(example_root)),
                            "cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
+    machine_before = cpu_times()
     peers = [k for k in ("yaml-ls",) if k in srv]
 
     rows = args.rows
@@ -622,6 +631,7 @@ async def measure_all(args: argparse.Namespace, srv: dict[str, Server], work: Pa
         out["rss"] = await measure_rss(srv["budgetlens"], big_root, big, args.rss_edits,
                                        logs / "rss.log")
     out["load_after"] = os.getloadavg()[0]
+    out["steal_percent"] = steal_percent(machine_before, cpu_times())
     out["work"] = str(work)
     out["table"] = goal_table(out)
     return out
@@ -645,7 +655,8 @@ class _Table:
         ours = sc["budgetlens"]
         self.row(measure, ours["p95_ms"], sc["floor"]["p95_ms"] if "floor" in sc else None,
                  f"<= {goal_ms:,.0f} ms", le(ours["p95_ms"], goal_ms),
-                 extra=f"p50 {fmt_ms(ours['p50_ms']).strip()}")
+                 extra=f"p50 {fmt_ms(ours['p50_ms']).strip()}; steal"
+                       f" {fmt_steal(ours.get('steal_percent'))}")
 
 
 def le(value: float | None, bound: float) -> bool | None:
@@ -760,11 +771,13 @@ def print_start(out: dict[str, Any]) -> None:
 def print_report(out: dict[str, Any]) -> None:
     print()
     print(f"machine: {out['cpus']} CPUs, 1-minute load average {out['load_before']:.1f} before,"
-          f" {out['load_after']:.1f} after (figures from a busy machine are noisier)")
+          f" {out['load_after']:.1f} after; CPU time stolen by the hypervisor over the run:"
+          f" {fmt_steal(out.get('steal_percent'))} (figures from a busy machine are noisier)")
     if "start" in out:
         print_start(out)
     print("== didChange -> publishDiagnostics (ms) ==")
-    print(f"  {'scenario':40} {'server':22} {'p50':>8} {'p95':>8}  {'n':>4} {'RSS MiB':>8}")
+    print(f"  {'scenario':40} {'server':22} {'p50':>8} {'p95':>8}  {'n':>4} {'RSS MiB':>8}"
+          f" {'steal':>6}")
     for title, by_server in out["scenarios"].items():
         for key, r in by_server.items():
             rss = r["peak_rss_kib"] / 1024 if r["peak_rss_kib"] else 0.0
@@ -774,7 +787,7 @@ def print_report(out: dict[str, Any]) -> None:
             label = {"floor": "bare pygls (floor)", "yaml-ls": "yaml-language-server"}.get(
                 key, key)
             print(f"  {title:40} {label:22} {fmt_ms(r['p50_ms'])} {fmt_ms(r['p95_ms'])}  "
-                  f"{r['answered']:4d} {rss:8.1f}{extra}")
+                  f"{r['answered']:4d} {rss:8.1f} {fmt_steal(r.get('steal_percent')):>6}{extra}")
         if "floor" in by_server:
             ours_r, floor_r = by_server["budgetlens"], by_server["floor"]
             print(f"  {'':40} {'ratio to the floor':22} "
