@@ -31,7 +31,12 @@ from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
 from budgetlens.files import DiskFiles, FileSource, RunFiles, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity, unique_diagnostics
-from budgetlens.tokens.core import SHIPPED_ENCODINGS, TokenizerError, get_tokenizer
+from budgetlens.tokens.core import (
+    SHIPPED_ENCODINGS,
+    TokenizerError,
+    get_tokenizer,
+    tokenizer_file,
+)
 from budgetlens_cli import cache as result_cache
 from budgetlens_cli import ci_formats
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
@@ -94,8 +99,13 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check_usage(args: argparse.Namespace) -> None:
-    """A bad --tokenizer or --config is bad usage (UsageError)."""
+    """A bad --tokenizer or --config is bad usage (UsageError). A --tokenizer that names a
+    tokenizer.json by a relative path names it from the current folder, as every path on the
+    command line does: it is made absolute here, so the file this check reads is the one
+    the pipelines are counted with (config.json's own ``tokenizer`` is relative to its
+    folder; the option was too, while this check read it from the current folder)."""
     if args.tokenizer is not None:
+        args.tokenizer = tokenizer_file(args.tokenizer) or args.tokenizer
         try:
             get_tokenizer(args.tokenizer)
         except TokenizerError as exc:
