@@ -16,11 +16,13 @@ one file per *run key* under a folder named after the version. ``--no-cache`` (o
   a config.json, as the core's ``BudgetCache`` recorded them; a ``tokenizer.json`` too), and
   what the output needs: the diagnostics, the step counts and the rendered pieces of each
   format used so far. An entry is used only when every hash still matches; a format whose
-  piece is missing re-checks that pipeline.
+  piece is missing re-checks that pipeline. An input's stat stands for its hash only when
+  the file was older than the run that read it by more than the time resolution
+  (``RACY_NS``): a racy one (``RACY_PREFIX``) is compared by its bytes.
 - **Answer** (this module, ``replay``/``record_answer``): the whole output and exit status of
   one command line, kept next to the cache file (``<key>.answer``) with the fingerprint of
   everything that output depends on: the stat (times, size, inode, mode) of every input of
-  every pipeline, of the files its diagnostics quote and of the cache file itself, and the
+  every pipeline with where it lies (``location_of``), of the files its diagnostics quote and of the cache file itself, and the
   names, with their kinds (file, folder, link and its target), in every folder the search
   for pipelines lists (taken before and after the run).
   Keyed by the version, the code fingerprint, the current folder, the exact arguments, the
@@ -108,6 +110,11 @@ MISSING = "missing"
 RACY_NS = 100_000_000
 #: The same for times in whole seconds (a file system that keeps no finer time).
 RACY_COARSE_NS = 2_000_000_000
+#: Marks the stat part of a result cache entry's fingerprints when the file was racy for the
+#: run that read it (``cache_store.ContentHashes.settled``). Such a stat never equals a
+#: file's, so the next run compares the file's bytes instead (and keeps the stat it has
+#: then, once settled), and a run that used the entry records no answer.
+RACY_PREFIX = "racy:"
 
 _STORE_NAMES = frozenset({"ContentHashes", "Entry", "HashingFiles", "ResultCache", "_decode",
                           "_encode", "content_fingerprint", "entry_fingerprints",
@@ -231,6 +238,34 @@ def disk_fingerprint(path: str) -> str:
     return f"disk:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
 
 
+def located(absolute: str, real_folder: str, real_file: str | None) -> str:
+    """Where the file ``absolute`` really lies, as far as that differs from its path: the
+    real path of its folder when the folder is reached through a symbolic link (the
+    workspace itself, or a folder in it, relinked), and the file's own real path when the
+    file is a link (``real_file``; None when it is not); "" when neither. A check depends on
+    it as on the bytes: whether a file is inside the workspace is decided on real paths, of
+    the file and of the workspace root (the folder of config.json, or of the pipeline, which
+    are inputs too). Length-prefixed, so two places never give the same text."""
+    folder = os.path.dirname(absolute)
+    out = "" if real_folder == folder else f"{len(real_folder)}:{real_folder}"
+    return out if real_file is None else f"{out}>{real_file}"
+
+
+def location_of(path: str, real_folders: dict[str, str]) -> str:
+    """``located`` of ``path`` as it is now: its folder resolved once (``real_folders``
+    keeps each folder's real path), then one ``lstat`` of the file."""
+    absolute = os.path.abspath(path)
+    folder = os.path.dirname(absolute)
+    real_folder = real_folders.get(folder)
+    if real_folder is None:
+        real_folder = real_folders[folder] = os.path.realpath(folder)
+    try:
+        linked = _stat.S_ISLNK(os.lstat(absolute).st_mode)
+    except (OSError, ValueError):
+        linked = False
+    return located(absolute, real_folder, os.path.realpath(absolute) if linked else None)
+
+
 def is_racy(fingerprint: str, started_ns: int) -> bool:
     """Whether ``fingerprint`` (``disk_fingerprint``) was stamped too close to ``started_ns``
     (the run's start) to tell a later change in the same clock tick (``RACY_NS``)."""
@@ -352,8 +387,9 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
     code, pipelines, cache_file, cache_fp, checks, text = answer
     if not checks or cache_fp == MISSING or disk_fingerprint(cache_file) != cache_fp:
         return None  # record_answer writes none such: not an answer it wrote
+    real_folders: dict[str, str] = {}
     for i in range(0, len(checks), 2):
-        if fingerprint_of(checks[i], checks[i + 1]) != checks[i + 1]:
+        if fingerprint_of(checks[i], checks[i + 1], real_folders) != checks[i + 1]:
             return None
     out.write(text)
     last_replayed_pipelines = pipelines
@@ -420,10 +456,17 @@ def listing_fingerprint(folder: str) -> str:
                              digest_size=16).hexdigest()
 
 
-def fingerprint_of(path: str, kind: str) -> str:
+def fingerprint_of(path: str, kind: str, real_folders: dict[str, str] | None = None) -> str:
     """``path``'s fingerprint of the kind of ``kind`` (a fingerprint): a folder's listing
-    (``listing_fingerprint``) or its stat (``disk_fingerprint``)."""
-    return listing_fingerprint(path) if kind.startswith("dir:") else disk_fingerprint(path)
+    (``listing_fingerprint``), or its stat (``disk_fingerprint``), for an input of a check
+    with where it lies (``stat@location``: ``location_of``, its folder resolved once in
+    ``real_folders``)."""
+    if kind.startswith("dir:"):
+        return listing_fingerprint(path)
+    fp = disk_fingerprint(path)
+    if "@" not in kind:
+        return fp
+    return f"{fp}@{location_of(path, {} if real_folders is None else real_folders)}"
 
 
 def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
@@ -473,7 +516,8 @@ def answer_checks(store: ResultCache, listings: Mapping[str, str], pipelines: in
     The fingerprints are those this run took (an input's stat when its entry was looked up,
     or when the check read it; no file is stat'ed twice): none is racy, so each describes
     the file from before the run started to when it was taken, and any later change gives
-    another one."""
+    another one. An input's has where it lay then as well (its entry's content fingerprint
+    has it), since whether it is inside the workspace is part of the result."""
     asked = store.asked
     if len(asked) != pipelines or len(store.put_names) != checked \
             or not store.touched.issuperset(asked):
@@ -483,10 +527,12 @@ def answer_checks(store: ResultCache, listings: Mapping[str, str], pipelines: in
         entry = store.entries.get(name)
         if entry is None:
             raise _Unanswerable(f"{name} is not in the cache")
-        for path, (seen, content) in entry.deps.items():
-            fp = now.of(path, seen)
+        for path, (kept, content) in entry.deps.items():
+            seen = kept.removeprefix(RACY_PREFIX)  # racy: _Fingerprints raises
+            fp = now.of(path, seen).partition("@")[0]  # (its place: below)
             if fp != seen and store.hashes.known(path) != (fp, content):
                 raise _Unanswerable(f"{path} changed during the run")
+            now.locate(path, content.partition("@")[2])
         for path in _result_files(entry.result):
             now.of(path)
     for path, fp in listings.items():
@@ -515,8 +561,17 @@ class _Fingerprints:
         if is_racy(fp, self.started_ns):
             raise _Unanswerable(f"{path} changed just before the run")
         known = self.fingerprints.setdefault(path, fp)
-        if known != fp:
+        if known != fp and known.partition("@")[0] != fp:  # (an input's: with its place)
             raise _Unanswerable(f"{path} changed during the run")
+
+    def locate(self, path: str, where: str) -> None:
+        """Add to the stat of the input ``path`` where it lay (``location_of``) when the
+        check read it; a second, other place raises ``_Unanswerable``."""
+        known = self.fingerprints[path]
+        base, at, was = known.partition("@")
+        if at and was != where:
+            raise _Unanswerable(f"{path} was relinked during the run")
+        self.fingerprints[path] = f"{base}@{where}"
 
 
 def record_answer(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,

@@ -16,6 +16,7 @@ import os
 import pickle
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +28,11 @@ from budgetlens.files import (
     MISSING_FINGERPRINT,
     OUTSIDE_FINGERPRINT,
     DiskFiles,
+    Unreadable,
     read_capped,
     stat_fingerprint,
 )
+from budgetlens_cli.cache import RACY_PREFIX, is_racy, located, location_of
 
 MAGIC = b"budgetlens-check-cache\n"
 GITIGNORE = "# Created by budgetlens automatically.\n*\n"
@@ -136,8 +139,12 @@ class ContentHashes:
 
     def __init__(self, stat_of: Callable[[str], str]) -> None:
         self.stat_of = stat_of
+        #: before anything was read through these hashes: what a stat is racy against
+        self.started_ns = time.time_ns()
         self._stats: dict[str, str] = {}
         self._contents: dict[str, tuple[str, str]] = {}
+        #: files a check of this run could not read (``failed``), until one reads it
+        self._failed: set[str] = set()
         self._real_folders: dict[str, str] = {}
         self.hashed = 0
         #: the run's memoised ``abspath`` and ``realpath`` (``RunFiles``'s), when a checker
@@ -155,27 +162,23 @@ class ContentHashes:
         self._abspath, self._realpath = abspath, realpath
 
     def _located(self, path: str, fp: str) -> str:
-        """``fp`` of a file's bytes, with where ``path`` really lies when that is elsewhere
-        (through a symbolic link: the file itself or a folder above it). A check depends on
+        """``fp`` with where ``path`` really lies when that is elsewhere (``cache.located``:
+        through a symbolic link, the file itself or a folder above it). A check depends on
         that as on the bytes: a prompt outside the workspace is an error (BL041), so a link
-        relinked to the same bytes across the workspace's edge is another input. Each folder
-        is resolved once per run; the file itself costs one ``lstat`` (none when the run's
-        ``realpath``, ``resolve_with``, resolved it already)."""
+        relinked to the same file across the workspace's edge is another input, and so is a
+        workspace relinked to another folder. Each folder is resolved once per run; the file
+        itself costs one ``lstat`` (none when the run's ``realpath``, ``resolve_with``,
+        resolved it already)."""
         if self._abspath is not None and self._realpath is not None:
             absolute = self._abspath(path)
             real = self._realpath(absolute)
-            return fp if real == absolute else f"{fp}@{real}"
-        absolute = os.path.abspath(path)
-        folder, name = os.path.split(absolute)
-        real_folder = self._real_folders.get(folder)
-        if real_folder is None:
-            real_folder = self._real_folders[folder] = os.path.realpath(folder)
-        try:
-            linked = stat.S_ISLNK(os.lstat(absolute).st_mode)
-        except (OSError, ValueError):
-            return fp
-        real = os.path.realpath(absolute) if linked else os.path.join(real_folder, name)
-        return fp if real == absolute else f"{fp}@{real}"
+            folder, name = os.path.split(absolute)
+            real_folder = self._realpath(folder)
+            where = located(absolute, real_folder,
+                            None if real == os.path.join(real_folder, name) else real)
+        else:
+            where = location_of(path, self._real_folders)
+        return f"{fp}@{where}" if where else fp
 
     def stat(self, path: str) -> str:
         got = self._stats.get(path)
@@ -187,19 +190,25 @@ class ContentHashes:
         got = None if fresh else self._contents.get(path)
         if got is None:
             at, fp = content_fingerprint(path, self.stat_of)
-            if fp.startswith("b2:"):
+            if fp != UNCACHEABLE:
                 fp = self._located(path, fp)
             got = self._contents[path] = (at, fp)
             self.hashed += 1
         return got
 
+    def settled(self, at: str) -> str:
+        """The stat fingerprint ``at`` as an entry keeps it: marked (``RACY_PREFIX``) when
+        it is racy against the start of these hashes (a file stamped in the same clock tick
+        as the run read it), so that no later stat is taken as proof that it is unchanged."""
+        return RACY_PREFIX + at if is_racy(at, self.started_ns) else at
+
     def matches(self, path: str, fingerprints: tuple[str, str]) -> bool:
         """Whether ``path`` still has the text it had when ``fingerprints`` (stat, content)
         were taken: the same stat fingerprint (nothing touched it), else the same bytes (a
-        fresh clone, a restored cache, a file saved unchanged)."""
+        fresh clone, a restored cache, a file saved unchanged, a racy stat: ``settled``)."""
         at, fp = fingerprints
-        if self.stat(path) == at:
-            return True
+        if self.stat(path) == at:  # the same file; and still in the same place?
+            return fp == UNCACHEABLE or self._located(path, fp.partition("@")[0]) == fp
         return self.content(path)[1] == fp
 
     def stat_taken(self, path: str) -> str | None:
@@ -210,16 +219,27 @@ class ContentHashes:
         """The ``(stat, content)`` fingerprints of ``path`` taken in this run, if any."""
         return self._contents.get(path)
 
+    def failed(self, path: str) -> None:
+        """A check could not read ``path`` (an I/O error; its report says so): a result made
+        from that read is kept out of the cache (``at``), even when a read for the hash,
+        later, succeeds (the error may have been passing: the next run reads it again)."""
+        self._failed.add(path)
+        self._contents.pop(path, None)
+
     def record(self, path: str, at: str, data: bytes) -> None:
         """Keep the content fingerprint of bytes a check has just read from ``path`` while
         its stat fingerprint was ``at`` (``HashingFiles``): no second read to hash them."""
+        self._failed.discard(path)
         if len(data) <= MAX_FILE_BYTES:
             fp = "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
             self._contents[path] = (at, self._located(path, fp))
 
     def at(self, path: str, seen: str) -> str:
         """The content fingerprint of ``path`` as it is with the stat fingerprint ``seen``
-        (the one a check read it at), else ``unreadable``."""
+        (the one a check read it at), else ``unreadable`` (also when the check's own read
+        failed: ``failed``)."""
+        if path in self._failed:
+            return UNCACHEABLE
         at, fp = self.content(path)
         if at != seen:
             at, fp = self.content(path, fresh=True)
@@ -255,8 +275,12 @@ class HashingFiles(DiskFiles):
     def read_bytes(self, path: Path) -> bytes:
         taken, self._taken = self._taken, None
         key = str(path)
-        data, st, once_read = self.read_stat(
-            path, taken[1] if taken is not None and taken[0] == key else None, after=True)
+        try:
+            data, st, once_read = self.read_stat(
+                path, taken[1] if taken is not None and taken[0] == key else None, after=True)
+        except Unreadable:
+            self.hashes.failed(key)
+            raise
         before = stat_fingerprint(st)  # taken before the file was opened
         if once_read is not None and stat_fingerprint(once_read) == before:
             self.hashes.record(key, before, data)
@@ -338,7 +362,7 @@ def entry_fingerprints(deps: Mapping[str, str],
         fp = hashes.at(path, seen)
         if fp == UNCACHEABLE:
             return None
-        fps[path] = (seen, fp)
+        fps[path] = (hashes.settled(seen), fp)
     return fps
 
 
@@ -384,9 +408,18 @@ class ResultCache:
         entry = self.entries.get(pipeline)
         if entry is None:
             return None
+        racy = []
         for path, fingerprints in entry.deps.items():
             if not self.hashes.matches(path, fingerprints):
                 return None
+            if fingerprints[0].startswith(RACY_PREFIX):
+                racy.append(path)
+        for path in racy:  # the same bytes: keep the stat they have now, once it is settled
+            taken = self.hashes.known(path)
+            if taken is not None and not (at := self.hashes.settled(taken[0])).startswith(
+                    RACY_PREFIX):
+                entry.deps[path] = (at, taken[1])
+                self.dirty = True
         self.touched.add(pipeline)
         return entry.result
 
