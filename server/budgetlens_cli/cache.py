@@ -22,9 +22,10 @@ one file per *run key* under a folder named after the version. ``--no-cache`` (o
 - **Answer** (this module, ``replay``/``record_answer``): the whole output and exit status of
   one command line, kept next to the cache file (``<key>.answer``) with the fingerprint of
   everything that output depends on: the stat (times, size, inode, mode) of every input of
-  every pipeline with where it lies (``location_of``), of the files its diagnostics quote and of the cache file itself, and the
-  names, with their kinds (file, folder, link and its target), in every folder the search
-  for pipelines lists (taken before and after the run).
+  every pipeline with where it lies (``location_of``), of the files its diagnostics quote
+  and of the cache file itself, and the names, with their kinds (file, folder, link and
+  its target), in every folder the search for pipelines lists (taken before and after the
+  run).
   Keyed by the version, the code fingerprint, the current folder, the exact arguments, the
   policy and cache variables and the encoding of standard output. When
   every fingerprint is unchanged, the answer is printed as it is: no parser, no checker, no
