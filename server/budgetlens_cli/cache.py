@@ -111,11 +111,6 @@ MISSING = "missing"
 RACY_NS = 100_000_000
 #: The same for times in whole seconds (a file system that keeps no finer time).
 RACY_COARSE_NS = 2_000_000_000
-#: Marks the stat part of a result cache entry's fingerprints when the file was racy for the
-#: run that read it (``cache_store.ContentHashes.settled``). Such a stat never equals a
-#: file's, so the next run compares the file's bytes instead (and keeps the stat it has
-#: then, once settled), and a run that used the entry records no answer.
-RACY_PREFIX = "racy:"
 
 _STORE_NAMES = frozenset({"ContentHashes", "Entry", "HashingFiles", "ResultCache", "_decode",
                           "_encode", "content_fingerprint", "entry_fingerprints",
@@ -252,11 +247,19 @@ def located(absolute: str, real_folder: str, real_file: str | None) -> str:
     return out if real_file is None else f"{out}>{real_file}"
 
 
-def location_of(path: str, real_folders: dict[str, str]) -> str:
-    """``located`` of ``path`` as it is now: its folder resolved once (``real_folders``
-    keeps each folder's real path), then one ``lstat`` of the file."""
-    absolute = os.path.abspath(path)
-    folder = os.path.dirname(absolute)
+def location_of(path: str, real_folders: dict[str, str], *,
+                realpath: Callable[[str], str] | None = None,
+                abspath: Callable[[str], str] = os.path.abspath) -> str:
+    """``located`` of ``path`` as it is now. With ``realpath`` (a run's memo, which resolved
+    the file already for its check: ``RunFiles.realpath``, and its ``abspath``) nothing more
+    is asked of the file system; else its folder is resolved once (``real_folders`` keeps
+    each folder's real path), then the file costs one ``lstat``."""
+    absolute = abspath(path)
+    folder, name = os.path.split(absolute)
+    if realpath is not None:
+        memo_folder, real = realpath(folder), realpath(absolute)
+        return located(absolute, memo_folder,
+                       None if real == os.path.join(memo_folder, name) else real)
     real_folder = real_folders.get(folder)
     if real_folder is None:
         real_folder = real_folders[folder] = os.path.realpath(folder)
@@ -519,6 +522,9 @@ def answer_checks(store: ResultCache, listings: Mapping[str, str], pipelines: in
     the file from before the run started to when it was taken, and any later change gives
     another one. An input's has where it lay then as well (its entry's content fingerprint
     has it), since whether it is inside the workspace is part of the result."""
+    # lazy: start-up speed (a replayed answer never loads the entries' machinery)
+    from budgetlens_cli.cache_store import RACY_PREFIX
+
     asked = store.asked
     if len(asked) != pipelines or len(store.put_names) != checked \
             or not store.touched.issuperset(asked):

@@ -32,7 +32,6 @@ from budgetlens.files import (
     read_capped,
     stat_fingerprint,
 )
-from budgetlens_cli.cache import RACY_PREFIX, is_racy, located, location_of
 
 MAGIC = b"budgetlens-check-cache\n"
 GITIGNORE = "# Created by budgetlens automatically.\n*\n"
@@ -42,6 +41,11 @@ CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
 #: At most this many entries are kept in one cache file (the oldest unused ones go first).
 MAX_ENTRIES = 100_000
 UNCACHEABLE = "unreadable"
+#: Marks the stat part of an entry's fingerprints when the file was racy for the run that
+#: read it (``ContentHashes.settled``). Such a stat never equals a file's, so the next run
+#: compares the file's bytes instead (and keeps the stat it has then, once settled), and a
+#: run that used the entry records no answer (``cache.answer_checks``).
+RACY_PREFIX = "racy:"
 
 
 class CacheDirError(Exception):
@@ -137,9 +141,16 @@ class ContentHashes:
     pipelines read is looked at once): its stat fingerprint (``stat_of``: size, times, inode)
     and, when that is not enough, its content fingerprint with the stat it was taken at."""
 
-    def __init__(self, stat_of: Callable[[str], str]) -> None:
+    def __init__(self, stat_of: Callable[[str], str],
+                 racy: Callable[[str, int], bool] | None = None,
+                 where: Callable[..., str] | None = None) -> None:
         self.stat_of = stat_of
-        #: before anything was read through these hashes: what a stat is racy against
+        #: where a file lies (``cache.location_of``; None: not looked at)
+        self.where = where
+        #: whether a stat fingerprint was stamped too close to a time to stand for the file
+        #: (``cache.is_racy``; None: never), and that time: before anything was read
+        #: through these hashes
+        self._racy = racy
         self.started_ns = time.time_ns()
         self._stats: dict[str, str] = {}
         self._contents: dict[str, tuple[str, str]] = {}
@@ -162,22 +173,17 @@ class ContentHashes:
         self._abspath, self._realpath = abspath, realpath
 
     def _located(self, path: str, fp: str) -> str:
-        """``fp`` with where ``path`` really lies when that is elsewhere (``cache.located``:
+        """``fp`` with where ``path`` really lies when that is elsewhere (``where``:
         through a symbolic link, the file itself or a folder above it). A check depends on
         that as on the bytes: a prompt outside the workspace is an error (BL041), so a link
         relinked to the same file across the workspace's edge is another input, and so is a
         workspace relinked to another folder. Each folder is resolved once per run; the file
         itself costs one ``lstat`` (none when the run's ``realpath``, ``resolve_with``,
         resolved it already)."""
-        if self._abspath is not None and self._realpath is not None:
-            absolute = self._abspath(path)
-            real = self._realpath(absolute)
-            folder, name = os.path.split(absolute)
-            real_folder = self._realpath(folder)
-            where = located(absolute, real_folder,
-                            None if real == os.path.join(real_folder, name) else real)
-        else:
-            where = location_of(path, self._real_folders)
+        if self.where is None:
+            return fp
+        where = self.where(path, self._real_folders, realpath=self._realpath,
+                           abspath=self._abspath or os.path.abspath)
         return f"{fp}@{where}" if where else fp
 
     def stat(self, path: str) -> str:
@@ -200,7 +206,8 @@ class ContentHashes:
         """The stat fingerprint ``at`` as an entry keeps it: marked (``RACY_PREFIX``) when
         it is racy against the start of these hashes (a file stamped in the same clock tick
         as the run read it), so that no later stat is taken as proof that it is unchanged."""
-        return RACY_PREFIX + at if is_racy(at, self.started_ns) else at
+        racy = self._racy is not None and self._racy(at, self.started_ns)
+        return RACY_PREFIX + at if racy else at
 
     def matches(self, path: str, fingerprints: tuple[str, str]) -> bool:
         """Whether ``path`` still has the text it had when ``fingerprints`` (stat, content)

@@ -193,6 +193,10 @@ class _DepsCache(BudgetCache):
     checking: str | None = None
     """The pipeline (normalised path) being checked, whose parse ``done`` drops."""
 
+    #: no report is looked up again (the result cache keys where the files lie its own way:
+    #: ``cache_store.ContentHashes._located``)
+    places = False
+
     def store_report(self, key: Any, deps: Mapping[str, str], report: Any) -> None:
         self.last_deps = dict(deps)
 
@@ -371,7 +375,9 @@ class _Checker:
 
     @classmethod
     def of_spec(cls, spec: CheckSpec) -> _Checker:
-        hashes = result_cache.ContentHashes(_stat_fingerprint) if spec.hash_inputs else None
+        hashes = (result_cache.ContentHashes(_stat_fingerprint, result_cache.is_racy,
+                                             result_cache.location_of)
+                  if spec.hash_inputs else None)
         return cls(spec.options, spec.piece, spec.targets, hashes)
 
     def options(self) -> CheckOptions:
@@ -579,8 +585,9 @@ def open_store(args: argparse.Namespace) -> result_cache.ResultCache | None:
         key = result_cache.run_key(options_key(args, os.environ))
     except OSError:  # no current folder (removed): run without the cache
         return None
-    store = result_cache.ResultCache(folder, key, explicit,
-                                     result_cache.ContentHashes(_stat_fingerprint))
+    hashes = result_cache.ContentHashes(_stat_fingerprint, result_cache.is_racy,
+                                        result_cache.location_of)
+    store = result_cache.ResultCache(folder, key, explicit, hashes)
     store.load()
     return store
 

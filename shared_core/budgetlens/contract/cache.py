@@ -16,11 +16,15 @@ and holds, each bounded:
   by a hash of the text (``TokenCounter``).
 
 Disk files are fingerprinted by mtime/size, in-memory buffers by content hash (see
-``budgetlens.files``). Safe to share between threads.
+``budgetlens.files``). A report and a structure are also keyed by where their files lie
+(``with_places``): whether a file is inside the workspace is decided on real paths, and a
+link relinked across the workspace's edge to the very same file (a hard link of it) keeps
+its fingerprint. Safe to share between threads.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
@@ -37,6 +41,44 @@ from budgetlens.files import (
 from budgetlens.tokens.core import TokenCounter, Tokenizer, counts_key
 
 T = TypeVar("T")
+
+#: Mark the keys of a result's inputs that stand for where a file lies, not for what it
+#: holds (``with_places``); no path starts with a NUL.
+PLACE = "\0place:"
+_LINK = PLACE + "link:"
+_REAL = PLACE + "real:"
+
+
+def link_stamp(path: str) -> str:
+    """The ``lstat`` of ``path`` itself: for a symbolic link, the link (relinked, even to
+    the same file, it is a new link: another inode and change time); for a file, what its
+    fingerprint has already."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return "missing"
+    return f"{st.st_mode}:{st.st_ino}:{st.st_ctime_ns}"
+
+
+def _real(files: FileSource, path: str) -> str:
+    """``os.path.realpath(path)``, with the memo of a ``RunFiles`` when ``files`` is one."""
+    return files.realpath(files.abspath(path)) if isinstance(files, RunFiles) \
+        else os.path.realpath(path)
+
+
+def with_places(files: FileSource, deps: Mapping[str, str], root: str) -> dict[str, str]:
+    """``deps`` (path -> fingerprint) with where the files lie: each file's own link
+    (``link_stamp``: one ``lstat``) and the real path of the workspace root (which every
+    check resolves anyway) — what a report or structure is stored under. A prompt, parent or
+    pipeline relinked across the workspace's edge, and a workspace relinked to another
+    folder, are seen; a folder inside the workspace relinked to another one holding hard
+    links of the very same files is not (only ``os.path.realpath`` of every input would
+    tell, on every lookup)."""
+    out = dict(deps)
+    for path in deps:
+        out[_LINK + path] = link_stamp(path)
+    out[_REAL + root] = _real(files, root)
+    return out
 
 
 class RecordingFiles:
@@ -123,6 +165,10 @@ class BudgetCache:
     to twice as many): a table that is full is emptied before it grows further.
     """
 
+    #: whether reports and structures are stored with where their files lie
+    #: (``with_places``); a cache whose reports are never looked up again can do without
+    places = True
+
     def __init__(self, *, max_entries: int = 8192) -> None:
         self._lock = threading.Lock()
         self._max = max_entries
@@ -145,7 +191,13 @@ class BudgetCache:
             return None
         deps, value = entry
         for path, fp in deps.items():
-            if _fingerprint(files, path) != fp:
+            if not path.startswith(PLACE):
+                if _fingerprint(files, path) != fp:
+                    return None
+            elif path.startswith(_LINK):
+                if link_stamp(path[len(_LINK):]) != fp:
+                    return None
+            elif _real(files, path[len(_REAL):]) != fp:
                 return None
         return value
 

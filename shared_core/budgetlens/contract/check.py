@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 
 from budgetlens import codes
 from budgetlens.contract.advice import floor_related, inherited_suffix, largest_term, unfit_message
-from budgetlens.contract.cache import BudgetCache, RecordingFiles
+from budgetlens.contract.cache import BudgetCache, RecordingFiles, with_places
 from budgetlens.contract.clamp import compute_clamp, floor_below
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.discovery import pipeline_config
@@ -1070,7 +1070,11 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
         planned = True
     checker = _Checker(pipe, plan, run_files, options, cache, stop)
     report = checker.run()
+    deps: Mapping[str, str] = {**plan.deps, **checker.files.seen}
+    if cache.places:
+        deps = with_places(run_files, deps, plan.prompt_root)
     if planned:  # stored only with its report: a stopped check leaves no structure
-        cache.store_structure(structure_key, plan.deps, plan)
-    cache.store_report(key, {**plan.deps, **checker.files.seen}, report)
+        cache.store_structure(structure_key, with_places(run_files, plan.deps, plan.prompt_root)
+                              if cache.places else plan.deps, plan)
+    cache.store_report(key, deps, report)
     return report
