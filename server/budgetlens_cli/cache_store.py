@@ -154,8 +154,11 @@ class ContentHashes:
         self.started_ns = time.time_ns()
         self._stats: dict[str, str] = {}
         self._contents: dict[str, tuple[str, str]] = {}
-        #: files a check of this run could not read (``failed``), until one reads it
+        #: files a check of this run could not read (``failed``): for the whole run, as the
+        #: core keeps the error for the other steps and pipelines that use the file
         self._failed: set[str] = set()
+        #: files whose fingerprint in ``_contents`` is of the bytes a check read (``record``)
+        self._read: set[str] = set()
         self._real_folders: dict[str, str] = {}
         self.hashed = 0
         #: the run's memoised ``abspath`` and ``realpath`` (``RunFiles``'s), when a checker
@@ -227,25 +230,45 @@ class ContentHashes:
         return self._contents.get(path)
 
     def failed(self, path: str) -> None:
-        """A check could not read ``path`` (an I/O error; its report says so): a result made
-        from that read is kept out of the cache (``at``), even when a read for the hash,
-        later, succeeds (the error may have been passing: the next run reads it again)."""
+        """A check could not read ``path`` (an I/O error; its report says so): every result of
+        this run that depends on it is kept out of the cache (``at``), even when a read for
+        the hash, or another check's read, succeeds (the error may have been passing, and the
+        core keeps it for the file's other uses in the run: the next run reads it again)."""
         self._failed.add(path)
         self._contents.pop(path, None)
+        self._read.discard(path)
 
     def record(self, path: str, at: str, data: bytes) -> None:
         """Keep the content fingerprint of bytes a check has just read from ``path`` while
         its stat fingerprint was ``at`` (``HashingFiles``): no second read to hash them."""
-        self._failed.discard(path)
         if len(data) <= MAX_FILE_BYTES:
             fp = "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
             self._contents[path] = (at, self._located(path, fp))
+            self._read.add(path)
+
+    def record_digest(self, path: str, at: str, digest: str) -> None:
+        """Keep the content fingerprint of the bytes, of blake2b ``digest`` (16 bytes, hex),
+        a check's tokenizer library was given from ``path`` while its stat fingerprint was
+        ``at`` (``check_cmd._tokenizer_bytes``), as ``record`` does for a read of its own;
+        the fingerprint a read for the hash would give (``_read_fingerprint``)."""
+        if path in self._failed or not at.startswith("disk:"):
+            return
+        size = int(at.split(":")[3])
+        fp = "b2:" + digest if size <= MAX_FILE_BYTES else f"large:{size}:b2:{digest}"
+        if size <= MAX_HASHED_BYTES:
+            self._contents[path] = (at, self._located(path, fp))
+            self._read.add(path)
 
     def at(self, path: str, seen: str) -> str:
         """The content fingerprint of ``path`` as it is with the stat fingerprint ``seen``
-        (the one a check read it at), else ``unreadable`` (also when the check's own read
-        failed: ``failed``)."""
+        (the one a check read it at), else ``unreadable``: also when the check's own read
+        failed (``failed``), and when the hash would come from another read than the check's
+        (a tokenizer.json, which its library reads) while ``seen`` is racy (a save in the
+        same tick between the two reads would key the old bytes' result by the new ones)."""
         if path in self._failed:
+            return UNCACHEABLE
+        if path not in self._read and self._racy is not None and self._racy(seen,
+                                                                            self.started_ns):
             return UNCACHEABLE
         at, fp = self.content(path)
         if at != seen:
@@ -274,7 +297,7 @@ class HashingFiles(DiskFiles):
         self._taken = None
         try:
             st = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the path (no such file)
             return MISSING_FINGERPRINT
         self._taken = (str(path), st)
         return stat_fingerprint(st)

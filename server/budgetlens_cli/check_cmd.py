@@ -295,6 +295,8 @@ def one_reading_per_file(checking: bool) -> Iterator[None]:
 
 
 def _deps_of(cache: _DepsCache, report: PipelineReport, files: FileSource) -> dict[str, str] | None:
+    """The inputs (path -> stat fingerprint) the result cache keys ``report`` by; None when
+    the check was stopped."""
     deps = cache.last_deps
     if deps is None:
         return None
@@ -302,6 +304,27 @@ def _deps_of(cache: _DepsCache, report: PipelineReport, files: FileSource) -> di
     if tokenizer and tokenizer not in SHIPPED_ENCODINGS and os.path.isabs(tokenizer):
         deps[tokenizer] = files.fingerprint(Path(tokenizer))  # a tokenizer.json is an input
     return deps
+
+
+def _tokenizer_bytes(tokenizer: str | None, deps: Mapping[str, str],
+                     hashes: result_cache.ContentHashes) -> None:
+    """Tell ``hashes`` the bytes a tokenizer.json the counts came from had (its library was
+    given them: ``tokens.core.loaded_digest``), for it and for each link to it among
+    ``deps`` read at the same stat, so the entry is keyed by those bytes, not by a later
+    read of the file (saved again in the same clock tick, it would key the old counts by
+    the new bytes)."""
+    version = deps.get(tokenizer) if tokenizer else None
+    if version is None or tokenizer is None:
+        return
+    # lazy: start-up speed (tiktoken)
+    from budgetlens.tokens.core import loaded_digest
+
+    got = loaded_digest(tokenizer)
+    if got is None or got[0] != version:
+        return
+    for path, seen in deps.items():
+        if seen == version and (path == tokenizer or os.path.realpath(path) == tokenizer):
+            hashes.record_digest(path, version, got[1])
 
 
 #: Fewer pipelines to check than this are checked in this process (starting workers and
@@ -399,6 +422,7 @@ class _Checker:
             self.cache.done()
         fps = None
         if deps is not None and self.hashes is not None:
+            _tokenizer_bytes(report.tokenizer, deps, self.hashes)
             fps = result_cache.entry_fingerprints(deps, self.hashes)
         return got, deps is not None, fps
 

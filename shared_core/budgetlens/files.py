@@ -301,7 +301,7 @@ class DiskFiles:
     def fingerprint(self, path: Path | str) -> str:
         try:
             st = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the path (no such file)
             return MISSING_FINGERPRINT
         return stat_fingerprint(st)
 

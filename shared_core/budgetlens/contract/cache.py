@@ -103,8 +103,10 @@ class RecordingFiles:
         return read_text_utf8(self.base, path)
 
     def outside(self, path: Path | str) -> None:
-        """Record ``path`` as an input that is not read: it resolves outside the workspace
-        (``OUTSIDE_FINGERPRINT``, which no file's fingerprint matches)."""
+        """Record ``path`` as an input that is not read: it resolves outside the workspace,
+        or could not be read (an I/O error, which the next check may not have)
+        (``OUTSIDE_FINGERPRINT``, which no file's fingerprint matches: no cache keeps the
+        result)."""
         self.seen[str(path)] = OUTSIDE_FINGERPRINT
 
     def fingerprint(self, path: Path | str) -> str:

@@ -93,6 +93,7 @@ from budgetlens.tokens.core import (
     TokenCounter,
     Tokenizer,
     TokenizerError,
+    TokenizerUnreadable,
     get_tokenizer,
     tokenizer_file,
 )
@@ -787,35 +788,49 @@ class _Checker:
             spec = limits.tokenizer  # the model's (limits.py): exact or approximate
             self.approximate = limits.approximate
         directory = config.directory if config is not None else None
-        if isinstance(spec, str):
-            file = tokenizer_file(spec, base_dir=Path(directory) if directory else None)
-            if file is not None:  # an input, found or not (created or relinked later counts)
-                self.files.fingerprint(file)
-                self.tokenizer_files = {file, self.run_files.realpath(file)}
-                root = self.plan.prompt_root
-                if config is not None and cfg is not None and spec == cfg.tokenizer \
-                        and not self.options.tokenizer \
-                        and not self.run_files.is_inside(file, root):
-                    # named by the workspace's own config.json: read inside it only, as a
-                    # prompt file is (an option or editor setting is the user's own choice);
-                    # an unread input, as such a prompt is (no cache keeps this error, and
-                    # the result cache does not hash the file)
-                    self.files.outside(file)
-                    self.add(config.location("tokenizer"), Severity.ERROR, codes.TOKENIZER_INVALID,
-                             f"tokenizer file {file} resolves outside the workspace root"
-                             f" {root}; counting with {DEFAULT_TOKENIZER} instead")
-                    return get_tokenizer(DEFAULT_TOKENIZER)
+        # where a bad tokenizer is told: config.json's value, unless an option named it
+        loc = config.location("tokenizer") if config is not None and not \
+            self.options.tokenizer else head
+        file = tokenizer_file(spec, base_dir=Path(directory) if directory else None) \
+            if isinstance(spec, str) else None
+        if file is not None:
+            problem = self.tokenizer_file_problem(file, spec, config)
+            if problem is not None:
+                self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
+                         f"{problem}; counting with {DEFAULT_TOKENIZER} instead")
+                return get_tokenizer(DEFAULT_TOKENIZER)
         try:
             tokenizer = self.get_tokenizer(spec, directory)
         except TokenizerError as exc:
-            loc = (config.location("tokenizer") if config is not None and not
-                   self.options.tokenizer else head)
+            if file is not None and isinstance(exc, TokenizerUnreadable):
+                self.files.outside(file)  # not read: no cache keeps this error
             self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
                      f"{exc}; counting with {DEFAULT_TOKENIZER} instead")
             return get_tokenizer(DEFAULT_TOKENIZER)
         # an approximate family named directly (tokenizer: claude_approx) is approximate too
         self.approximate = self.approximate or not is_exact(tokenizer)
         return tokenizer
+
+    def tokenizer_file_problem(self, file: str, spec: Any,
+                               config: LoadedConfig | None) -> str | None:
+        """Why the tokenizer.json ``file`` (named by ``spec``) is not read, else None; it is
+        an input either way, found or not (created or relinked later counts)."""
+        problem = path_problem(file)
+        if problem is not None:  # names no file at all
+            return f"tokenizer file {spec!r}: {problem}"
+        self.files.fingerprint(file)
+        self.tokenizer_files = {file, self.run_files.realpath(file)}
+        root = self.plan.prompt_root
+        cfg = config.config if config is not None else None
+        if cfg is not None and spec == cfg.tokenizer and not self.options.tokenizer \
+                and not self.run_files.is_inside(file, root):
+            # named by the workspace's own config.json: read inside it only, as a prompt
+            # file is (an option or editor setting is the user's own choice); an unread
+            # input, as such a prompt is (no cache keeps this error, and the result cache
+            # does not hash the file)
+            self.files.outside(file)
+            return f"tokenizer file {file} resolves outside the workspace root {root}"
+        return None
 
     def get_tokenizer(self, spec: Any, directory: str | None) -> Tokenizer:
         """``get_tokenizer(spec)`` relative to ``directory`` (config.json's folder), found

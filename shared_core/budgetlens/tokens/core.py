@@ -45,6 +45,7 @@ from budgetlens.tokens.counts import (
     write_atomic,
 )
 from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
+from budgetlens.tokens.errors import TokenizerUnreadable as TokenizerUnreadable
 from budgetlens.tokens.families import FAMILIES, FamilyTokenizer, family_for_model, load_family
 
 DEFAULT_TOKENIZER = "cl100k_base"
@@ -158,6 +159,8 @@ class HuggingFaceTokenizer:
     #: the file's ``stat`` fingerprint when it was read (``files.stat_fingerprint``): counts
     #: made with one version are not counts of another (``counts_key``)
     version: str = ""
+    #: the blake2b (16 bytes, hex) of the bytes it was made from
+    digest: str = ""
 
     def encode(self, text: str) -> list[int]:
         enc = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
@@ -350,10 +353,27 @@ def _read_hf(path: str, version: str) -> HuggingFaceTokenizer:
             f"tokenizer {path!r} is a Hugging Face tokenizer.json, which needs the"
             " 'tokenizers' package: pip install tokenizers (or install budgetlens from its"
             " checkout with the extra: pip install '/path/to/budgetlens[tokenizers]')") from exc
+    try:  # read here, not by the library: an I/O error is told apart from a bad file, and
+        # the bytes the counts come from are known (``loaded_digest``)
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise TokenizerUnreadable(f"cannot read tokenizer file {path!r}:"
+                                  f" {exc.strerror or exc}") from exc
     try:
-        return HuggingFaceTokenizer(path, HFTokenizer.from_file(path), version)
+        return HuggingFaceTokenizer(path, HFTokenizer.from_buffer(data), version,
+                                    hashlib.blake2b(data, digest_size=16).hexdigest())
     except Exception as exc:  # the library raises plain Exception subclasses
         raise TokenizerError(f"cannot load tokenizer file {path!r}: {exc}") from exc
+
+
+def loaded_digest(path: str) -> tuple[str, str] | None:
+    """``(version, digest)`` of the tokenizer.json ``path`` as this process last read it
+    (``HuggingFaceTokenizer.version`` and ``.digest``), if it did: the result cache keys a
+    report by the bytes its counts came from, not by a later read of the file."""
+    with _HF_LOCK:
+        kept = _HF_LOADED.get(path)
+    return (kept[1].version, kept[1].digest) if kept is not None else None
 
 
 def _named_file(spec: str, base_dir: Path | None) -> Path | None:
