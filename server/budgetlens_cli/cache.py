@@ -231,7 +231,35 @@ def disk_fingerprint(path: str) -> str:
         st = os.stat(path)
     except (OSError, ValueError):
         return MISSING
+    return _stat_text(st)
+
+
+def _stat_text(st: os.stat_result) -> str:
     return f"disk:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
+
+
+def input_fingerprint(path: str, folders: dict[str, tuple[str, str]]) -> str:
+    """``disk_fingerprint(path)@location_of(path)`` of an input, as a replay checks thousands:
+    each folder made absolute and resolved once (``folders``: as given -> (absolute, real)),
+    and one system call for a file that is no link (its ``lstat`` is its ``stat``)."""
+    head, name = os.path.split(path)
+    if name in ("", os.curdir, os.pardir):  # no file name: the long way
+        return f"{disk_fingerprint(path)}@{location_of(path, {})}"
+    got = folders.get(head)
+    if got is None:
+        absolute_folder = os.path.abspath(head or os.curdir)
+        got = folders[head] = (absolute_folder, os.path.realpath(absolute_folder))
+    folder, real_folder = got
+    where = "" if real_folder == folder else f"{len(real_folder)}:{real_folder}"  # located
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return f"{MISSING}@{where}"
+    if _stat.S_ISLNK(st.st_mode):
+        absolute = os.path.join(folder, name)
+        real = os.path.realpath(absolute)
+        return f"{disk_fingerprint(path)}@{located(absolute, real_folder, real)}"
+    return f"{_stat_text(st)}@{where}"
 
 
 def located(absolute: str, real_folder: str, real_file: str | None) -> str:
@@ -391,9 +419,9 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
     code, pipelines, cache_file, cache_fp, checks, text = answer
     if not checks or cache_fp == MISSING or disk_fingerprint(cache_file) != cache_fp:
         return None  # record_answer writes none such: not an answer it wrote
-    real_folders: dict[str, str] = {}
+    folders: dict[str, tuple[str, str]] = {}
     for i in range(0, len(checks), 2):
-        if fingerprint_of(checks[i], checks[i + 1], real_folders) != checks[i + 1]:
+        if fingerprint_of(checks[i], checks[i + 1], folders) != checks[i + 1]:
             return None
     out.write(text)
     last_replayed_pipelines = pipelines
@@ -460,17 +488,17 @@ def listing_fingerprint(folder: str) -> str:
                              digest_size=16).hexdigest()
 
 
-def fingerprint_of(path: str, kind: str, real_folders: dict[str, str] | None = None) -> str:
+def fingerprint_of(path: str, kind: str,
+                   folders: dict[str, tuple[str, str]] | None = None) -> str:
     """``path``'s fingerprint of the kind of ``kind`` (a fingerprint): a folder's listing
     (``listing_fingerprint``), or its stat (``disk_fingerprint``), for an input of a check
-    with where it lies (``stat@location``: ``location_of``, its folder resolved once in
-    ``real_folders``)."""
+    with where it lies (``stat@location``: ``input_fingerprint``, each folder resolved once
+    in ``folders``)."""
     if kind.startswith("dir:"):
         return listing_fingerprint(path)
-    fp = disk_fingerprint(path)
     if "@" not in kind:
-        return fp
-    return f"{fp}@{location_of(path, {} if real_folders is None else real_folders)}"
+        return disk_fingerprint(path)
+    return input_fingerprint(path, {} if folders is None else folders)
 
 
 def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:

@@ -160,6 +160,7 @@ class ContentHashes:
         #: files whose fingerprint in ``_contents`` is of the bytes a check read (``record``)
         self._read: set[str] = set()
         self._real_folders: dict[str, str] = {}
+        self._places: dict[str, str] = {}  # path -> where it lies (``_located``), this run
         self.hashed = 0
         #: the run's memoised ``abspath`` and ``realpath`` (``RunFiles``'s), when a checker
         #: shares them (``resolve_with``): a file the check resolved already is not
@@ -185,8 +186,11 @@ class ContentHashes:
         resolved it already)."""
         if self.where is None:
             return fp
-        where = self.where(path, self._real_folders, realpath=self._realpath,
-                           abspath=self._abspath or os.path.abspath)
+        where = self._places.get(path)
+        if where is None:
+            where = self._places[path] = self.where(
+                path, self._real_folders, realpath=self._realpath,
+                abspath=self._abspath or os.path.abspath)
         return f"{fp}@{where}" if where else fp
 
     def stat(self, path: str) -> str:

@@ -112,3 +112,25 @@ def test_an_unchanged_linked_workspace_still_replays_and_reads_nothing(
     result_cache.last_replayed_pipelines = 0
     assert run(capsys, "check", "ws/pipelines/a.yaml") == first
     assert result_cache.last_replayed_pipelines == 1
+
+
+def test_the_replay_fingerprint_of_an_input_is_its_stat_and_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay's one-``lstat`` fingerprint of an input is what a run records: the stat
+    (``disk_fingerprint``) with where the file lies (``location_of``), for every shape of
+    path an input may have."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.txt").write_text("a\n", "utf-8")
+    os.symlink(tmp_path / "real", tmp_path / "linked")
+    os.symlink(tmp_path / "real" / "a.txt", tmp_path / "real" / "link.txt")
+    os.symlink(tmp_path / "nowhere", tmp_path / "real" / "dangling.txt")
+    monkeypatch.chdir(tmp_path)
+    paths = ["real/a.txt", "linked/a.txt", "real/link.txt", "linked/link.txt",
+             "real/dangling.txt", "real/missing.txt", "linked/../real/a.txt", "./real/a.txt",
+             str(tmp_path / "linked" / "a.txt"), "a.txt", "real/"]
+    folders: dict[str, tuple[str, str]] = {}
+    for path in paths:
+        expected = f"{result_cache.disk_fingerprint(path)}@{result_cache.location_of(path, {})}"
+        assert result_cache.input_fingerprint(path, folders) == expected, path
+    assert result_cache.location_of("linked/a.txt", {}) != ""
+    assert result_cache.location_of("real/a.txt", {}) == ""
