@@ -3,6 +3,8 @@ of the machine) and one ``budgetlens`` command run in process."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from budgetlens_cli.main import main
 STEP = ("settings:\n  max_context_tokens: 1000\n"
         "steps:\n  - {id: s, type: call_model, prompt_key: p, max_output_tokens: 100}\n")
 CONFIG = {"model_context_window": 4096, "model_max_tokens": 512}
+SECOND = 1_000_000_000
 
 
 @pytest.fixture(autouse=True)
@@ -43,3 +46,23 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(check_cmd, "check_pipeline", counting)
     return calls
+
+
+@pytest.fixture
+def frozen_times(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Every stat reports the whole second this fixture started in as every time of every
+    file (what the file system shows when all saves fall in one tick); returns it (ns)."""
+    frozen = time.time_ns() // SECOND * SECOND
+
+    def freeze(st: os.stat_result) -> os.stat_result:
+        s = frozen // SECOND
+        return os.stat_result((*tuple(st)[:7], s, s, s, float(s), float(s), float(s),
+                               frozen, frozen, frozen, st.st_blksize, st.st_blocks,
+                               st.st_rdev))
+    for name in ("stat", "fstat", "lstat"):
+        real = getattr(os, name)
+
+        def frozen_stat(*args: Any, _real: Any = real, **kwargs: Any) -> os.stat_result:
+            return freeze(_real(*args, **kwargs))
+        monkeypatch.setattr(os, name, frozen_stat)
+    return frozen

@@ -13,7 +13,6 @@ clock, shows.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,33 +22,12 @@ import pytest
 from budgetlens_cli import cache as result_cache
 from tests.core.contract.helpers import make_workspace
 
-from .cache_helpers import CONFIG, checked, clean_environment, run
+from .cache_helpers import CONFIG, SECOND, checked, clean_environment, frozen_times, run
 
-__all__ = ["checked", "clean_environment"]
+__all__ = ["checked", "clean_environment", "frozen_times"]
 
 PIPELINE = ("settings:\n  max_context_tokens: {}\n"
             "steps:\n  - {{id: s, type: call_model, prompt_key: p, max_output_tokens: 100}}\n")
-SECOND = 1_000_000_000
-
-
-@pytest.fixture
-def frozen_times(monkeypatch: pytest.MonkeyPatch) -> int:
-    """Every stat reports the whole second this fixture started in as every time of every
-    file (what the file system shows when all saves fall in one tick); returns it (ns)."""
-    frozen = time.time_ns() // SECOND * SECOND
-
-    def freeze(st: os.stat_result) -> os.stat_result:
-        s = frozen // SECOND
-        return os.stat_result((*tuple(st)[:7], s, s, s, float(s), float(s), float(s),
-                               frozen, frozen, frozen, st.st_blksize, st.st_blocks,
-                               st.st_rdev))
-    for name in ("stat", "fstat", "lstat"):
-        real = getattr(os, name)
-
-        def frozen_stat(*args: Any, _real: Any = real, **kwargs: Any) -> os.stat_result:
-            return freeze(_real(*args, **kwargs))
-        monkeypatch.setattr(os, name, frozen_stat)
-    return frozen
 
 
 def test_a_pipeline_saved_again_in_the_tick_it_was_checked_in_is_checked_again(

@@ -13,8 +13,6 @@ The file system keeps every time at one whole second here (as in
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,30 +23,9 @@ from budgetlens_cli import check_cmd
 from tests.core.contract.helpers import make_workspace
 from tests.tokenizer_files import TEXT, tokenizer_json
 
-from .cache_helpers import STEP, clean_environment, run
+from .cache_helpers import STEP, clean_environment, frozen_times, run
 
-__all__ = ["clean_environment"]
-
-SECOND = 1_000_000_000
-
-
-@pytest.fixture
-def frozen_times(monkeypatch: pytest.MonkeyPatch) -> int:
-    frozen = time.time_ns() // SECOND * SECOND
-
-    def freeze(st: os.stat_result) -> os.stat_result:
-        s = frozen // SECOND
-        return os.stat_result((*tuple(st)[:7], s, s, s, float(s), float(s), float(s),
-                               frozen, frozen, frozen, st.st_blksize, st.st_blocks,
-                               st.st_rdev))
-    for name in ("stat", "fstat", "lstat"):
-        real = getattr(os, name)
-
-        def frozen_stat(*args: Any, _real: Any = real, **kwargs: Any) -> os.stat_result:
-            return freeze(_real(*args, **kwargs))
-        monkeypatch.setattr(os, name, frozen_stat)
-    return frozen
-
+__all__ = ["clean_environment", "frozen_times"]
 
 def _tokens(output: str) -> list[str]:
     return [s["budget"]["system_prompt"] for s in json.loads(output)["steps"]]
