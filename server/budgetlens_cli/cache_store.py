@@ -161,6 +161,7 @@ class ContentHashes:
         self._read: set[str] = set()
         self._real_folders: dict[str, str] = {}
         self._places: dict[str, str] = {}  # path -> where it lies (``_located``), this run
+        self._settled: dict[str, str] = {}  # stat fingerprint -> ``settled`` of it
         self.hashed = 0
         #: the run's memoised ``abspath`` and ``realpath`` (``RunFiles``'s), when a checker
         #: shares them (``resolve_with``): a file the check resolved already is not
@@ -213,8 +214,11 @@ class ContentHashes:
         """The stat fingerprint ``at`` as an entry keeps it: marked (``RACY_PREFIX``) when
         it is racy against the start of these hashes (a file stamped in the same clock tick
         as the run read it), so that no later stat is taken as proof that it is unchanged."""
-        racy = self._racy is not None and self._racy(at, self.started_ns)
-        return RACY_PREFIX + at if racy else at
+        got = self._settled.get(at)  # a file many pipelines read: asked once
+        if got is None:
+            racy = self._racy is not None and self._racy(at, self.started_ns)
+            got = self._settled[at] = RACY_PREFIX + at if racy else at
+        return got
 
     def matches(self, path: str, fingerprints: tuple[str, str]) -> bool:
         """Whether ``path`` still has the text it had when ``fingerprints`` (stat, content)
