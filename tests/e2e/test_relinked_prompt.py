@@ -41,3 +41,26 @@ async def test_a_prompt_relinked_from_outside_into_the_workspace(workspace: Path
         await ed.wait_diagnostics(chat, lambda ds: "BL041" not in codes_of(ds))
         relinked(ed, prompt, outside)  # and back out: the error again
         await ed.wait_diagnostics(chat, lambda ds: "BL041" in codes_of(ds))
+
+
+async def test_a_prompt_relinked_outside_to_a_hard_link_of_the_same_file(workspace: Path
+                                                                         ) -> None:
+    """The same file on both sides (a hard link): its stat does not change, only where the
+    link leads. The server's report cache is keyed by where the inputs lie too (found by a
+    review of the CLI's result cache, review25: the core's cache had the same gap)."""
+    prompt = workspace / "prompts" / "chat.txt"
+    inside = workspace / "kept" / "chat.txt"
+    inside.parent.mkdir()
+    os.replace(prompt, inside)
+    outside = workspace.parent / "outside-chat.txt"
+    os.link(inside, outside)
+    os.symlink(inside, prompt)
+    async with running_server(workspace) as ed:
+        chat = ed.open("pipelines/chat.yaml")  # published, with no diagnostic
+        await ed.wait_diagnostics(chat, lambda ds: "BL041" not in codes_of(ds))
+        relinked(ed, prompt, outside)
+        [d] = [d for d in await ed.wait_diagnostics(chat, lambda ds: "BL041" in codes_of(ds))
+               if d.code == "BL041"]
+        assert "outside the workspace root" in d.message
+        relinked(ed, prompt, inside)  # and back in: the error goes
+        await ed.wait_diagnostics(chat, lambda ds: "BL041" not in codes_of(ds))
