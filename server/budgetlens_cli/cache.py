@@ -250,27 +250,24 @@ def input_fingerprint(path: str, folders: dict[str, tuple[str, str]]) -> str:
         absolute_folder = os.path.abspath(head or os.curdir)
         got = folders[head] = (absolute_folder, os.path.realpath(absolute_folder))
     folder, real_folder = got
-    where = "" if real_folder == folder else f"{len(real_folder)}:{real_folder}"  # located
     try:
         st = os.lstat(path)
     except (OSError, ValueError):
-        return f"{MISSING}@{where}"
+        return f"{MISSING}@{located(folder, real_folder, None)}"
     if _stat.S_ISLNK(st.st_mode):
-        absolute = os.path.join(folder, name)
-        real = os.path.realpath(absolute)
-        return f"{disk_fingerprint(path)}@{located(absolute, real_folder, real)}"
-    return f"{_stat_text(st)}@{where}"
+        real = os.path.realpath(os.path.join(folder, name))
+        return f"{disk_fingerprint(path)}@{located(folder, real_folder, real)}"
+    return f"{_stat_text(st)}@{located(folder, real_folder, None)}"
 
 
-def located(absolute: str, real_folder: str, real_file: str | None) -> str:
-    """Where the file ``absolute`` really lies, as far as that differs from its path: the
-    real path of its folder when the folder is reached through a symbolic link (the
+def located(folder: str, real_folder: str, real_file: str | None) -> str:
+    """Where a file of the absolute ``folder`` really lies, as far as that differs from its
+    path: the real path of its folder when the folder is reached through a symbolic link (the
     workspace itself, or a folder in it, relinked), and the file's own real path when the
     file is a link (``real_file``; None when it is not); "" when neither. A check depends on
     it as on the bytes: whether a file is inside the workspace is decided on real paths, of
     the file and of the workspace root (the folder of config.json, or of the pipeline, which
     are inputs too). Length-prefixed, so two places never give the same text."""
-    folder = os.path.dirname(absolute)
     out = "" if real_folder == folder else f"{len(real_folder)}:{real_folder}"
     return out if real_file is None else f"{out}>{real_file}"
 
@@ -286,7 +283,7 @@ def location_of(path: str, real_folders: dict[str, str], *,
     folder, name = os.path.split(absolute)
     if realpath is not None:
         memo_folder, real = realpath(folder), realpath(absolute)
-        return located(absolute, memo_folder,
+        return located(folder, memo_folder,
                        None if real == os.path.join(memo_folder, name) else real)
     real_folder = real_folders.get(folder)
     if real_folder is None:
@@ -295,7 +292,7 @@ def location_of(path: str, real_folders: dict[str, str], *,
         linked = _stat.S_ISLNK(os.lstat(absolute).st_mode)
     except (OSError, ValueError):
         linked = False
-    return located(absolute, real_folder, os.path.realpath(absolute) if linked else None)
+    return located(folder, real_folder, os.path.realpath(absolute) if linked else None)
 
 
 def is_racy(fingerprint: str, started_ns: int) -> bool:

@@ -97,7 +97,13 @@ def _read_fingerprint(path: str) -> str:
             data = read_capped(fh, st.st_size, MAX_FILE_BYTES)
     except OSError:
         return UNCACHEABLE
-    return "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
+    return _bytes_fingerprint(len(data), hashlib.blake2b(data, digest_size=16).hexdigest())
+
+
+def _bytes_fingerprint(size: int, digest: str) -> str:
+    """The content fingerprint of ``size`` bytes whose blake2b (16 bytes) is ``digest``:
+    ``b2:<hex>`` for a text input, ``large:<size>:b2:<hex>`` above the text cap."""
+    return f"b2:{digest}" if size <= MAX_FILE_BYTES else f"large:{size}:b2:{digest}"
 
 
 #: The largest file :func:`_large_fingerprint` hashes; a larger one is known by its stat.
@@ -119,7 +125,7 @@ def _large_fingerprint(path: str, st: os.stat_result) -> str:
                 digest.update(chunk)
     except OSError:
         return UNCACHEABLE
-    return f"large:{st.st_size}:b2:{digest.hexdigest()}"
+    return _bytes_fingerprint(st.st_size, digest.hexdigest())
 
 
 def content_fingerprint(path: str, stat_of: Callable[[str], str]) -> tuple[str, str]:
@@ -250,21 +256,16 @@ class ContentHashes:
         """Keep the content fingerprint of bytes a check has just read from ``path`` while
         its stat fingerprint was ``at`` (``HashingFiles``): no second read to hash them."""
         if len(data) <= MAX_FILE_BYTES:
-            fp = "b2:" + hashlib.blake2b(data, digest_size=16).hexdigest()
-            self._contents[path] = (at, self._located(path, fp))
-            self._read.add(path)
+            self.record_digest(path, at, hashlib.blake2b(data, digest_size=16).hexdigest(),
+                               len(data))
 
-    def record_digest(self, path: str, at: str, digest: str) -> None:
-        """Keep the content fingerprint of the bytes, of blake2b ``digest`` (16 bytes, hex),
-        a check's tokenizer library was given from ``path`` while its stat fingerprint was
-        ``at`` (``check_cmd._tokenizer_bytes``), as ``record`` does for a read of its own;
-        the fingerprint a read for the hash would give (``_read_fingerprint``)."""
-        if path in self._failed or not at.startswith("disk:"):
-            return
-        size = int(at.split(":")[3])
-        fp = "b2:" + digest if size <= MAX_FILE_BYTES else f"large:{size}:b2:{digest}"
-        if size <= MAX_HASHED_BYTES:
-            self._contents[path] = (at, self._located(path, fp))
+    def record_digest(self, path: str, at: str, digest: str, size: int) -> None:
+        """Keep the content fingerprint of ``size`` bytes of blake2b ``digest`` (16 bytes,
+        hex) a check used from ``path`` while its stat fingerprint was ``at``: read by it
+        (``record``), or given to a tokenizer library (``check_cmd._tokenizer_bytes``); the
+        fingerprint a read for the hash would give (``_read_fingerprint``)."""
+        if path not in self._failed and size <= MAX_HASHED_BYTES:
+            self._contents[path] = (at, self._located(path, _bytes_fingerprint(size, digest)))
             self._read.add(path)
 
     def at(self, path: str, seen: str) -> str:
@@ -275,8 +276,7 @@ class ContentHashes:
         same tick between the two reads would key the old bytes' result by the new ones)."""
         if path in self._failed:
             return UNCACHEABLE
-        if path not in self._read and self._racy is not None and self._racy(seen,
-                                                                            self.started_ns):
+        if path not in self._read and self.settled(seen) != seen:
             return UNCACHEABLE
         at, fp = self.content(path)
         if at != seen:

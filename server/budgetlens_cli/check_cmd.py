@@ -324,7 +324,7 @@ def _tokenizer_bytes(tokenizer: str | None, deps: Mapping[str, str],
         return
     for path, seen in deps.items():
         if seen == version and (path == tokenizer or os.path.realpath(path) == tokenizer):
-            hashes.record_digest(path, version, got[1])
+            hashes.record_digest(path, version, got[1], got[2])
 
 
 #: Fewer pipelines to check than this are checked in this process (starting workers and

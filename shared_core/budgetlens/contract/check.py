@@ -788,28 +788,31 @@ class _Checker:
             spec = limits.tokenizer  # the model's (limits.py): exact or approximate
             self.approximate = limits.approximate
         directory = config.directory if config is not None else None
-        # where a bad tokenizer is told: config.json's value, unless an option named it
-        loc = config.location("tokenizer") if config is not None and not \
-            self.options.tokenizer else head
         file = tokenizer_file(spec, base_dir=Path(directory) if directory else None) \
             if isinstance(spec, str) else None
         if file is not None:
             problem = self.tokenizer_file_problem(file, spec, config)
             if problem is not None:
-                self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
-                         f"{problem}; counting with {DEFAULT_TOKENIZER} instead")
-                return get_tokenizer(DEFAULT_TOKENIZER)
+                return self.bad_tokenizer(problem, config, head)
         try:
             tokenizer = self.get_tokenizer(spec, directory)
         except TokenizerError as exc:
             if file is not None and isinstance(exc, TokenizerUnreadable):
                 self.files.outside(file)  # not read: no cache keeps this error
-            self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
-                     f"{exc}; counting with {DEFAULT_TOKENIZER} instead")
-            return get_tokenizer(DEFAULT_TOKENIZER)
+            return self.bad_tokenizer(str(exc), config, head)
         # an approximate family named directly (tokenizer: claude_approx) is approximate too
         self.approximate = self.approximate or not is_exact(tokenizer)
         return tokenizer
+
+    def bad_tokenizer(self, problem: str, config: LoadedConfig | None,
+                      head: Location) -> Tokenizer:
+        """BL014 at config.json's ``tokenizer`` (at ``head`` when an option named it), and
+        the default tokenizer to count with instead."""
+        loc = config.location("tokenizer") if config is not None and not \
+            self.options.tokenizer else head
+        self.add(loc, Severity.ERROR, codes.TOKENIZER_INVALID,
+                 f"{problem}; counting with {DEFAULT_TOKENIZER} instead")
+        return get_tokenizer(DEFAULT_TOKENIZER)
 
     def tokenizer_file_problem(self, file: str, spec: Any,
                                config: LoadedConfig | None) -> str | None:

@@ -159,8 +159,9 @@ class HuggingFaceTokenizer:
     #: the file's ``stat`` fingerprint when it was read (``files.stat_fingerprint``): counts
     #: made with one version are not counts of another (``counts_key``)
     version: str = ""
-    #: the blake2b (16 bytes, hex) of the bytes it was made from
+    #: the blake2b (16 bytes, hex) of the bytes it was made from, and their number
     digest: str = ""
+    size: int = 0
 
     def encode(self, text: str) -> list[int]:
         enc = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
@@ -362,18 +363,21 @@ def _read_hf(path: str, version: str) -> HuggingFaceTokenizer:
                                   f" {exc.strerror or exc}") from exc
     try:
         return HuggingFaceTokenizer(path, HFTokenizer.from_buffer(data), version,
-                                    hashlib.blake2b(data, digest_size=16).hexdigest())
+                                    hashlib.blake2b(data, digest_size=16).hexdigest(),
+                                    len(data))
     except Exception as exc:  # the library raises plain Exception subclasses
         raise TokenizerError(f"cannot load tokenizer file {path!r}: {exc}") from exc
 
 
-def loaded_digest(path: str) -> tuple[str, str] | None:
-    """``(version, digest)`` of the tokenizer.json ``path`` as this process last read it
-    (``HuggingFaceTokenizer.version`` and ``.digest``), if it did: the result cache keys a
-    report by the bytes its counts came from, not by a later read of the file."""
+def loaded_digest(path: str) -> tuple[str, str, int] | None:
+    """``(version, digest, size)`` of the tokenizer.json ``path`` as this process last read it
+    (``HuggingFaceTokenizer.version``, ``.digest`` and ``.size``), if it did: the result
+    cache keys a report by the bytes its counts came from, not by a later read of the file."""
     with _HF_LOCK:
         kept = _HF_LOADED.get(path)
-    return (kept[1].version, kept[1].digest) if kept is not None else None
+    if kept is None:
+        return None
+    return kept[1].version, kept[1].digest, kept[1].size
 
 
 def _named_file(spec: str, base_dir: Path | None) -> Path | None:
