@@ -368,6 +368,28 @@ def _fingerprint(files: FileSource, path: Path | str) -> str:
     return files.fingerprint(path)  # type: ignore[arg-type]  # these take a str too
 
 
+def _by_folder(path: str, folder_real: Callable[[str], str]) -> str:
+    """``os.path.realpath(path)`` from the resolved folder (``folder_real``, a memo): the
+    same answer, as ``realpath`` resolves the folder first and then the name in it (a name
+    that is no link, or cannot be ``lstat``'ed, is appended as it is; the top folder is
+    itself)."""
+    if path == os.sep and os.path.altsep is None:
+        return path
+    folder, name = os.path.split(path)
+    if not folder or not name or name in (os.curdir, os.pardir) \
+            or os.path.altsep is not None or os.path.normpath(path) != path \
+            or "\0" in path:
+        # `..` after a link, or a NUL: realpath's own answer (or error)
+        return os.path.realpath(path)
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        link = False
+    if link:
+        return os.path.realpath(path)
+    return os.path.join(folder_real(folder), name)
+
+
 class RunFiles:
     """Another ``FileSource`` with its file-system facts memoised for one run.
 
@@ -389,6 +411,7 @@ class RunFiles:
         self.resolve_by_folder = resolve_by_folder
         self._fingerprints: dict[str, str] = {}
         self._real: dict[str, str] = {}
+        self._places: dict[str, str] = {}
         self._absolute: dict[str, str] = {}
         self._inside: dict[tuple[str, str], bool] = {}
         self._facts: dict[Hashable, Any] = {}
@@ -413,27 +436,22 @@ class RunFiles:
         """``os.path.realpath(path)``, once per path."""
         real = self._real.get(path)
         if real is None:
-            real = self._real[path] = (self._by_folder(path) if self.resolve_by_folder
+            real = self._real[path] = (_by_folder(path, self.realpath) if self.resolve_by_folder
                                        else os.path.realpath(path))
         return real
 
-    def _by_folder(self, path: str) -> str:
-        """``os.path.realpath(path)`` from the memoised resolved folder: the same answer, as
-        ``realpath`` resolves the folder first and then the name in it (a name that is no
-        link, or cannot be ``lstat``'ed, is appended as it is)."""
-        folder, name = os.path.split(path)
-        if not folder or not name or name in (os.curdir, os.pardir) \
-                or os.path.altsep is not None or os.path.normpath(path) != path \
-                or "\0" in path:
-            # `..` after a link, or a NUL: realpath's own answer (or error)
-            return os.path.realpath(path)
-        try:
-            link = stat.S_ISLNK(os.lstat(path).st_mode)
-        except (OSError, ValueError):
-            link = False
-        if link:
-            return os.path.realpath(path)
-        return os.path.join(self.realpath(folder), name)
+    def place(self, path: str) -> str:
+        """Where ``path`` lies: ``os.path.realpath`` of its absolute path, resolved by folder
+        whatever ``resolve_by_folder`` says (one ``lstat`` per file and per folder this run,
+        ``os.path.realpath`` itself only at a symbolic link) — what the budget cache keeps a
+        result for (``cache.with_places``), asked for every input of every lookup."""
+        absolute = self.abspath(path)
+        if self.resolve_by_folder:
+            return self.realpath(absolute)
+        real = self._places.get(absolute)
+        if real is None:
+            real = self._places[absolute] = _by_folder(absolute, self.place)
+        return real
 
     def is_inside(self, path: Path | str, root: Path | str) -> bool:
         """``is_inside(path, root)``, once per (path, root), with the realpaths memoised."""

@@ -12,14 +12,20 @@ from lsprotocol import types
 from .harness import Editor, codes_of, running_server
 
 
+def told(ed: Editor, path: Path) -> None:
+    """Tell the server that ``path`` changed, as an editor's file watcher does: the event
+    names ``path`` as it is written (``Editor.uri`` would name where it leads)."""
+    uri = (ed.root.resolve() / path.relative_to(ed.root)).as_uri()
+    ed.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]))
+
+
 def relinked(ed: Editor, link: Path, target: Path) -> None:
     """Point ``link`` at ``target`` and tell the server, as an editor's file watcher does:
     the event names the link (``Editor.uri`` would name where it points)."""
     link.unlink()
     os.symlink(target, link)
-    uri = (ed.root.resolve() / link.relative_to(ed.root)).as_uri()
-    ed.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-        changes=[types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]))
+    told(ed, link)
 
 
 async def test_a_prompt_relinked_from_outside_into_the_workspace(workspace: Path) -> None:
@@ -63,4 +69,26 @@ async def test_a_prompt_relinked_outside_to_a_hard_link_of_the_same_file(workspa
                if d.code == "BL041"]
         assert "outside the workspace root" in d.message
         relinked(ed, prompt, inside)  # and back in: the error goes
+        await ed.wait_diagnostics(chat, lambda ds: "BL041" not in codes_of(ds))
+
+
+async def test_a_prompt_folder_moved_outside_and_linked_back(workspace: Path) -> None:
+    """The prompts folder moved out of the workspace (a rename: the same files, their stats
+    unchanged) and a link left in its place: the prompt resolves outside (BL041) though
+    neither it nor its name is a link; moved back, the error goes. The server's report
+    cache is keyed by the inputs' real paths (before: by each file's own link only)."""
+    folder = workspace / "prompts"
+    moved = workspace.parent / "elsewhere"
+    async with running_server(workspace) as ed:
+        chat = ed.open("pipelines/chat.yaml")
+        await ed.wait_diagnostics(chat, lambda ds: "BL041" not in codes_of(ds))
+        os.rename(folder, moved)
+        os.symlink(moved, folder)
+        told(ed, folder / "chat.txt")
+        [d] = [d for d in await ed.wait_diagnostics(chat, lambda ds: "BL041" in codes_of(ds))
+               if d.code == "BL041"]
+        assert "outside the workspace root" in d.message
+        folder.unlink()
+        os.rename(moved, folder)
+        told(ed, folder / "chat.txt")
         await ed.wait_diagnostics(chat, lambda ds: "BL041" not in codes_of(ds))

@@ -18,8 +18,8 @@ and holds, each bounded:
 Disk files are fingerprinted by mtime/size, in-memory buffers by content hash (see
 ``budgetlens.files``). A report and a structure are also keyed by where their files lie
 (``with_places``): whether a file is inside the workspace is decided on real paths, and a
-link relinked across the workspace's edge to the very same file (a hard link of it) keeps
-its fingerprint. Safe to share between threads.
+link relinked across the workspace's edge to the very same file (a hard link of it), or a
+folder moved out and linked back, keeps its fingerprint. Safe to share between threads.
 """
 
 from __future__ import annotations
@@ -61,22 +61,25 @@ def link_stamp(path: str) -> str:
 
 
 def _real(files: FileSource, path: str) -> str:
-    """``os.path.realpath(path)``, with the memo of a ``RunFiles`` when ``files`` is one."""
-    return files.realpath(files.abspath(path)) if isinstance(files, RunFiles) \
-        else os.path.realpath(path)
+    """Where ``path`` lies (its real path): ``RunFiles.place`` when ``files`` is one."""
+    return files.place(path) if isinstance(files, RunFiles) else os.path.realpath(path)
 
 
 def with_places(files: FileSource, deps: Mapping[str, str], root: str) -> dict[str, str]:
-    """``deps`` (path -> fingerprint) with where the files lie: each file's own link
-    (``link_stamp``: one ``lstat``) and the real path of the workspace root (which every
-    check resolves anyway) — what a report or structure is stored under. A prompt, parent or
-    pipeline relinked across the workspace's edge, and a workspace relinked to another
-    folder, are seen; a folder inside the workspace relinked to another one holding hard
-    links of the very same files is not (only ``os.path.realpath`` of every input would
-    tell, on every lookup)."""
+    """``deps`` (path -> fingerprint) with where the files lie — what a report or structure
+    is stored under: the real path of each file and of the workspace root, from a
+    ``RunFiles`` (``RunFiles.place``: one ``lstat`` per file and per folder of the run, the
+    check's own resolved paths reused), else each file's own link (``link_stamp``). A
+    prompt, parent or pipeline relinked across the workspace's edge (even to a hard link of
+    the very same file), a folder of them moved out of the workspace and linked back, and a
+    workspace relinked to another folder are all seen."""
     out = dict(deps)
-    for path in deps:
-        out[_LINK + path] = link_stamp(path)
+    if isinstance(files, RunFiles):
+        for path in deps:
+            out[_REAL + path] = files.place(path)
+    else:
+        for path in deps:
+            out[_LINK + path] = link_stamp(path)
     out[_REAL + root] = _real(files, root)
     return out
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, RunFiles
@@ -20,8 +22,9 @@ PIPELINE = ("settings:\n  max_context_tokens: 1000\nsteps:\n  - id: s\n    type:
             "    prompt_key: sys\n    max_output_tokens: 100\n")
 
 
-def _check(pipeline: Path, cache: BudgetCache) -> list[str]:
-    return codes_of(check_pipeline(pipeline, files=RunFiles(DiskFiles()),
+def _check(pipeline: Path, cache: BudgetCache, by_folder: bool = False) -> list[str]:
+    return codes_of(check_pipeline(pipeline,
+                                   files=RunFiles(DiskFiles(), resolve_by_folder=by_folder),
                                    options=CheckOptions(environ={}), cache=cache))
 
 
@@ -72,3 +75,39 @@ def test_a_workspace_relinked_to_a_folder_of_links_to_the_same_files(tmp_path: P
     assert "BL007" not in _check(ws / "pipelines" / "p.yaml", cache)
     relink(ws, links)  # the root (config.json's folder) lies in B now; the pipeline in A
     assert "BL007" in _check(ws / "pipelines" / "p.yaml", cache)
+
+
+@pytest.mark.parametrize("by_folder", [False, True], ids=["core", "resolved-by-folder"])
+def test_a_prompt_folder_moved_outside_and_linked_back_is_checked_again(
+        tmp_path: Path, by_folder: bool) -> None:
+    """The folder of a prompt moved out of the workspace (a rename: the same folder, the
+    same files, their times unchanged) and a link to it left in its place: the prompt now
+    resolves outside (BL041), though neither it nor its own name is a link."""
+    ws = make_workspace(tmp_path / "ws", config=CONFIG, pipelines={"p.yaml": PIPELINE},
+                        prompts={"sys.txt": "a prompt\n"})
+    pipeline = ws / "pipelines" / "p.yaml"
+    cache = BudgetCache()
+    assert _check(pipeline, cache, by_folder) == []
+    moved = tmp_path / "elsewhere"
+    os.rename(ws / "prompts", moved)
+    os.symlink(moved, ws / "prompts")
+    assert "BL041" in _check(pipeline, cache, by_folder)
+    os.unlink(ws / "prompts")
+    os.rename(moved, ws / "prompts")
+    assert _check(pipeline, cache, by_folder) == []
+
+
+@pytest.mark.parametrize("by_folder", [False, True], ids=["core", "resolved-by-folder"])
+def test_a_pipeline_folder_moved_outside_and_linked_back_is_checked_again(
+        tmp_path: Path, by_folder: bool) -> None:
+    """The same for the pipeline's own folder: the pipeline then resolves outside the
+    workspace and is not read (BL007)."""
+    ws = make_workspace(tmp_path / "ws", config=CONFIG, pipelines={"p.yaml": PIPELINE},
+                        prompts={"sys.txt": "a prompt\n"})
+    pipeline = ws / "pipelines" / "p.yaml"
+    cache = BudgetCache()
+    assert _check(pipeline, cache, by_folder) == []
+    moved = tmp_path / "elsewhere"
+    os.rename(ws / "pipelines", moved)
+    os.symlink(moved, ws / "pipelines")
+    assert "BL007" in _check(pipeline, cache, by_folder)
