@@ -370,9 +370,9 @@ def _fingerprint(files: FileSource, path: Path | str) -> str:
 
 def _by_folder(path: str, folder_real: Callable[[str], str]) -> str:
     """``os.path.realpath(path)`` from the resolved folder (``folder_real``, a memo): the
-    same answer, as ``realpath`` resolves the folder first and then the name in it (a name
-    that is no link, or cannot be ``lstat``'ed, is appended as it is; the top folder is
-    itself)."""
+    same answer, as ``realpath`` resolves the folder first and then looks at the name in
+    that resolved folder (one that is no link, or cannot be ``lstat``'ed, is appended as it
+    is; a link is left to ``realpath``). The top folder is itself."""
     if path == os.sep and os.path.altsep is None:
         return path
     folder, name = os.path.split(path)
@@ -381,13 +381,14 @@ def _by_folder(path: str, folder_real: Callable[[str], str]) -> str:
             or "\0" in path:
         # `..` after a link, or a NUL: realpath's own answer (or error)
         return os.path.realpath(path)
+    joined = os.path.join(folder_real(folder), name)
     try:
-        link = stat.S_ISLNK(os.lstat(path).st_mode)
+        link = stat.S_ISLNK(os.lstat(joined).st_mode)
     except (OSError, ValueError):
         link = False
     if link:
         return os.path.realpath(path)
-    return os.path.join(folder_real(folder), name)
+    return joined
 
 
 class RunFiles:
@@ -444,14 +445,18 @@ class RunFiles:
         """Where ``path`` lies: ``os.path.realpath`` of its absolute path, resolved by folder
         whatever ``resolve_by_folder`` says (one ``lstat`` per file and per folder this run,
         ``os.path.realpath`` itself only at a symbolic link) — what the budget cache keeps a
-        result for (``cache.with_places``), asked for every input of every lookup."""
+        result for (``cache.with_places``), asked for every input of every lookup. A path
+        with a NUL byte (which names no file) is its own place."""
         absolute = self.abspath(path)
-        if self.resolve_by_folder:
-            return self.realpath(absolute)
-        real = self._places.get(absolute)
-        if real is None:
-            real = self._places[absolute] = _by_folder(absolute, self.place)
-        return real
+        try:
+            if self.resolve_by_folder:
+                return self.realpath(absolute)
+            real = self._places.get(absolute)
+            if real is None:
+                real = self._places[absolute] = _by_folder(absolute, self.place)
+            return real
+        except ValueError:  # a NUL: no file lies there; the path is its own place
+            return absolute
 
     def is_inside(self, path: Path | str, root: Path | str) -> bool:
         """``is_inside(path, root)``, once per (path, root), with the realpaths memoised."""

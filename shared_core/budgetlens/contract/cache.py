@@ -65,9 +65,10 @@ def _real(files: FileSource, path: str) -> str:
     return files.place(path) if isinstance(files, RunFiles) else os.path.realpath(path)
 
 
-def with_places(files: FileSource, deps: Mapping[str, str], root: str) -> dict[str, str]:
+def with_places(files: FileSource, deps: Mapping[str, str], *roots: str) -> dict[str, str]:
     """``deps`` (path -> fingerprint) with where the files lie — what a report or structure
-    is stored under: the real path of each file and of the workspace root, from a
+    is stored under: the real path of each file and of each root its places were judged
+    against (the pipeline's and its chain's, the prompts'), from a
     ``RunFiles`` (``RunFiles.place``: one ``lstat`` per file and per folder of the run, the
     check's own resolved paths reused), else each file's own link (``link_stamp``). A
     prompt, parent or pipeline relinked across the workspace's edge (even to a hard link of
@@ -80,7 +81,8 @@ def with_places(files: FileSource, deps: Mapping[str, str], root: str) -> dict[s
     else:
         for path in deps:
             out[_LINK + path] = link_stamp(path)
-    out[_REAL + root] = _real(files, root)
+    for root in roots:
+        out[_REAL + root] = _real(files, root)
     return out
 
 

@@ -351,6 +351,7 @@ class _Plan:
     context_floor: Term | None = None
     steps: tuple[_StepPlan, ...] = ()
     prompt_root: str = "."  # prompt files must resolve inside it
+    chain_root: str = "."  # the pipeline and its extends chain must resolve inside it
     extends_location: Location | None = None  # the pipeline's own ``extends`` value
     #: the template terms of ``steps`` per counter's key (``TokenCounter.key``), made on
     #: first use
@@ -427,7 +428,8 @@ class _Planner:
         config, config_path = pipeline_config(self.pipe, self.files, self.options, self.cache)
         if config_path:
             self.inputs.add(config_path)
-        chain = load_chain(self.pipe, self.files, root=self.root(config), load=self.load_file,
+        root = self.root(config)
+        chain = load_chain(self.pipe, self.files, root=root, load=self.load_file,
                            inside=self.run_files.is_inside, abspath=self.run_files.abspath,
                            outside=self.files.outside)
         self.inputs.update(pf.path for pf in chain.files)
@@ -448,7 +450,7 @@ class _Planner:
         base: dict[str, Any] = dict(
             head=head, config=config, config_path=config_path, chain=chain, choice=choice,
             window=self.limits.window, ceiling=self.limits.ceiling, limits=self.limits,
-            head_diags=self.take())
+            head_diags=self.take(), chain_root=root)
         if not first.usable or (chain.broken and len(chain.files) == 1):
             return _Plan(deps=self.files.seen, inputs=frozenset(self.inputs), **base)
         return self.plan_steps(base)
@@ -1089,10 +1091,11 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     checker = _Checker(pipe, plan, run_files, options, cache, stop)
     report = checker.run()
     deps: Mapping[str, str] = {**plan.deps, **checker.files.seen}
+    roots = (plan.chain_root, plan.prompt_root)
     if cache.places:
-        deps = with_places(run_files, deps, plan.prompt_root)
+        deps = with_places(run_files, deps, *roots)
     if planned:  # stored only with its report: a stopped check leaves no structure
-        cache.store_structure(structure_key, with_places(run_files, plan.deps, plan.prompt_root)
+        cache.store_structure(structure_key, with_places(run_files, plan.deps, *roots)
                               if cache.places else plan.deps, plan)
     cache.store_report(key, deps, report)
     return report
