@@ -451,7 +451,9 @@ class RunFiles:
         try:
             if self.resolve_by_folder:
                 return self.realpath(absolute)
-            real = self._places.get(absolute)
+            # the check's own answer when it resolved the path (what it judged by), else
+            # one of this memo's
+            real = self._real.get(absolute) or self._places.get(absolute)
             if real is None:
                 real = self._places[absolute] = _by_folder(absolute, self.place)
             return real

@@ -1048,6 +1048,21 @@ def _clamp_text(index: int, clamp: ClampValues) -> str:
     return " and ".join(parts) if parts else "nothing"
 
 
+def _folder_if_relative(pipe: str, options: CheckOptions) -> str | None:
+    """The current folder when the pipeline's path or a path option (``config_path``,
+    ``workspace_root``, a tokenizer named by its text) is relative, else None: what they
+    name, and whether the pipeline lies inside the workspace as named, depend on it (a
+    cached result is kept for it too)."""
+    tokenizer = options.tokenizer if isinstance(options.tokenizer, str) else None
+    paths = (pipe, options.config_path, options.workspace_root, tokenizer)
+    if all(p is None or os.path.isabs(p) for p in paths):
+        return None
+    try:
+        return os.getcwd()
+    except OSError:  # the current folder was deleted: a relative path names nothing
+        return None
+
+
 def check_pipeline(path: Path | str, *, files: FileSource | None = None,
                    options: CheckOptions | None = None,
                    cache: BudgetCache | None = None,
@@ -1075,7 +1090,7 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     environ = options.environ if options.environ is not None else os.environ
     pipe = os.path.normpath(str(path))
     cache = cache if cache is not None else BudgetCache()
-    options_key = options.key(environ)
+    options_key = (*options.key(environ), _folder_if_relative(pipe, options))
     key = ("report", pipe, options_key)
     cached = cache.report(key, run_files)
     if isinstance(cached, PipelineReport):
