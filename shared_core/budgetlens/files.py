@@ -442,23 +442,23 @@ class RunFiles:
         return real
 
     def place(self, path: str) -> str:
-        """Where ``path`` lies: ``os.path.realpath`` of its absolute path, resolved by folder
-        whatever ``resolve_by_folder`` says (one ``lstat`` per file and per folder this run,
+        """Where ``path`` lies: ``os.path.realpath`` of its absolute path, the check's own
+        answer when it resolved the path, else resolved by folder whatever
+        ``resolve_by_folder`` says (one ``lstat`` per file and per folder this run,
         ``os.path.realpath`` itself only at a symbolic link) — what the budget cache keeps a
         result for (``cache.with_places``), asked for every input of every lookup. A path
-        with a NUL byte (which names no file) is its own place."""
-        absolute = self.abspath(path)
+        with a NUL byte, or a relative one once the current folder is deleted, names no
+        file: it is its own place."""
         try:
+            absolute = self.abspath(path)
             if self.resolve_by_folder:
                 return self.realpath(absolute)
-            # the check's own answer when it resolved the path (what it judged by), else
-            # one of this memo's
             real = self._real.get(absolute) or self._places.get(absolute)
             if real is None:
                 real = self._places[absolute] = _by_folder(absolute, self.place)
             return real
-        except ValueError:  # a NUL: no file lies there; the path is its own place
-            return absolute
+        except (OSError, ValueError):
+            return path
 
     def is_inside(self, path: Path | str, root: Path | str) -> bool:
         """``is_inside(path, root)``, once per (path, root), with the realpaths memoised."""

@@ -96,6 +96,7 @@ from budgetlens.tokens.core import (
     TokenizerUnreadable,
     get_tokenizer,
     tokenizer_file,
+    tokenizer_path,
 )
 from budgetlens.tokens.families import is_exact
 from budgetlens.yamldoc.parse import YamlPath
@@ -1050,10 +1051,11 @@ def _clamp_text(index: int, clamp: ClampValues) -> str:
 
 def _folder_if_relative(pipe: str, options: CheckOptions) -> str | None:
     """The current folder when the pipeline's path or a path option (``config_path``,
-    ``workspace_root``, a tokenizer named by its text) is relative, else None: what they
+    ``workspace_root``, a tokenizer file named by the option) is relative, else None: what they
     name, and whether the pipeline lies inside the workspace as named, depend on it (a
     cached result is kept for it too)."""
-    tokenizer = options.tokenizer if isinstance(options.tokenizer, str) else None
+    tokenizer = tokenizer_path(options.tokenizer) if isinstance(options.tokenizer, str) \
+        else None  # a name (an encoding, a model) is no path
     paths = (pipe, options.config_path, options.workspace_root, tokenizer)
     if all(p is None or os.path.isabs(p) for p in paths):
         return None
@@ -1106,7 +1108,9 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     checker = _Checker(pipe, plan, run_files, options, cache, stop)
     report = checker.run()
     deps: Mapping[str, str] = {**plan.deps, **checker.files.seen}
-    roots = (plan.chain_root, plan.prompt_root)
+    # the prompts' root only when the steps were planned (an unusable pipeline's is unset)
+    roots = (plan.chain_root, plan.prompt_root) if plan.shared is not None \
+        else (plan.chain_root,)
     if cache.places:
         deps = with_places(run_files, deps, *roots)
     if planned:  # stored only with its report: a stopped check leaves no structure

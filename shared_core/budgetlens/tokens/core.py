@@ -390,14 +390,21 @@ def _named_file(spec: str, base_dir: Path | None) -> Path | None:
     return None
 
 
+def tokenizer_path(spec: str | None, *, base_dir: Path | None = None) -> Path | None:
+    """The file a tokenizer spec names (a ``tokenizer.json``) as the spec writes it (below
+    ``base_dir`` when relative and given); None when the spec is a name (encoding, family
+    or model)."""
+    spec = (spec or DEFAULT_TOKENIZER).strip()
+    if spec in SHIPPED_ENCODINGS or spec in FAMILIES:
+        return None
+    return _named_file(spec, base_dir)
+
+
 def tokenizer_file(spec: str | None, *, base_dir: Path | None = None) -> str | None:
     """The file a tokenizer spec names (a ``tokenizer.json``), absolute but with its symbolic
     links kept, as the spec gives it; None when the spec is a name (encoding, family or
     model). What a check depends on: the file may be created, edited or relinked later."""
-    spec = (spec or DEFAULT_TOKENIZER).strip()
-    if spec in SHIPPED_ENCODINGS or spec in FAMILIES:
-        return None
-    path = _named_file(spec, base_dir)
+    path = tokenizer_path(spec, base_dir=base_dir)
     return os.path.abspath(path) if path is not None else None
 
 
