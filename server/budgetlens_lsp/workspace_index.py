@@ -208,7 +208,12 @@ class WorkspaceIndex:
         self.cache = BudgetCache()
         self.pipelines: set[str] = set()
         self.reports: dict[str, PipelineReport] = {}
-        self.dependents: dict[str, set[str]] = {}  # input file -> pipelines reading it
+        #: input file -> pipelines reading it, by the name they read it by and by its real
+        #: path (a link's target edited on disk, or open in a buffer, is that input too)
+        self.dependents: dict[str, set[str]] = {}
+        self._edges: dict[str, frozenset[str]] = {}  # pipeline -> its keys in dependents
+        #: real path -> the names of links to it that reports read (checked before use)
+        self._linked: dict[str, set[str]] = {}
         self.json_docs: dict[str, JsonContexts] = {}  # open .json buffers with a cut
         self.failures: dict[str, Failure] = {}  # files budgetlens failed on (shown as BL009)
         self.json_too_large: dict[str, int] = {}  # open JSON buffers not analysed: length
@@ -295,11 +300,24 @@ class WorkspaceIndex:
             base = DiskFiles(root) if root else DiskFiles()
             overlay = {p: t for p, t in self.snapshot.overlay.items()
                        if p.endswith(ANALYZED_SUFFIXES)}
+            overlay.update(self._aliases(overlay))
             # one RunFiles per root and update: each path is stat'ed and resolved once for
             # all the pipelines the update checks
             source = self._sources[root] = RunFiles(OverlayFiles(base, overlay) if overlay
                                                     else base, resolve_by_folder=True)
         return source
+
+    def _aliases(self, overlay: dict[str, str]) -> dict[str, str]:
+        """The open buffers under the other names reports read their files by (links to
+        them): a buffer beats the disk whichever name a pipeline reads it by. Each name is
+        checked to resolve to the buffer's file now."""
+        out: dict[str, str] = {}
+        for path, text in overlay.items():
+            real = os.path.realpath(path)
+            for name in self._linked.get(real, ()):
+                if name not in overlay and os.path.realpath(name) == real:
+                    out[name] = text
+        return out
 
     def options_for(self, path: str) -> CheckOptions:
         s = self.snapshot.settings
@@ -559,21 +577,39 @@ class WorkspaceIndex:
 
     def _store(self, path: str, report: PipelineReport) -> None:
         old = self.reports.get(path)
-        if old is not None and old.inputs == report.inputs:  # the same files: same edges
+        edges = self._edges_of(path, report)
+        if old is not None and self._edges.get(path) == edges:  # the same files: same edges
             self.retired.append(old)
             self.reports[path] = report
             return
         self._forget(path)
         self.reports[path] = report
+        self._edges[path] = edges
+        for key in edges:
+            self.dependents.setdefault(key, set()).add(path)
+
+    def _edges_of(self, path: str, report: PipelineReport) -> frozenset[str]:
+        """The keys of ``path`` in ``dependents``: each file its report read (itself too),
+        by name and, for a link, by its real path (from this update's ``RunFiles``, which
+        the check resolved it with)."""
+        files = self.files_for(path)
+        place = files.place if isinstance(files, RunFiles) else None
+        edges: set[str] = set()
         for dep in report.inputs | {path}:
-            self.dependents.setdefault(norm(dep), set()).add(path)
+            name = norm(dep)
+            edges.add(name)
+            real = place(name) if place is not None else name
+            if real != name:
+                edges.add(real)
+                self._linked.setdefault(real, set()).add(name)
+        return frozenset(edges)
 
     def _forget(self, path: str) -> None:
         old = self.reports.pop(path, None)
         if old is not None:
             self.retired.append(old)
-            for dep in old.inputs:
-                self.dependents.get(norm(dep), set()).discard(path)
+        for key in self._edges.pop(path, ()):
+            self.dependents.get(key, set()).discard(path)
 
     def _update_json(self, snapshot: Snapshot, changed: Iterable[str]) -> None:
         enabled = snapshot.settings.diagnostics.truncated_json

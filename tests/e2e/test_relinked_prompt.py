@@ -92,3 +92,25 @@ async def test_a_prompt_folder_moved_outside_and_linked_back(workspace: Path) ->
         os.rename(moved, folder)
         told(ed, folder / "chat.txt")
         await ed.wait_diagnostics(chat, lambda ds: "BL041" not in codes_of(ds))
+
+
+async def test_an_open_buffer_of_a_linked_prompt_s_file_beats_the_disk(workspace: Path
+                                                                        ) -> None:
+    """The prompt is a link to a file inside the workspace; the user opens that file by
+    its own name and types into it, unsaved: the pipeline reading the link counts the
+    buffer, not the disk, and goes back to the disk when the buffer is closed (the index
+    knows an input by its real path too; before, by the link's name only)."""
+    prompt = workspace / "prompts" / "chat.txt"
+    kept = workspace / "kept" / "chat.txt"
+    kept.parent.mkdir()
+    os.replace(prompt, kept)
+    os.symlink(kept, prompt)
+    async with running_server(workspace) as ed:
+        chat = ed.open("pipelines/chat.yaml")
+        before = codes_of(await ed.wait_diagnostics(chat, lambda ds: True))
+        assert "BL052" not in before
+        buffer = ed.open("kept/chat.txt", language_id="plaintext")
+        ed.replace_all(buffer, "budget " * 20_000)
+        await ed.wait_diagnostics(chat, lambda ds: "BL052" in codes_of(ds))
+        ed.close(buffer)
+        await ed.wait_diagnostics(chat, lambda ds: "BL052" not in codes_of(ds))
