@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, RunFiles
 from tests.core.contract.helpers import codes_of, make_workspace
+from tests.core.contract.place_helpers import BY_FOLDER
 from tests.outside_links import extends_outside, relink
 
 CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
@@ -77,27 +76,32 @@ def test_a_workspace_relinked_to_a_folder_of_links_to_the_same_files(tmp_path: P
     assert "BL007" in _check(ws / "pipelines" / "p.yaml", cache)
 
 
-@pytest.mark.parametrize("by_folder", [False, True], ids=["core", "resolved-by-folder"])
+def _moved_out_and_linked_back(folder: Path, to: Path) -> None:
+    """Move ``folder`` to ``to`` (a rename: the same folder, the same files, their times
+    unchanged) and leave a link to it in its place."""
+    os.rename(folder, to)
+    os.symlink(to, folder)
+
+
+@BY_FOLDER
 def test_a_prompt_folder_moved_outside_and_linked_back_is_checked_again(
         tmp_path: Path, by_folder: bool) -> None:
-    """The folder of a prompt moved out of the workspace (a rename: the same folder, the
-    same files, their times unchanged) and a link to it left in its place: the prompt now
-    resolves outside (BL041), though neither it nor its own name is a link."""
+    """The folder of a prompt moved out of the workspace and linked back: the prompt now
+    resolves outside (BL041), though neither it nor its own name is a link; moved back, the
+    error goes."""
     ws = make_workspace(tmp_path / "ws", config=CONFIG, pipelines={"p.yaml": PIPELINE},
                         prompts={"sys.txt": "a prompt\n"})
     pipeline = ws / "pipelines" / "p.yaml"
     cache = BudgetCache()
     assert _check(pipeline, cache, by_folder) == []
-    moved = tmp_path / "elsewhere"
-    os.rename(ws / "prompts", moved)
-    os.symlink(moved, ws / "prompts")
+    _moved_out_and_linked_back(ws / "prompts", tmp_path / "elsewhere")
     assert "BL041" in _check(pipeline, cache, by_folder)
     os.unlink(ws / "prompts")
-    os.rename(moved, ws / "prompts")
+    os.rename(tmp_path / "elsewhere", ws / "prompts")
     assert _check(pipeline, cache, by_folder) == []
 
 
-@pytest.mark.parametrize("by_folder", [False, True], ids=["core", "resolved-by-folder"])
+@BY_FOLDER
 def test_a_pipeline_folder_moved_outside_and_linked_back_is_checked_again(
         tmp_path: Path, by_folder: bool) -> None:
     """The same for the pipeline's own folder: the pipeline then resolves outside the
@@ -107,7 +111,5 @@ def test_a_pipeline_folder_moved_outside_and_linked_back_is_checked_again(
     pipeline = ws / "pipelines" / "p.yaml"
     cache = BudgetCache()
     assert _check(pipeline, cache, by_folder) == []
-    moved = tmp_path / "elsewhere"
-    os.rename(ws / "pipelines", moved)
-    os.symlink(moved, ws / "pipelines")
+    _moved_out_and_linked_back(ws / "pipelines", tmp_path / "elsewhere")
     assert "BL007" in _check(pipeline, cache, by_folder)

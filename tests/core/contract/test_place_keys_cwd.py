@@ -15,28 +15,14 @@ from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, RunFiles
 from tests.core.contract.helpers import codes_of, make_workspace
+from tests.core.contract.place_helpers import (
+    BY_FOLDER,
+    CONFIG,
+    PIPELINE,
+    cached_and_fresh,
+    check_codes,
+)
 from tests.outside_links import relink
-
-CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
-PIPELINE = ("settings:\n  max_context_tokens: 1000\nsteps:\n  - id: s\n    type: call_model\n"
-            "    prompt_key: sys\n    max_output_tokens: 100\n")
-
-BY_FOLDER = pytest.mark.parametrize("by_folder", [False, True],
-                                    ids=["core", "resolved-by-folder"])
-
-
-def _check(pipeline: Path | str, cache: BudgetCache, by_folder: bool = False,
-           **options: object) -> list[str]:
-    return sorted(codes_of(check_pipeline(
-        pipeline, files=RunFiles(DiskFiles(), resolve_by_folder=by_folder),
-        options=CheckOptions(environ={}, **options), cache=cache)))  # type: ignore[arg-type]
-
-
-def _both(pipeline: Path | str, cache: BudgetCache, by_folder: bool,
-          **options: object) -> tuple[list[str], list[str]]:
-    """(the cached check's codes, a fresh check's codes)."""
-    return (_check(pipeline, cache, by_folder, **options),
-            _check(pipeline, BudgetCache(), by_folder, **options))
 
 
 def _two_folders_linking_one_pipeline(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -71,10 +57,10 @@ def test_relative_pipeline_checked_again_from_another_folder(
             else {"workspace_root": str(ws)})
     cache = BudgetCache()
     monkeypatch.chdir(out)
-    first = _check("p.yaml", cache, by_folder, **opts)
+    first = check_codes("p.yaml", cache, by_folder, **opts)
     assert "BL007" not in first
     monkeypatch.chdir(sub)
-    cached, fresh = _both("p.yaml", cache, by_folder, **opts)
+    cached, fresh = cached_and_fresh("p.yaml", cache, by_folder, **opts)
     assert "BL007" in fresh
     assert cached == fresh
 
@@ -118,7 +104,7 @@ def test_place_is_taken_after_the_check_judged_the_prompt(tmp_path: Path) -> Non
         pipeline, files=RunFiles(_RelinkAfterRead(prompt, outside)),
         options=CheckOptions(environ={}), cache=cache)))
     assert "BL041" not in first  # judged while the link pointed inside
-    cached, fresh = _both(pipeline, cache, False)
+    cached, fresh = cached_and_fresh(pipeline, cache, False)
     assert "BL041" in fresh
     assert cached == fresh
 
@@ -145,10 +131,10 @@ def test_relative_workspace_root_checked_again_from_another_folder(
     pipeline = str(tmp_path / "x" / "ws" / "p.yaml")
     cache = BudgetCache()
     monkeypatch.chdir(tmp_path / "y")
-    first = _check(pipeline, cache, by_folder, workspace_root="ws")
+    first = check_codes(pipeline, cache, by_folder, workspace_root="ws")
     assert "BL007" not in first
     monkeypatch.chdir(tmp_path / "x")
-    cached, fresh = _both(pipeline, cache, by_folder, workspace_root="ws")
+    cached, fresh = cached_and_fresh(pipeline, cache, by_folder, workspace_root="ws")
     assert "BL007" in fresh
     assert cached == fresh
 
@@ -173,10 +159,10 @@ def test_relative_tokenizer_option_checked_again_from_another_folder(
         (tmp_path / name / "tok.json").write_text(text, "utf-8")
     cache = BudgetCache()
     monkeypatch.chdir(tmp_path / "a")
-    first = _check(pipeline, cache, by_folder, tokenizer="tok.json", workspace_root=str(ws))
+    first = check_codes(pipeline, cache, by_folder, tokenizer="tok.json", workspace_root=str(ws))
     assert "BL014" not in first
     monkeypatch.chdir(tmp_path / "b")
-    cached, fresh = _both(pipeline, cache, by_folder, tokenizer="tok.json",
+    cached, fresh = cached_and_fresh(pipeline, cache, by_folder, tokenizer="tok.json",
                           workspace_root=str(ws))
     assert "BL014" in fresh
     assert cached == fresh

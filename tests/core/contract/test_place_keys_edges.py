@@ -12,34 +12,21 @@ from pathlib import Path
 import pytest
 
 from budgetlens.contract.cache import BudgetCache
-from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, RunFiles
-from tests.core.contract.helpers import codes_of, make_workspace
+from tests.core.contract.helpers import make_workspace
+from tests.core.contract.place_helpers import (
+    BY_FOLDER,
+    CONFIG,
+    PIPELINE,
+    cached_and_fresh,
+    check_codes,
+)
 from tests.outside_links import relink
 
-CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
-PIPELINE = ("settings:\n  max_context_tokens: 1000\nsteps:\n  - id: s\n    type: call_model\n"
-            "    prompt_key: sys\n    max_output_tokens: 100\n")
 BROKEN = "steps: [\n"  # not YAML: the pipeline is unusable (the check's early return)
 MISSING_PARENT = ("extends: gone.yaml\nsteps:\n  - id: s\n    type: call_model\n"
                   "    prompt_key: sys\n    max_output_tokens: 100\n")
 
-BY_FOLDER = pytest.mark.parametrize("by_folder", [False, True],
-                                    ids=["core", "resolved-by-folder"])
-
-
-def _check(pipeline: Path | str, cache: BudgetCache, by_folder: bool = False,
-           **options: object) -> list[str]:
-    return sorted(codes_of(check_pipeline(
-        pipeline, files=RunFiles(DiskFiles(), resolve_by_folder=by_folder),
-        options=CheckOptions(environ={}, **options), cache=cache)))  # type: ignore[arg-type]
-
-
-def _both(pipeline: Path | str, cache: BudgetCache, by_folder: bool,
-          **options: object) -> tuple[list[str], list[str]]:
-    """(the cached check's codes, a fresh check's codes)."""
-    return (_check(pipeline, cache, by_folder, **options),
-            _check(pipeline, BudgetCache(), by_folder, **options))
 
 
 @BY_FOLDER
@@ -63,10 +50,10 @@ def test_unusable_pipeline_in_a_workspace_relinked_to_a_folder_of_links(
     os.symlink(real, ws)
     pipeline = ws / "pipelines" / "p.yaml"
     cache = BudgetCache()
-    first = _check(pipeline, cache, by_folder)
+    first = check_codes(pipeline, cache, by_folder)
     assert "BL007" not in first
     relink(ws, links)
-    cached, fresh = _both(pipeline, cache, by_folder)
+    cached, fresh = cached_and_fresh(pipeline, cache, by_folder)
     assert "BL007" in fresh
     assert cached == fresh
 
@@ -111,9 +98,9 @@ def test_prompt_under_a_link_the_kernel_cannot_follow_relinked_outside(
     ws, _prompt, link, outside = _dangling_dotdot(tmp_path)
     pipeline = ws / "pipelines" / "p.yaml"
     cache = BudgetCache()
-    _check(pipeline, cache)
+    check_codes(pipeline, cache)
     relink(link, outside)
-    cached, fresh = _both(pipeline, cache, False)
+    cached, fresh = cached_and_fresh(pipeline, cache, False)
     assert cached == fresh
 
 
@@ -134,9 +121,9 @@ def test_a_nul_in_an_input_path_is_a_diagnostic_not_a_crash(
         pipeline = str(ws / "pipelines" / "p.yaml")
         options = {"config_path": str(ws / "config\0.json")}
     cache = BudgetCache()
-    first = _check(pipeline, cache, by_folder, **options)
+    first = check_codes(pipeline, cache, by_folder, **options)
     assert first and any(code in first for code in ("BL007", "BL011"))
-    assert _both(pipeline, cache, by_folder, **options) == (first, first)
+    assert cached_and_fresh(pipeline, cache, by_folder, **options) == (first, first)
 
 
 @BY_FOLDER
@@ -160,8 +147,8 @@ def test_no_config_pipeline_folder_relinked_with_dangling_probes(
     os.symlink(x, ws / "pipelines")
     pipeline = ws / "pipelines" / "p.yaml"
     cache = BudgetCache()
-    assert "BL007" not in _check(pipeline, cache, by_folder)
+    assert "BL007" not in check_codes(pipeline, cache, by_folder)
     relink(ws / "pipelines", c)
-    cached, fresh = _both(pipeline, cache, by_folder)
+    cached, fresh = cached_and_fresh(pipeline, cache, by_folder)
     assert "BL007" in fresh
     assert cached == fresh
