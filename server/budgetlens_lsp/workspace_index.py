@@ -212,8 +212,10 @@ class WorkspaceIndex:
         #: path (a link's target edited on disk, or open in a buffer, is that input too)
         self.dependents: dict[str, set[str]] = {}
         self._edges: dict[str, frozenset[str]] = {}  # pipeline -> its keys in dependents
-        #: real path -> the names of links to it that reports read (checked before use)
-        self._linked: dict[str, set[str]] = {}
+        #: pipeline -> (name, real path) of each symbolic link its report read through
+        self._links: dict[str, tuple[tuple[str, str], ...]] = {}
+        #: this update's open buffers under the names of links to them (``_aliases``)
+        self._aliased: dict[str, str] = {}
         self.json_docs: dict[str, JsonContexts] = {}  # open .json buffers with a cut
         self.failures: dict[str, Failure] = {}  # files budgetlens failed on (shown as BL009)
         self.json_too_large: dict[str, int] = {}  # open JSON buffers not analysed: length
@@ -239,6 +241,8 @@ class WorkspaceIndex:
     def text_of(self, path: str) -> str | None:
         """The buffer text of ``path`` if open, else its disk text; None if unreadable."""
         text = self.snapshot.overlay.get(path)
+        if text is None:
+            text = self._aliased.get(path)  # a link to an open buffer: what the check read
         if text is not None:
             return text
         return self._disk_text(path)
@@ -300,23 +304,31 @@ class WorkspaceIndex:
             base = DiskFiles(root) if root else DiskFiles()
             overlay = {p: t for p, t in self.snapshot.overlay.items()
                        if p.endswith(ANALYZED_SUFFIXES)}
-            overlay.update(self._aliases(overlay))
+            overlay.update(self._aliased)
             # one RunFiles per root and update: each path is stat'ed and resolved once for
             # all the pipelines the update checks
             source = self._sources[root] = RunFiles(OverlayFiles(base, overlay) if overlay
                                                     else base, resolve_by_folder=True)
         return source
 
-    def _aliases(self, overlay: dict[str, str]) -> dict[str, str]:
-        """The open buffers under the other names reports read their files by (links to
-        them): a buffer beats the disk whichever name a pipeline reads it by. Each name is
-        checked to resolve to the buffer's file now."""
+    def _aliases(self, overlay: Mapping[str, str]) -> dict[str, str]:
+        """The open buffers under the names of the symbolic links to them that reports read
+        (a buffer beats the disk whichever name a pipeline reads it by), each name checked
+        to resolve to the buffer's file now. Nothing is resolved unless a report read
+        through a link to a file open under its own (real) name."""
+        names: dict[str, set[str]] = {}
+        for pairs in self._links.values():
+            for name, real in pairs:
+                if real in overlay and name not in overlay:
+                    names.setdefault(real, set()).add(name)
         out: dict[str, str] = {}
-        for path, text in overlay.items():
-            real = os.path.realpath(path)
-            for name in self._linked.get(real, ()):
-                if name not in overlay and os.path.realpath(name) == real:
-                    out[name] = text
+        for real, linked in names.items():
+            for name in linked:
+                try:
+                    if os.path.realpath(name) == real:
+                        out[name] = overlay[real]
+                except (OSError, ValueError):  # a NUL: no file lies there
+                    continue
         return out
 
     def options_for(self, path: str) -> CheckOptions:
@@ -410,6 +422,8 @@ class WorkspaceIndex:
         self._project_roots = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
+        self._aliased = self._aliases({p: t for p, t in snapshot.overlay.items()
+                                       if p.endswith(ANALYZED_SUFFIXES)})
         self._track_pipelines(mode, closed)
         affected = self._affected(changed, mode)
         gone = self._forget_gone()
@@ -577,7 +591,7 @@ class WorkspaceIndex:
 
     def _store(self, path: str, report: PipelineReport) -> None:
         old = self.reports.get(path)
-        edges = self._edges_of(path, report)
+        edges, links = self._edges_of(path, report)
         if old is not None and self._edges.get(path) == edges:  # the same files: same edges
             self.retired.append(old)
             self.reports[path] = report
@@ -585,29 +599,34 @@ class WorkspaceIndex:
         self._forget(path)
         self.reports[path] = report
         self._edges[path] = edges
+        if links:
+            self._links[path] = links
         for key in edges:
             self.dependents.setdefault(key, set()).add(path)
 
-    def _edges_of(self, path: str, report: PipelineReport) -> frozenset[str]:
+    def _edges_of(self, path: str, report: PipelineReport
+                  ) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
         """The keys of ``path`` in ``dependents``: each file its report read (itself too),
         by name and, for a link, by its real path (from this update's ``RunFiles``, which
-        the check resolved it with)."""
+        the check resolved it with); and the (name, real path) of those links."""
         files = self.files_for(path)
         place = files.place if isinstance(files, RunFiles) else None
         edges: set[str] = set()
+        links: list[tuple[str, str]] = []
         for dep in report.inputs | {path}:
             name = norm(dep)
             edges.add(name)
             real = place(name) if place is not None else name
             if real != name:
                 edges.add(real)
-                self._linked.setdefault(real, set()).add(name)
-        return frozenset(edges)
+                links.append((name, real))
+        return frozenset(edges), tuple(links)
 
     def _forget(self, path: str) -> None:
         old = self.reports.pop(path, None)
         if old is not None:
             self.retired.append(old)
+        self._links.pop(path, None)
         for key in self._edges.pop(path, ()):
             self.dependents.get(key, set()).discard(path)
 
