@@ -197,6 +197,14 @@ def norm(path: str | Path) -> str:
     return os.path.normpath(os.path.abspath(str(path)))
 
 
+def _real_path(path: str) -> str:
+    """``os.path.realpath(path)``; a path with a NUL (which names no file) is its own."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
+
+
 def is_pipeline_path(path: str) -> bool:
     return path.endswith(PIPELINE_SUFFIXES) and os.path.basename(os.path.dirname(path)) \
         == "pipelines"
@@ -214,8 +222,11 @@ class WorkspaceIndex:
         self._edges: dict[str, frozenset[str]] = {}  # pipeline -> its keys in dependents
         #: pipeline -> (name, real path) of each symbolic link its report read through
         self._links: dict[str, tuple[tuple[str, str], ...]] = {}
-        #: this update's open buffers under the names of links to them (``_aliases``)
+        #: this update's open buffers under the other names of their files (``_aliases``)
         self._aliased: dict[str, str] = {}
+        #: open buffer -> its file's real path, resolved once while it is open (and again
+        #: after an update that rediscovers: files were created, deleted or relinked)
+        self._buffer_reals: dict[str, str] = {}
         self.json_docs: dict[str, JsonContexts] = {}  # open .json buffers with a cut
         self.failures: dict[str, Failure] = {}  # files budgetlens failed on (shown as BL009)
         self.json_too_large: dict[str, int] = {}  # open JSON buffers not analysed: length
@@ -312,24 +323,54 @@ class WorkspaceIndex:
         return source
 
     def _aliases(self, overlay: Mapping[str, str]) -> dict[str, str]:
-        """The open buffers under the names of the symbolic links to them that reports read
-        (a buffer beats the disk whichever name a pipeline reads it by), each name checked
-        to resolve to the buffer's file now. Nothing is resolved unless a report read
-        through a link to a file open under its own (real) name."""
+        """The open buffers under the other names of their files, so a buffer beats the
+        disk whichever name a pipeline reads it by: under the names of the symbolic links to
+        it that reports read, and, for a buffer opened through a link, under its real path.
+        Each such name is checked to lead to the buffer's file now; a buffer's own real
+        path is resolved once while it is open."""
         names: dict[str, set[str]] = {}
         for pairs in self._links.values():
             for name, real in pairs:
                 if real in overlay and name not in overlay:
                     names.setdefault(real, set()).add(name)
         out: dict[str, str] = {}
+        for path in overlay:
+            real = self._buffer_real(path)
+            if real != path and real not in overlay and _real_path(path) == real:
+                out[real] = overlay[path]
         for real, linked in names.items():
             for name in linked:
-                try:
-                    if os.path.realpath(name) == real:
-                        out[name] = overlay[real]
-                except (OSError, ValueError):  # a NUL: no file lies there
-                    continue
+                if _real_path(name) == real:
+                    out[name] = overlay[real]
         return out
+
+    def _buffer_real(self, path: str) -> str:
+        """The real path of the open buffer ``path`` (``_buffer_reals``)."""
+        real = self._buffer_reals.get(path)
+        if real is None:
+            real = self._buffer_reals[path] = _real_path(path)
+        return real
+
+    def _learn_aliases(self, path: str, report: PipelineReport) -> bool:
+        """Whether ``report`` read an open buffer's file from the disk through a symbolic
+        link this update did not know of (the buffer was open before any report read the
+        link): its name joins the aliases, for a check again."""
+        overlay = self.snapshot.overlay
+        files = self.files_for(path)
+        if not overlay or not isinstance(files, RunFiles):
+            return False
+        learned = False
+        for dep in report.inputs:
+            name = norm(dep)
+            if name in overlay or name in self._aliased:
+                continue
+            real = files.place(name)
+            if real != name and real in overlay and real.endswith(ANALYZED_SUFFIXES):
+                self._aliased[name] = overlay[real]
+                learned = True
+        if learned:
+            self._sources.clear()  # a source takes the aliases when it is made
+        return learned
 
     def options_for(self, path: str) -> CheckOptions:
         s = self.snapshot.settings
@@ -422,8 +463,11 @@ class WorkspaceIndex:
         self._project_roots = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
+        self._buffer_reals = {} if mode is not IndexMode.INCREMENTAL else \
+            {p: r for p, r in self._buffer_reals.items() if p in snapshot.overlay}
         self._aliased = self._aliases({p: t for p, t in snapshot.overlay.items()
                                        if p.endswith(ANALYZED_SUFFIXES)})
+        changed = changed | self._real_names(changed)
         self._track_pipelines(mode, closed)
         affected = self._affected(changed, mode)
         gone = self._forget_gone()
@@ -462,6 +506,12 @@ class WorkspaceIndex:
             self.backlog = set()
         self.backlog -= urgent
         return urgent
+
+    def _real_names(self, changed: frozenset[str]) -> frozenset[str]:
+        """The real paths of the changed open buffers opened through a link (a pipeline
+        reads the file by its real name)."""
+        return frozenset(real for path in changed
+                         if (real := self._buffer_reals.get(path, path)) != path)
 
     def _priority(self, changed: frozenset[str]) -> set[str]:
         """The open and changed pipelines and the known dependents of open and changed files:
@@ -555,9 +605,9 @@ class WorkspaceIndex:
                 break
             try:
                 _test_fault("check")
-                report = check_pipeline(path, files=self.files_for(path),
-                                        options=self.options_for(path), cache=self.cache,
-                                        stop=None if superseded is never else superseded)
+                report = self._check_one(path, superseded)
+                if self._learn_aliases(path, report):
+                    report = self._check_one(path, superseded)
             except CheckStopped:
                 break  # superseded: the next update checks it on the newer text
             except Exception as exc:  # the core never raises for bad input: a real bug
@@ -570,6 +620,10 @@ class WorkspaceIndex:
             done.append(path)
             self._progress(path, progress)
         return done
+
+    def _check_one(self, path: str, superseded: Callable[[], bool]) -> PipelineReport:
+        return check_pipeline(path, files=self.files_for(path), options=self.options_for(path),
+                              cache=self.cache, stop=None if superseded is never else superseded)
 
     def _progress(self, path: str, progress: ProgressHook | None) -> None:
         """Report (checked, to check) of the running whole re-check, every 25 and at the end."""

@@ -126,3 +126,42 @@ def test_a_prompt_edit_does_not_resolve_every_open_buffer(tmp_path: Path,
     none_open = _realpaths_per_prompt_edit(tmp_path, monkeypatch, 0)
     many_open = _realpaths_per_prompt_edit(tmp_path, monkeypatch, 30)
     assert many_open <= none_open, (none_open, many_open)
+
+
+def test_a_buffer_open_before_the_link_is_known_is_counted(tmp_path: Path) -> None:
+    """The target of a linked prompt is open with unsaved text when the server starts (an
+    editor restoring its session; or the link is made, or a pipeline reading it created,
+    while the buffer is open). ``_aliases`` knows a link only from a report stored by an
+    earlier update, so the first check of the pipeline reads the disk, and the count stays
+    wrong until the next keystroke in that buffer: the same editor state gave 17 tokens
+    or 3 depending on history. Now a check that read such a link is made again in the
+    same update, with the buffer."""
+    ws, pipeline, target = _linked_prompt(tmp_path)
+    snap = Snapshot(overlay={target: LONGER}, roots=(norm(ws),))
+    index = WorkspaceIndex()
+    index.update(snap, frozenset(), IndexMode.FULL)
+    later = WorkspaceIndex()  # the buffer opened after the first check
+    later.update(Snapshot(roots=(norm(ws),)), frozenset(), IndexMode.FULL)
+    later.update(snap, frozenset([target]), IndexMode.INCREMENTAL)
+    assert _tokens(index, pipeline) == _tokens(later, pipeline)
+
+
+def test_a_buffer_opened_by_a_link_s_name_is_counted_by_pipelines_reading_the_file(
+        tmp_path: Path) -> None:
+    """The other way round: the prompt ws/prompts/sys.txt is a plain file, the user opens it
+    through a link to it (ws/alias/sys.txt) and edits it. ``_linked`` maps a real path to
+    the names of links reports read, never to the real name itself, and ``_affected`` looks
+    the changed link name up as it is: the pipeline was neither re-checked nor would it
+    read the buffer ("a buffer beats the disk whichever name a pipeline reads it by").
+    Now a buffer's real path is resolved once while it is open."""
+    ws = make_workspace(tmp_path / "ws", config=CONFIG, pipelines={"p.yaml": PIPELINE},
+                        prompts={"sys.txt": "hello prompt\n"})
+    (ws / "alias").mkdir()
+    os.symlink(ws / "prompts" / "sys.txt", ws / "alias" / "sys.txt")
+    pipeline, link = norm(ws / "pipelines" / "p.yaml"), norm(ws / "alias" / "sys.txt")
+    index = WorkspaceIndex()
+    index.update(Snapshot(roots=(norm(ws),)), frozenset(), IndexMode.FULL)
+    before = _tokens(index, pipeline)
+    index.update(Snapshot(overlay={link: LONGER}, roots=(norm(ws),)), frozenset([link]),
+                 IndexMode.INCREMENTAL)
+    assert _tokens(index, pipeline) > before
