@@ -224,9 +224,11 @@ class WorkspaceIndex:
         self._links: dict[str, tuple[tuple[str, str], ...]] = {}
         #: this update's open buffers under the other names of their files (``_aliases``)
         self._aliased: dict[str, str] = {}
-        #: open buffer -> its file's real path, resolved once while it is open (and again
-        #: after an update that rediscovers: files were created, deleted or relinked)
+        #: open buffer -> its file's real path, resolved when it opens, when it changes
+        #: (its link may lead elsewhere now) and on an update that rediscovers
         self._buffer_reals: dict[str, str] = {}
+        #: this update's open buffers by their files' real paths (``_aliases``)
+        self._open_by_real: dict[str, str] = {}
         self.json_docs: dict[str, JsonContexts] = {}  # open .json buffers with a cut
         self.failures: dict[str, Failure] = {}  # files budgetlens failed on (shown as BL009)
         self.json_too_large: dict[str, int] = {}  # open JSON buffers not analysed: length
@@ -324,32 +326,50 @@ class WorkspaceIndex:
 
     def _aliases(self, overlay: Mapping[str, str]) -> dict[str, str]:
         """The open buffers under the other names of their files, so a buffer beats the
-        disk whichever name a pipeline reads it by: under the names of the symbolic links to
-        it that reports read, and, for a buffer opened through a link, under its real path.
-        Each such name is checked to lead to the buffer's file now; a buffer's own real
-        path is resolved once while it is open."""
-        names: dict[str, set[str]] = {}
-        for pairs in self._links.values():
-            for name, real in pairs:
-                if real in overlay and name not in overlay:
-                    names.setdefault(real, set()).add(name)
+        disk whichever name a pipeline reads it by: a buffer opened through a link under
+        its file's real path, and under the names of the symbolic links to its file that
+        reports read (each checked to lead there now). The buffers' real paths are
+        ``_buffer_reals``'s (``_track_buffers``)."""
+        by_real: dict[str, str] = {}
         out: dict[str, str] = {}
         for path in overlay:
-            real = self._buffer_real(path)
-            if real != path and real not in overlay and _real_path(path) == real:
+            real = self._buffer_reals.get(path, path)
+            if real == path or real not in by_real:
+                by_real[real] = path
+            if real != path and real not in overlay:
                 out[real] = overlay[path]
-        for real, linked in names.items():
-            for name in linked:
-                if _real_path(name) == real:
-                    out[name] = overlay[real]
+        self._open_by_real = by_real
+        for pairs in self._links.values():
+            for name, real in pairs:
+                buffer = by_real.get(real)
+                if buffer is not None and name not in overlay and name not in out \
+                        and _real_path(name) == real:
+                    out[name] = overlay[buffer]
         return out
 
-    def _buffer_real(self, path: str) -> str:
-        """The real path of the open buffer ``path`` (``_buffer_reals``)."""
-        real = self._buffer_reals.get(path)
-        if real is None:
-            real = self._buffer_reals[path] = _real_path(path)
-        return real
+    def _track_buffers(self, overlay: Mapping[str, str], changed: frozenset[str],
+                       closed: frozenset[str], mode: IndexMode) -> frozenset[str]:
+        """Keep each open buffer's real path (``_buffer_reals``), resolved when it opens,
+        when it is among ``changed`` (its link may lead elsewhere now) and on an update that
+        rediscovers; the real paths, before and after, of the changed and closed buffers
+        opened through a link, whose readers by those names are checked again."""
+        old = self._buffer_reals if mode is IndexMode.INCREMENTAL else {}
+        reals: dict[str, str] = {}
+        moved: set[str] = set()
+        for path in overlay:
+            real = old.get(path)
+            if real is None or path in changed:
+                new = _real_path(path)
+                if real is not None and new != real:
+                    moved.add(real)  # retargeted: the file it led to reads the disk again
+                real = new
+            reals[path] = real
+        for path in changed | closed:
+            for real in (old.get(path), reals.get(path)):
+                if real is not None and real != path:
+                    moved.add(real)
+        self._buffer_reals = reals
+        return frozenset(moved)
 
     def _learn_aliases(self, path: str, report: PipelineReport) -> bool:
         """Whether ``report`` read an open buffer's file from the disk through a symbolic
@@ -364,9 +384,9 @@ class WorkspaceIndex:
             name = norm(dep)
             if name in overlay or name in self._aliased:
                 continue
-            real = files.place(name)
-            if real != name and real in overlay and real.endswith(ANALYZED_SUFFIXES):
-                self._aliased[name] = overlay[real]
+            buffer = self._open_by_real.get(files.place(name))
+            if buffer is not None and buffer != name and buffer.endswith(ANALYZED_SUFFIXES):
+                self._aliased[name] = overlay[buffer]
                 learned = True
         if learned:
             self._sources.clear()  # a source takes the aliases when it is made
@@ -463,11 +483,9 @@ class WorkspaceIndex:
         self._project_roots = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
-        self._buffer_reals = {} if mode is not IndexMode.INCREMENTAL else \
-            {p: r for p, r in self._buffer_reals.items() if p in snapshot.overlay}
+        changed = changed | self._track_buffers(snapshot.overlay, changed, closed, mode)
         self._aliased = self._aliases({p: t for p, t in snapshot.overlay.items()
                                        if p.endswith(ANALYZED_SUFFIXES)})
-        changed = changed | self._real_names(changed)
         self._track_pipelines(mode, closed)
         affected = self._affected(changed, mode)
         gone = self._forget_gone()
@@ -506,12 +524,6 @@ class WorkspaceIndex:
             self.backlog = set()
         self.backlog -= urgent
         return urgent
-
-    def _real_names(self, changed: frozenset[str]) -> frozenset[str]:
-        """The real paths of the changed open buffers opened through a link (a pipeline
-        reads the file by its real name)."""
-        return frozenset(real for path in changed
-                         if (real := self._buffer_reals.get(path, path)) != path)
 
     def _priority(self, changed: frozenset[str]) -> set[str]:
         """The open and changed pipelines and the known dependents of open and changed files:
@@ -646,7 +658,8 @@ class WorkspaceIndex:
     def _store(self, path: str, report: PipelineReport) -> None:
         old = self.reports.get(path)
         edges, links = self._edges_of(path, report)
-        if old is not None and self._edges.get(path) == edges:  # the same files: same edges
+        if old is not None and self._edges.get(path) == edges \
+                and self._links.get(path, ()) == links:  # the same files: the same edges
             self.retired.append(old)
             self.reports[path] = report
             return
@@ -682,7 +695,11 @@ class WorkspaceIndex:
             self.retired.append(old)
         self._links.pop(path, None)
         for key in self._edges.pop(path, ()):
-            self.dependents.get(key, set()).discard(path)
+            readers = self.dependents.get(key)
+            if readers is not None:
+                readers.discard(path)
+                if not readers:
+                    del self.dependents[key]
 
     def _update_json(self, snapshot: Snapshot, changed: Iterable[str]) -> None:
         enabled = snapshot.settings.diagnostics.truncated_json
