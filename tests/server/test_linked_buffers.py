@@ -8,33 +8,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 import budgetlens_lsp.workspace_index as wi
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, WorkspaceIndex, norm
 from tests.core.contract.helpers import make_workspace
-
-CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
-
-
-def _pipeline(*keys: str) -> str:
-    steps = "".join(f"  - id: s{i}\n    type: call_model\n    prompt_key: {k}\n"
-                    "    max_output_tokens: 100\n" for i, k in enumerate(keys))
-    return "settings:\n  max_context_tokens: 1000\nsteps:\n" + steps
-
-
-PIPELINE = _pipeline("sys")
-LONGER = "hello prompt with many many more words in it than before, quite a few more\n"
-
-
-def _tokens(index: WorkspaceIndex, pipeline: str, step: int = 0) -> int:
-    value = index.reports[pipeline].steps[step].system_prompt.value
-    assert isinstance(value, int)
-    return value
-
-
-def _fresh(snap: Snapshot) -> WorkspaceIndex:
-    fresh = WorkspaceIndex()
-    fresh.update(snap, frozenset(), IndexMode.FULL)
-    return fresh
+from tests.server.linked_helpers import (
+    CONFIG,
+    LONGER,
+    PIPELINE,
+    fresh,
+    pipeline_text,
+    realpaths_per_prompt_edit,
+    tokens,
+)
 
 
 def _opened_through_a_link(tmp_path: Path) -> tuple[Path, str, str]:
@@ -61,7 +48,7 @@ def test_closing_a_buffer_opened_through_a_link_drops_its_unsaved_text(tmp_path:
     index.update(Snapshot(overlay={link: LONGER}, roots=roots), frozenset([link]))
     closed = Snapshot(roots=roots)
     index.update(closed, frozenset([link]))
-    assert _tokens(index, pipeline) == _tokens(_fresh(closed), pipeline)
+    assert tokens(index, pipeline) == tokens(fresh(closed), pipeline)
 
 
 def test_a_link_retargeted_while_its_buffer_is_open(tmp_path: Path) -> None:
@@ -72,7 +59,7 @@ def test_a_link_retargeted_while_its_buffer_is_open(tmp_path: Path) -> None:
     where a fresh index counts the buffer."""
     ws, _, link = _opened_through_a_link(tmp_path)
     p2 = ws / "pipelines" / "p2.yaml"
-    p2.write_text(_pipeline("other"), "utf-8")
+    p2.write_text(pipeline_text("other"), "utf-8")
     roots = (norm(ws),)
     index = WorkspaceIndex()
     index.update(Snapshot(roots=roots), frozenset(), IndexMode.FULL)
@@ -82,7 +69,7 @@ def test_a_link_retargeted_while_its_buffer_is_open(tmp_path: Path) -> None:
     os.symlink(ws / "prompts" / "other.txt", tmp)
     os.replace(tmp, link)
     index.update(snap, frozenset([link]))
-    assert _tokens(index, norm(p2)) == _tokens(_fresh(snap), norm(p2))
+    assert tokens(index, norm(p2)) == tokens(fresh(snap), norm(p2))
 
 
 def test_a_relink_with_the_same_edges_does_not_check_twice_per_keystroke(
@@ -93,7 +80,7 @@ def test_a_relink_with_the_same_edges_does_not_check_twice_per_keystroke(
     puts the buffer under sys.txt, so every keystroke in b.txt checks p.yaml, learns the
     alias (``_learn_aliases``), and checks it again: two checks per keystroke, forever."""
     ws = make_workspace(tmp_path / "ws", config=CONFIG,
-                        pipelines={"p.yaml": _pipeline("sys", "a", "b")},
+                        pipelines={"p.yaml": pipeline_text("sys", "a", "b")},
                         prompts={"a.txt": "a\n", "b.txt": "b b\n"})
     link = ws / "prompts" / "sys.txt"
     os.symlink(ws / "prompts" / "a.txt", link)
@@ -118,7 +105,7 @@ def test_a_relink_with_the_same_edges_does_not_check_twice_per_keystroke(
     per_keystroke = calls
     monkeypatch.undo()
     pipeline = norm(ws / "pipelines" / "p.yaml")
-    assert _tokens(index, pipeline, 0) == _tokens(_fresh(snap), pipeline, 0)
+    assert tokens(index, pipeline, 0) == tokens(fresh(snap), pipeline, 0)
     assert per_keystroke == 1, index._links
 
 
@@ -134,46 +121,24 @@ def test_a_linked_pipeline_open_by_its_real_name_at_startup(tmp_path: Path) -> N
     real.write_text(PIPELINE, "utf-8")
     os.symlink(real, ws / "pipelines" / "p.yaml")
     roots = (norm(ws),)
-    snap = Snapshot(overlay={norm(real): _pipeline("long")}, roots=roots)
+    snap = Snapshot(overlay={norm(real): pipeline_text("long")}, roots=roots)
     index = WorkspaceIndex()
     index.update(snap, frozenset(), IndexMode.FULL)
     later = WorkspaceIndex()
     later.update(Snapshot(roots=roots), frozenset(), IndexMode.FULL)
     later.update(snap, frozenset([norm(real)]))
     pipeline = norm(ws / "pipelines" / "p.yaml")
-    assert _tokens(index, pipeline) == _tokens(later, pipeline)
+    assert tokens(index, pipeline) == tokens(later, pipeline)
 
 
-def _realpaths_per_edit_under_a_linked_folder(tmp_path: Path, monkeypatch,
+def _realpaths_per_edit_under_a_linked_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               open_pipelines: int) -> int:
-    """``os.path.realpath`` calls of one INCREMENTAL update for an edit of a prompt that 40
-    pipelines read, the workspace under a folder reached through a symbolic link (a home
-    folder on another disk, macOS's /tmp and /var), ``open_pipelines`` of them open."""
+    """``realpaths_per_prompt_edit`` with the workspace under a folder reached through a
+    symbolic link (a home folder on another disk, macOS's /tmp and /var)."""
     (tmp_path / f"real{open_pipelines}").mkdir()
     os.symlink(tmp_path / f"real{open_pipelines}", tmp_path / f"home{open_pipelines}")
-    ws = make_workspace(tmp_path / f"home{open_pipelines}" / "ws", config=CONFIG,
-                        pipelines={f"p{i}.yaml": PIPELINE for i in range(40)},
-                        prompts={"sys.txt": "hello\n"})
-    prompt = norm(ws / "prompts" / "sys.txt")
-    others = {norm(ws / "pipelines" / f"p{i}.yaml"): PIPELINE for i in range(open_pipelines)}
-    roots = (norm(ws),)
-    index = WorkspaceIndex()
-    index.update(Snapshot(overlay=dict(others), roots=roots), frozenset(), IndexMode.FULL)
-    index.update(Snapshot(overlay={**others, prompt: "a b\n"}, roots=roots),
-                 frozenset([prompt]))
-    calls = 0
-    real = os.path.realpath
-
-    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal calls
-        calls += 1
-        return real(path, *args, **kwargs)
-    with monkeypatch.context() as m:
-        m.setattr(os.path, "realpath", counted)
-        changes = index.update(Snapshot(overlay={**others, prompt: LONGER}, roots=roots),
-                               frozenset([prompt]))
-    assert changes.checked == 40
-    return calls
+    return realpaths_per_prompt_edit(tmp_path / f"home{open_pipelines}", monkeypatch,
+                                     open_pipelines)
 
 
 def test_a_keystroke_under_a_linked_folder_does_not_resolve_every_open_buffer(
@@ -205,10 +170,10 @@ def test_a_buffer_opened_through_one_link_read_through_another(tmp_path: Path) -
     roots = (norm(ws),)
     index = WorkspaceIndex()
     index.update(Snapshot(roots=roots), frozenset(), IndexMode.FULL)
-    before = _tokens(index, pipeline)
+    before = tokens(index, pipeline)
     index.update(Snapshot(overlay={link: "a b\n"}, roots=roots), frozenset([link]))
     index.update(Snapshot(overlay={link: LONGER}, roots=roots), frozenset([link]))
-    assert _tokens(index, pipeline) > before
+    assert tokens(index, pipeline) > before
 
 
 def test_dependents_do_not_pile_up_across_relinks(tmp_path: Path) -> None:
@@ -229,4 +194,4 @@ def test_dependents_do_not_pile_up_across_relinks(tmp_path: Path) -> None:
         os.symlink(version, link)
         index.update(snap, frozenset([norm(link)]),
                      IndexMode.FULL if i == 0 else IndexMode.INCREMENTAL)
-    assert set(index.dependents) == set(_fresh(snap).dependents)
+    assert set(index.dependents) == set(fresh(snap).dependents)

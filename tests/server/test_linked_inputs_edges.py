@@ -9,33 +9,14 @@ from pathlib import Path
 
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, WorkspaceIndex, norm
 from tests.core.contract.helpers import make_workspace
-
-CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
-PIPELINE = ("settings:\n  max_context_tokens: 1000\nsteps:\n  - id: s\n    type: call_model\n"
-            "    prompt_key: sys\n    max_output_tokens: 100\n")
-LONGER = "hello prompt with many many more words in it than before, quite a few more\n"
-
-
-def _linked_prompt(tmp_path: Path) -> tuple[Path, str, str]:
-    """ws/prompts/sys.txt a link to ws/kept/sys.txt; (ws, the pipeline, the target)."""
-    ws = make_workspace(tmp_path / "ws", config=CONFIG, pipelines={"p.yaml": PIPELINE})
-    (ws / "prompts").mkdir(exist_ok=True)
-    (ws / "kept").mkdir()
-    (ws / "kept" / "sys.txt").write_text("hello prompt\n", "utf-8")
-    os.symlink(ws / "kept" / "sys.txt", ws / "prompts" / "sys.txt")
-    return ws, norm(ws / "pipelines" / "p.yaml"), norm(ws / "kept" / "sys.txt")
-
-
-def _tokens(index: WorkspaceIndex, pipeline: str) -> int:
-    value = index.reports[pipeline].steps[0].system_prompt.value
-    assert isinstance(value, int)
-    return value
-
-
-def _fresh_tokens(snap: Snapshot, pipeline: str) -> int:
-    fresh = WorkspaceIndex()
-    fresh.update(snap, frozenset(), IndexMode.FULL)
-    return _tokens(fresh, pipeline)
+from tests.server.linked_helpers import (
+    CONFIG,
+    LONGER,
+    PIPELINE,
+    linked_prompt,
+    realpaths_per_prompt_edit,
+    tokens,
+)
 
 
 def test_a_buffer_with_a_nul_in_its_path_does_not_fail_every_pipeline(tmp_path: Path
@@ -44,7 +25,7 @@ def test_a_buffer_with_a_nul_in_its_path_does_not_fail_every_pipeline(tmp_path: 
     calls ``os.path.realpath`` on every open buffer's path, which raises ValueError, inside
     ``files_for``, so every pipeline of that root fails with BL009 as long as the buffer is
     open (before 54303a7 nothing resolved buffer paths)."""
-    ws, pipeline, _ = _linked_prompt(tmp_path)
+    ws, pipeline, _ = linked_prompt(tmp_path)
     bad = norm(ws / "prompts") + os.sep + "a\x00b.txt"
     index = WorkspaceIndex()
     index.update(Snapshot(overlay={bad: "x"}, roots=(norm(ws),)), frozenset([bad]),
@@ -57,7 +38,7 @@ def test_linked_names_do_not_pile_up_across_relinks(tmp_path: Path) -> None:
     """The links the index remembers are those of the reports it holds: a link pointed at 20
     files in turn (a "current version" link) leaves one (before: a map of every link name
     ever read, only added to, 21 entries here)."""
-    ws, _, _ = _linked_prompt(tmp_path)
+    ws, _, _ = linked_prompt(tmp_path)
     snap = Snapshot(roots=(norm(ws),))
     index = WorkspaceIndex()
     index.update(snap, frozenset(), IndexMode.FULL)
@@ -79,41 +60,13 @@ def test_text_of_a_link_name_is_the_text_the_report_read(tmp_path: Path) -> None
     converted with, what BL052's first-line range of the prompt is taken from) still gives
     the disk text for that name: the report and its positions disagree (for a linked
     pipeline file, every diagnostic's range is converted against the wrong text)."""
-    ws, pipeline, target = _linked_prompt(tmp_path)
+    ws, pipeline, target = linked_prompt(tmp_path)
     index = WorkspaceIndex()
     index.update(Snapshot(roots=(norm(ws),)), frozenset(), IndexMode.FULL)
     index.update(Snapshot(overlay={target: LONGER}, roots=(norm(ws),)), frozenset([target]),
                  IndexMode.INCREMENTAL)
-    assert _tokens(index, pipeline) > 3  # the buffer was counted
+    assert tokens(index, pipeline) > 3  # the buffer was counted
     assert index.text_of(norm(ws / "prompts" / "sys.txt")) == LONGER
-
-
-def _realpaths_per_prompt_edit(tmp_path: Path, monkeypatch, open_pipelines: int) -> int:
-    """``os.path.realpath`` calls of one INCREMENTAL update for an edit of a prompt that
-    40 pipelines read, with ``open_pipelines`` of them open (no link anywhere)."""
-    ws = make_workspace(tmp_path / f"ws{open_pipelines}", config=CONFIG,
-                        pipelines={f"p{i}.yaml": PIPELINE for i in range(40)},
-                        prompts={"sys.txt": "hello\n"})
-    prompt = norm(ws / "prompts" / "sys.txt")
-    others = {norm(ws / "pipelines" / f"p{i}.yaml"): PIPELINE for i in range(open_pipelines)}
-    roots = (norm(ws),)
-    index = WorkspaceIndex()
-    index.update(Snapshot(overlay=dict(others), roots=roots), frozenset(), IndexMode.FULL)
-    index.update(Snapshot(overlay={**others, prompt: "a b\n"}, roots=roots),
-                 frozenset([prompt]))
-    calls = 0
-    real = os.path.realpath
-
-    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal calls
-        calls += 1
-        return real(path, *args, **kwargs)
-    with monkeypatch.context() as m:
-        m.setattr(os.path, "realpath", counted)
-        changes = index.update(Snapshot(overlay={**others, prompt: LONGER}, roots=roots),
-                               frozenset([prompt]))
-    assert changes.checked == 40
-    return calls
 
 
 def test_a_prompt_edit_does_not_resolve_every_open_buffer(tmp_path: Path,
@@ -123,8 +76,8 @@ def test_a_prompt_edit_does_not_resolve_every_open_buffer(tmp_path: Path,
     ``_linked`` empty): a keystroke with 30 pipelines open makes 30 more realpath calls
     (about 5 lstat each here; 208 -> 713 lstat on a 200-dependents edit with 100 open),
     where before 54303a7 it made none."""
-    none_open = _realpaths_per_prompt_edit(tmp_path, monkeypatch, 0)
-    many_open = _realpaths_per_prompt_edit(tmp_path, monkeypatch, 30)
+    none_open = realpaths_per_prompt_edit(tmp_path / "w0", monkeypatch, 0)
+    many_open = realpaths_per_prompt_edit(tmp_path / "w30", monkeypatch, 30)
     assert many_open <= none_open, (none_open, many_open)
 
 
@@ -136,14 +89,14 @@ def test_a_buffer_open_before_the_link_is_known_is_counted(tmp_path: Path) -> No
     wrong until the next keystroke in that buffer: the same editor state gave 17 tokens
     or 3 depending on history. Now a check that read such a link is made again in the
     same update, with the buffer."""
-    ws, pipeline, target = _linked_prompt(tmp_path)
+    ws, pipeline, target = linked_prompt(tmp_path)
     snap = Snapshot(overlay={target: LONGER}, roots=(norm(ws),))
     index = WorkspaceIndex()
     index.update(snap, frozenset(), IndexMode.FULL)
     later = WorkspaceIndex()  # the buffer opened after the first check
     later.update(Snapshot(roots=(norm(ws),)), frozenset(), IndexMode.FULL)
     later.update(snap, frozenset([target]), IndexMode.INCREMENTAL)
-    assert _tokens(index, pipeline) == _tokens(later, pipeline)
+    assert tokens(index, pipeline) == tokens(later, pipeline)
 
 
 def test_a_buffer_opened_by_a_link_s_name_is_counted_by_pipelines_reading_the_file(
@@ -161,7 +114,7 @@ def test_a_buffer_opened_by_a_link_s_name_is_counted_by_pipelines_reading_the_fi
     pipeline, link = norm(ws / "pipelines" / "p.yaml"), norm(ws / "alias" / "sys.txt")
     index = WorkspaceIndex()
     index.update(Snapshot(roots=(norm(ws),)), frozenset(), IndexMode.FULL)
-    before = _tokens(index, pipeline)
+    before = tokens(index, pipeline)
     index.update(Snapshot(overlay={link: LONGER}, roots=(norm(ws),)), frozenset([link]),
                  IndexMode.INCREMENTAL)
-    assert _tokens(index, pipeline) > before
+    assert tokens(index, pipeline) > before
