@@ -371,21 +371,18 @@ class WorkspaceIndex:
         self._buffer_reals = reals
         return frozenset(moved)
 
-    def _learn_aliases(self, path: str, report: PipelineReport) -> bool:
-        """Whether ``report`` read an open buffer's file from the disk through a symbolic
-        link this update did not know of (the buffer was open before any report read the
-        link): its name joins the aliases, for a check again."""
+    def _learn_aliases(self, links: tuple[tuple[str, str], ...]) -> bool:
+        """Whether a report read an open buffer's file from the disk through a symbolic
+        link this update did not know of (``links``: its (name, real path) pairs, from
+        ``_edges_of``; the buffer was open before any report read the link): its name
+        joins the aliases, for a check again."""
         overlay = self.snapshot.overlay
-        files = self.files_for(path)
-        if not overlay or not isinstance(files, RunFiles):
-            return False
         learned = False
-        for dep in report.inputs:
-            name = norm(dep)
+        for name, real in links:
             if name in overlay or name in self._aliased:
                 continue
-            buffer = self._open_by_real.get(files.place(name))
-            if buffer is not None and buffer != name and buffer.endswith(ANALYZED_SUFFIXES):
+            buffer = self._open_by_real.get(real)
+            if buffer is not None and buffer.endswith(ANALYZED_SUFFIXES):
                 self._aliased[name] = overlay[buffer]
                 learned = True
         if learned:
@@ -618,8 +615,10 @@ class WorkspaceIndex:
             try:
                 _test_fault("check")
                 report = self._check_one(path, superseded)
-                if self._learn_aliases(path, report):
+                edges = self._edges_of(path, report)
+                if self._learn_aliases(edges[1]):
                     report = self._check_one(path, superseded)
+                    edges = self._edges_of(path, report)
             except CheckStopped:
                 break  # superseded: the next update checks it on the newer text
             except Exception as exc:  # the core never raises for bad input: a real bug
@@ -628,7 +627,7 @@ class WorkspaceIndex:
                 self._fail(path, Stage.CHECK, exc)
             else:
                 self.failures.pop(path, None)
-                self._store(path, report)
+                self._store(path, report, edges)
             done.append(path)
             self._progress(path, progress)
         return done
@@ -655,9 +654,11 @@ class WorkspaceIndex:
                 log.warning("cannot list pipelines under %s", root)
         self.pipelines = found
 
-    def _store(self, path: str, report: PipelineReport) -> None:
+    def _store(self, path: str, report: PipelineReport,
+               edges_and_links: tuple[frozenset[str], tuple[tuple[str, str], ...]]) -> None:
+        """Keep ``report`` and its edges (``_edges_of``)."""
         old = self.reports.get(path)
-        edges, links = self._edges_of(path, report)
+        edges, links = edges_and_links
         if old is not None and self._edges.get(path) == edges \
                 and self._links.get(path, ()) == links:  # the same files: the same edges
             self.retired.append(old)
