@@ -38,3 +38,16 @@ def relink(link: Path, target: Path) -> None:
     """Point the symbolic link ``link`` at ``target`` instead."""
     link.unlink()
     os.symlink(target, link)
+
+
+def workspace_of_links(tmp_path: Path, real: Path) -> tuple[Path, Path]:
+    """``tmp_path/ws``, a link to the workspace ``real``, and ``tmp_path/B``, a folder of
+    links to ``real``'s config.json, pipelines and prompts (the very same files): relinking
+    ``ws`` to ``B`` moves the root (config.json's folder) but no file. Returns (ws, B)."""
+    links = tmp_path / "B"
+    links.mkdir()
+    for name in ("config.json", "pipelines", "prompts"):
+        os.symlink(real / name, links / name)
+    ws = tmp_path / "ws"
+    os.symlink(real, ws)
+    return ws, links

@@ -14,7 +14,7 @@ from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, RunFiles
 from tests.core.contract.helpers import codes_of, make_workspace
 from tests.core.contract.place_helpers import BY_FOLDER
-from tests.outside_links import extends_outside, relink
+from tests.outside_links import extends_outside, relink, workspace_of_links
 
 CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
 PIPELINE = ("settings:\n  max_context_tokens: 1000\nsteps:\n  - id: s\n    type: call_model\n"
@@ -64,12 +64,7 @@ def test_an_extends_parent_relinked_outside_to_the_same_file_is_checked_again(
 def test_a_workspace_relinked_to_a_folder_of_links_to_the_same_files(tmp_path: Path) -> None:
     real = make_workspace(tmp_path / "A", config=CONFIG, pipelines={"p.yaml": PIPELINE},
                           prompts={"sys.txt": "a prompt\n"})
-    links = tmp_path / "B"
-    links.mkdir()
-    for name in ("config.json", "pipelines", "prompts"):
-        os.symlink(real / name, links / name)
-    ws = tmp_path / "ws"
-    os.symlink(real, ws)
+    ws, links = workspace_of_links(tmp_path, real)
     cache = BudgetCache()
     assert "BL007" not in _check(ws / "pipelines" / "p.yaml", cache)
     relink(ws, links)  # the root (config.json's folder) lies in B now; the pipeline in A

@@ -49,15 +49,7 @@ def test_unusable_pipeline_kept_across_a_change_of_folder(
     paths depend on the current folder: checked again unchanged from another folder, the
     cache misses (a cost only; the answer is the same)."""
     ws = make_workspace(tmp_path / "ws", config=CONFIG, pipelines={"p.yaml": BROKEN})
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-    cache = BudgetCache()
-    pipeline = str(ws / "pipelines" / "p.yaml")
-    for name in ("a", "b"):
-        monkeypatch.chdir(tmp_path / name)
-        check_pipeline(pipeline, files=RunFiles(DiskFiles()), options=CheckOptions(environ={}),
-                       cache=cache)
-    assert cache.hits == 1
+    assert _hits_from_two_folders(tmp_path, monkeypatch, ws, CheckOptions(environ={})) == 1
 
 
 def test_a_tokenizer_name_is_not_a_relative_path(
@@ -67,12 +59,18 @@ def test_a_tokenizer_name_is_not_a_relative_path(
     by the current folder: an unchanged pipeline with absolute paths checked again from
     another folder misses the cache (a cost only)."""
     ws = make_workspace(tmp_path / "ws", config=CONFIG, pipelines={"p.yaml": NO_PROMPT})
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
+    options = CheckOptions(environ={}, tokenizer="cl100k_base")
+    assert _hits_from_two_folders(tmp_path, monkeypatch, ws, options) == 1
+
+
+def _hits_from_two_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ws: Path,
+                           options: CheckOptions) -> int:
+    """The cache hits of ``ws``'s pipeline checked by its absolute path with ``options``
+    from one folder and then, unchanged, from another."""
     cache = BudgetCache()
     pipeline = str(ws / "pipelines" / "p.yaml")
     for name in ("a", "b"):
+        (tmp_path / name).mkdir()
         monkeypatch.chdir(tmp_path / name)
-        check_pipeline(pipeline, files=RunFiles(DiskFiles()),
-                       options=CheckOptions(environ={}, tokenizer="cl100k_base"), cache=cache)
-    assert cache.hits == 1
+        check_pipeline(pipeline, files=RunFiles(DiskFiles()), options=options, cache=cache)
+    return cache.hits

@@ -21,7 +21,7 @@ from tests.core.contract.place_helpers import (
     cached_and_fresh,
     check_codes,
 )
-from tests.outside_links import relink
+from tests.outside_links import relink, workspace_of_links
 
 BROKEN = "steps: [\n"  # not YAML: the pipeline is unusable (the check's early return)
 MISSING_PARENT = ("extends: gone.yaml\nsteps:\n  - id: s\n    type: call_model\n"
@@ -42,12 +42,7 @@ def test_unusable_pipeline_in_a_workspace_relinked_to_a_folder_of_links(
     the workspace (BL007)."""
     real = make_workspace(tmp_path / "A", config=CONFIG, pipelines={"p.yaml": text},
                           prompts={"sys.txt": "a prompt\n"})
-    links = tmp_path / "B"
-    links.mkdir()
-    for name in ("config.json", "pipelines", "prompts"):
-        os.symlink(real / name, links / name)
-    ws = tmp_path / "ws"
-    os.symlink(real, ws)
+    ws, links = workspace_of_links(tmp_path, real)
     pipeline = ws / "pipelines" / "p.yaml"
     cache = BudgetCache()
     first = check_codes(pipeline, cache, by_folder)
