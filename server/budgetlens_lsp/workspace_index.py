@@ -585,7 +585,14 @@ class WorkspaceIndex:
         else:
             affected = {p for p in changed if p in self.pipelines}
             for path in changed:
-                affected.update(self.dependents.get(path, ()))
+                readers = self.dependents.get(path)
+                if readers is None and path not in self.snapshot.overlay \
+                        and path not in self.pipelines:
+                    # a file no report reads by this name (a watcher event under a symbolic
+                    # link, or a folder's): its readers by its real name (an open buffer's
+                    # real path is _track_buffers')
+                    readers = self.dependents.get(_real_path(path))
+                affected.update(readers or ())
         # a pipeline budgetlens failed on is retried on every change (whatever it was: the
         # fix may be in any file, and it has no report to say what it reads); an update
         # that only goes on with the background work changes nothing
