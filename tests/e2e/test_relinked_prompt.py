@@ -114,3 +114,22 @@ async def test_an_open_buffer_of_a_linked_prompt_s_file_beats_the_disk(workspace
         await ed.wait_diagnostics(chat, lambda ds: "BL052" in codes_of(ds))
         ed.close(buffer)
         await ed.wait_diagnostics(chat, lambda ds: "BL052" not in codes_of(ds))
+
+
+async def test_a_prompt_changed_on_disk_through_a_link_no_pipeline_reads(workspace: Path
+                                                                         ) -> None:
+    """The pipeline reads prompts/chat.txt by its own name; the user writes it through a
+    link to its folder elsewhere in the workspace, and the watcher names the link's path:
+    the pipeline is checked again (before, no report read that name: nothing was)."""
+    alias = workspace / "alias"
+    os.symlink(workspace / "prompts", alias)
+    async with running_server(workspace) as ed:
+        chat = ed.open("pipelines/chat.yaml")
+        assert "BL052" not in codes_of(await ed.wait_diagnostics(chat, lambda ds: True))
+        # a request is answered once the first index is done (it would re-check the pipeline
+        # on its own, the prompt's stat changed)
+        await ed.client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=chat)))
+        (alias / "chat.txt").write_text("budget " * 20_000, "utf-8")
+        told(ed, alias / "chat.txt")
+        await ed.wait_diagnostics(chat, lambda ds: "BL052" in codes_of(ds))
