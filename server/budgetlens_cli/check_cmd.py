@@ -365,6 +365,8 @@ class RunStats:
     """The worker processes that checked pipelines (empty: all checked in this process)."""
     method: str | None = None
     """``fork`` or ``spawn`` when workers ran."""
+    worker_stderr: bool = False
+    """A worker wrote to its ``sys.stderr`` (the run's answer is not recorded)."""
 
 
 LAST_RUN: RunStats | None = None
@@ -504,7 +506,8 @@ def check_results(pipelines: Sequence[Path], make_options: Callable[[], CheckOpt
             run.keep(i, *checker.check(pipelines[i]))
         if parallel and spec is not None and jobs is not None:
             method = run.in_workers(run.todo[1:], checker, spec, jobs)
-    LAST_RUN = RunStats(len(pipelines), len(run.todo), frozenset(run.pids), method)
+    LAST_RUN = RunStats(len(pipelines), len(run.todo), frozenset(run.pids), method,
+                        run.worker_stderr)
     return [r for r in run.results if r is not None]
 
 
@@ -521,6 +524,7 @@ class _Run:
         self.kept: dict[int, Any] = {}
         self.todo: list[int] = []
         self.pids: set[int] = set()
+        self.worker_stderr = False  # a worker wrote to its standard error
         for i, name in enumerate(self.names):
             kept = store.get(name) if store is not None else None
             if isinstance(kept, PipelineResult) and (piece is None or piece in kept.fragments):
@@ -571,8 +575,9 @@ class _Run:
 
         _FORK_CHECKER = checker if method == "fork" else None
         try:
-            workers.run_chunks(_worker, spec, [[self.pipelines[i] for i in c] for c in chunks],
-                               jobs, handle, method, outgoing)
+            self.worker_stderr = bool(workers.run_chunks(
+                _worker, spec, [[self.pipelines[i] for i in c] for c in chunks], jobs, handle,
+                method, outgoing))
         finally:
             _FORK_CHECKER = None
         return method

@@ -253,11 +253,11 @@ class _Tee:
 
 def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
     """Run ``check`` and record its output as the answer of ``argv`` (``cache.record_answer``)
-    when it ended normally, with nothing on standard error. The cyclic garbage collector is
-    off until both are done (as ``check_cmd.collector_paused`` has it for the run itself):
-    the result cache the answer is recorded from holds every result of the run, which are
-    freed (``cache.forget_opened``) before it is back on, so the collection that follows
-    does not walk them."""
+    when it ended normally, with nothing on standard error (its workers' included). The
+    cyclic garbage collector is off until both are done (as ``check_cmd.collector_paused``
+    has it for the run itself): the result cache the answer is recorded from holds every
+    result of the run, which are freed (``cache.forget_opened``) before it is back on, so
+    the collection that follows does not walk them."""
     import gc  # built in: costs no start-up
 
     from budgetlens_cli import cache  # lazy: start-up speed (as in main)
@@ -286,7 +286,7 @@ def _record_check(argv: list[str], args: argparse.Namespace, cache: Any) -> int:
         sys.stdout, sys.stderr = out, err
     if code in (EXIT_OK, EXIT_FINDINGS) and not any(watch.parts):
         stats = _command_module("check").LAST_RUN  # what the run checked
-        if stats is not None:
+        if stats is not None and not stats.worker_stderr:
             try:
                 cache.record_answer(argv, os.environ, out, args, code, "".join(tee.parts),
                                     stats.pipelines, stats.checked, started, before)

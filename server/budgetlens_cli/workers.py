@@ -9,9 +9,10 @@ each one chunk at a time (plus one queued, so a worker never waits for the paren
   start at once and share the parent's imported modules and warm caches copy-on-write;
   forking a process with threads can deadlock), else ``spawn``. Nothing mutable is shared:
   a forked child has its own copy of everything, and chunks and replies travel through pipes.
-- **Protocol**: a worker receives a chunk, replies ``(OK, pid, payload)`` or
-  ``(FAILED, pid, error)`` (``ErrorReport``: the exception and its traceback as text), and
-  stops on ``None``. ``serve`` implements the worker side of it.
+- **Protocol**: a worker receives a chunk, replies ``(OK, pid, payload, wrote)`` or
+  ``(FAILED, pid, error, wrote)`` (``ErrorReport``: the exception and its traceback as
+  text; ``wrote``: whether the worker has written to its ``sys.stderr``, which it writes
+  through at once), and stops on ``None``. ``serve`` implements the worker side of it.
 - **Errors**: a worker's exception is raised again in the parent (the same type and message
   when it can be pickled; its traceback as the ``__cause__``), at its chunk's turn: the error
   of the earliest failing chunk wins, as it would in one process. A worker that dies (a
@@ -128,12 +129,32 @@ class ErrorReport:
         return made
 
 
+class _Watched:
+    """A worker's ``sys.stderr``: written through at once, remembering that it was (the
+    parent records no answer of a run that wrote there)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.wrote = False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.wrote = True
+        return int(self.stream.write(text) or 0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def serve(conn: Connection, work: Callable[[Any], Any]) -> None:
     """The worker side: ``work(chunk)`` for every chunk received until ``None``; each reply
-    is sent back. SIGINT is ignored (the parent handles Ctrl-C and stops the workers)."""
+    is sent back, saying whether anything was written to ``sys.stderr`` so far. SIGINT is
+    ignored (the parent handles Ctrl-C and stops the workers)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked child may inherit the parent's
     pid = os.getpid()
+    watched = _Watched(sys.stderr)
+    sys.stderr = watched
     while True:
         try:
             chunk = conn.recv()
@@ -141,11 +162,12 @@ def serve(conn: Connection, work: Callable[[Any], Any]) -> None:
             return
         if chunk is None:
             return
+        status = OK
         try:
-            reply: tuple[str, int, Any] = (OK, pid, work(chunk))
+            payload = work(chunk)
         except Exception as exc:  # shown by the parent, as if raised there
-            reply = (FAILED, pid, ErrorReport.of(exc))
-        conn.send(reply)
+            status, payload = FAILED, ErrorReport.of(exc)
+        conn.send((status, pid, payload, watched.wrote))
 
 
 @contextlib.contextmanager
@@ -225,7 +247,7 @@ class _Pool:
             raise _died(self.processes[worker]) from None
         self.holding[worker].append(index)
 
-    def receive(self) -> Iterator[tuple[int, int, tuple[str, int, Any]]]:
+    def receive(self) -> Iterator[tuple[int, int, tuple[str, int, Any, bool]]]:
         """``(worker, chunk index, reply)`` for each reply that is ready (waits for one)."""
         busy = [w for w, held in enumerate(self.holding) if held]
         if not busy:
@@ -267,30 +289,33 @@ class _Pool:
 
 def run_chunks(worker: Callable[..., None], spec: Any, chunks: Sequence[Any], jobs: int,
                handle: Callable[[int, int, Any], None], method: str | None = None,
-               outgoing: Callable[[int, Any], Any] | None = None) -> None:
+               outgoing: Callable[[int, Any], Any] | None = None) -> bool:
     """Run every chunk in ``jobs`` worker processes; ``handle(index, pid, payload)`` for
     each chunk in order. A worker's exception is raised here at its chunk's turn. With
     ``outgoing``, a worker receives ``outgoing(its pid, chunk)`` (made when the chunk is
-    handed out: it may carry what the replies handled so far told) instead of the chunk."""
+    handed out: it may carry what the replies handled so far told) instead of the chunk.
+    Whether a worker wrote to its ``sys.stderr``."""
     if not chunks:
-        return
+        return False
     pool = _Pool(outgoing)
     clean = False
     with _sigterm_as_exit():
         try:
             pool.start(worker, spec, max(1, min(jobs, len(chunks))), method or start_method())
-            _schedule(pool, chunks, handle)
+            wrote = _schedule(pool, chunks, handle)
             clean = True
         finally:
             pool.stop(clean)
+    return wrote
 
 
-def _schedule(pool: _Pool, chunks: Sequence[Any], handle: Callable[[int, int, Any], None]) -> None:
+def _schedule(pool: _Pool, chunks: Sequence[Any], handle: Callable[[int, int, Any], None]) -> bool:
     """Hand out the chunks (one at work and one queued per worker) and handle the replies
-    in chunk order; after a failure no new chunk is handed out."""
-    replies: dict[int, tuple[str, int, Any]] = {}
+    in chunk order; after a failure no new chunk is handed out. Whether a worker wrote to
+    its ``sys.stderr``."""
+    replies: dict[int, tuple[str, int, Any, bool]] = {}
     next_chunk = done = 0
-    failed = False
+    failed = wrote = False
     for _ in range(2):
         for w in range(len(pool.processes)):
             if next_chunk < len(chunks):
@@ -298,14 +323,15 @@ def _schedule(pool: _Pool, chunks: Sequence[Any], handle: Callable[[int, int, An
                 next_chunk += 1
     while True:
         while done in replies:
-            status, pid, payload = replies.pop(done)
+            status, pid, payload, said = replies.pop(done)
+            wrote = wrote or said
             if status != OK:
                 error: ErrorReport = payload
                 raise error.exception() from RemoteTraceback(error.traceback)
             handle(done, pid, payload)
             done += 1
         if done == len(chunks):
-            return
+            return wrote
         for w, index, reply in pool.receive():
             replies[index] = reply
             failed = failed or reply[0] != OK
