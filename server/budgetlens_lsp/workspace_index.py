@@ -585,20 +585,29 @@ class WorkspaceIndex:
         else:
             affected = {p for p in changed if p in self.pipelines}
             for path in changed:
-                readers = self.dependents.get(path)
-                if readers is None and path not in self.snapshot.overlay \
-                        and path not in self.pipelines:
-                    # a file no report reads by this name (a watcher event under a symbolic
-                    # link, or a folder's): its readers by its real name (an open buffer's
-                    # real path is _track_buffers')
-                    readers = self.dependents.get(_real_path(path))
-                affected.update(readers or ())
+                affected.update(self._readers(path))
         # a pipeline budgetlens failed on is retried on every change (whatever it was: the
         # fix may be in any file, and it has no report to say what it reads); an update
         # that only goes on with the background work changes nothing
         if changed or mode is not IndexMode.INCREMENTAL:
             affected.update(p for p, f in self.failures.items() if f.stage is Stage.CHECK)
         return affected
+
+    def _readers(self, path: str) -> set[str]:
+        """The pipelines reading the changed file ``path``: by this name and, when reports
+        read it as a symbolic link, by the name of the file it leads to. For a file no report
+        reads by this name (a watcher event under a link, or under a linked folder), the
+        readers of its real path (an open buffer's real path is ``_track_buffers``')."""
+        readers = self.dependents.get(path)
+        if readers is None:
+            if path in self.snapshot.overlay or path in self.pipelines:
+                return set()
+            return set(self.dependents.get(_real_path(path), ()))
+        found = set(readers)
+        for real in {real for p in readers for name, real in self._links.get(p, ())
+                     if name == path}:
+            found.update(self.dependents.get(real, ()))
+        return found
 
     def _forget_gone(self) -> set[str]:
         """Drop the reports and failures of pipelines that no longer exist; their paths."""

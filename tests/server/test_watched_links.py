@@ -72,3 +72,23 @@ def test_an_unread_file_s_change_resolves_it_once_and_checks_nothing(
         changes = index.update(snap, frozenset([prompt]), IndexMode.INCREMENTAL)
     assert changes.checked == 1
     assert norm(prompt) not in calls
+
+
+def test_a_change_reported_under_a_link_re_checks_the_readers_of_its_real_name_too(
+        tmp_path: Path) -> None:
+    """Pipeline a reads prompts/sys.txt, a link to prompts/real.txt, which pipeline b reads
+    by its own name; the watcher names the link. Before, the link's readers (a) were
+    checked again and the file's other readers (b) kept the old count."""
+    ws = make_workspace(tmp_path / "ws", config=CONFIG,
+                        pipelines={"a.yaml": pipeline_text("sys"),
+                                   "b.yaml": pipeline_text("real")},
+                        prompts={"real.txt": "hello prompt\n"})
+    os.symlink(ws / "prompts" / "real.txt", ws / "prompts" / "sys.txt")
+    snap = Snapshot(roots=(norm(ws),))
+    index = fresh(snap)
+    (ws / "prompts" / "real.txt").write_text(LONGER, "utf-8")
+    index.update(snap, frozenset([norm(ws / "prompts" / "sys.txt")]), IndexMode.INCREMENTAL)
+    now = fresh(snap)
+    for name in ("a.yaml", "b.yaml"):
+        pipeline = norm(ws / "pipelines" / name)
+        assert tokens(index, pipeline) == tokens(now, pipeline), name
