@@ -140,7 +140,8 @@ class _Watched:
     def write(self, text: str) -> int:
         if text:
             self.wrote = True
-        return int(self.stream.write(text) or 0)
+        written = self.stream.write(text)
+        return len(text) if written is None else int(written)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
