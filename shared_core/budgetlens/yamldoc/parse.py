@@ -381,10 +381,11 @@ def _mark_range(index: LineIndex, mark: Any, shift: int) -> Range:
     return Range.at(int(getattr(mark, "line", 0)), int(getattr(mark, "column", 0)))
 
 
-def _compose(text: str, shift: int) -> Node | None:
-    """The node graph of ``text[shift:]``, read from the events of ``_LOADER``'s parser
-    (libyaml's when PyYAML has it); raises the parser's and the composer's errors."""
-    loader = _LOADER(text[shift:])
+def _compose(text: str, shift: int, loader_class: Any) -> Node | None:
+    """The node graph of ``text[shift:]``, read from the events of ``loader_class``'s parser
+    (``_LOADER``: libyaml's when PyYAML has it); raises the parser's and the composer's
+    errors."""
+    loader = loader_class(text[shift:])
     try:
         libyaml = _CPARSER is not None and isinstance(loader, _CPARSER)
         return compose_single(loader, shift, MAX_DEPTH, libyaml)
@@ -392,20 +393,21 @@ def _compose(text: str, shift: int) -> Node | None:
         loader.dispose()
 
 
-def _read_simple(text: str, shift: int) -> tuple[Any, Mapping[YamlPath, RawSpan]] | None:
+def _read_simple(text: str, shift: int,
+                 loader_class: Any) -> tuple[Any, Mapping[YamlPath, RawSpan]] | None:
     """The one-pass reading of a simple document (``None``: not simple, see ``simple``), or
     the same answer from a text read just before (``incremental``: the same text, or one
     edited inside a scalar value)."""
-    known = incremental.reread(text, _LOADER)
+    known = incremental.reread(text, loader_class)
     if known is not None:
         return known
-    loader = _LOADER(text[shift:])
+    loader = loader_class(text[shift:])
     try:
         read = read_simple(loader, shift, MAX_DEPTH, MAX_NODE_VISITS)
     finally:
         loader.dispose()
     if read is not None:
-        incremental.remember(text, _LOADER, *read)
+        incremental.remember(text, loader_class, *read)
     return read
 
 
@@ -425,6 +427,9 @@ def _syntax_problem(exc: yaml.YAMLError, index: LineIndex, shift: int) -> YamlPr
     return YamlProblem(YAML_SYNTAX, Range.at(0, 0), f"YAML syntax error: {exc}")
 
 
+#: The problem libyaml (0.2.6 on) reports at 1,000 nested flow collections.
+_LIBYAML_NEST_LIMIT = "exceeded maximum nesting depth"
+
 _TOO_DEEP = YamlProblem(YAML_LIMIT, Range.at(0, 0), "YAML nested too deeply to read; refused")
 
 
@@ -441,7 +446,15 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
                                   f"YAML file of {len(text)} characters is above the"
                                   f" {MAX_YAML_CHARS} character cap; refused")]
     try:
-        return _read(text, shift, index)
+        try:
+            return _read(text, shift, index, _LOADER)
+        except yaml.MarkedYAMLError as exc:
+            if _LOADER is yaml.SafeLoader or exc.problem != _LIBYAML_NEST_LIMIT:
+                raise
+        # libyaml (0.2.6 on: PyYAML 6.0.4's wheels) stops at 1,000 nested flow levels while it
+        # scans ahead, before its parser gives the events MAX_DEPTH refuses at: the Python
+        # parser gives them one at a time (the same events, the same answers)
+        return _read(text, shift, index, yaml.SafeLoader)
     except yaml.YAMLError as exc:
         return None, [_syntax_problem(exc, index, shift)]
     except (ValueError, OverflowError) as exc:  # PyYAML's own scanner on "\\U99999999"
@@ -454,14 +467,15 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
         return None, [_TOO_DEEP]
 
 
-def _read(text: str, shift: int,
-          index: LineIndex) -> tuple[YamlDocument | None, list[YamlProblem]]:
-    """The document read in one pass when it is simple, else composed and converted; the
-    parser's and the composer's errors propagate."""
-    simple = _read_simple(text, shift) if SIMPLE_FIRST else None
+def _read(text: str, shift: int, index: LineIndex,
+          loader_class: Any) -> tuple[YamlDocument | None, list[YamlProblem]]:
+    """The document read in one pass when it is simple, else composed and converted, from
+    the events of ``loader_class``'s parser; the parser's and the composer's errors
+    propagate."""
+    simple = _read_simple(text, shift, loader_class) if SIMPLE_FIRST else None
     if simple is not None:
         return YamlDocument(text, simple[0], SpanMap(simple[1], index), index), []
-    root = _compose(text, shift)
+    root = _compose(text, shift, loader_class)
     if root is None:
         return YamlDocument(text, None, SpanMap({}, index), index), []
     converter = _Converter(index)
