@@ -147,6 +147,18 @@ class _Watched:
         return getattr(self.stream, name)
 
 
+def _watched(stream: Any) -> _Watched:
+    """``stream`` watched (once)."""
+    return stream if isinstance(stream, _Watched) else _Watched(stream)
+
+
+def _watched_worker(worker: Callable[..., None], conn: Connection, spec: Any) -> None:
+    """A worker process's target: ``worker(conn, spec)`` with ``sys.stderr`` watched from
+    its first line (what it writes while it starts up counts too)."""
+    sys.stderr = _watched(sys.stderr)
+    worker(conn, spec)
+
+
 def serve(conn: Connection, work: Callable[[Any], Any]) -> None:
     """The worker side: ``work(chunk)`` for every chunk received until ``None``; each reply
     is sent back, saying whether anything was written to ``sys.stderr`` so far. SIGINT is
@@ -154,8 +166,7 @@ def serve(conn: Connection, work: Callable[[Any], Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked child may inherit the parent's
     pid = os.getpid()
-    watched = _Watched(sys.stderr)
-    sys.stderr = watched
+    watched = sys.stderr = _watched(sys.stderr)
     while True:
         try:
             chunk = conn.recv()
@@ -229,8 +240,8 @@ class _Pool:
         with _sigint_ignored():
             for _ in range(jobs):
                 parent_end, child_end = ctx.Pipe()
-                process = ctx.Process(target=worker, args=(child_end, spec), daemon=True,
-                                      name="budgetlens-check-worker")
+                process = ctx.Process(target=_watched_worker, args=(worker, child_end, spec),
+                                      daemon=True, name="budgetlens-check-worker")
                 try:
                     process.start()
                 finally:
