@@ -205,6 +205,23 @@ def _real_path(path: str) -> str:
         return path
 
 
+def _chain_of(name: str, hops: int = 40) -> tuple[str, ...]:
+    """The symbolic links the link ``name`` leads through to its file (none when ``name``
+    is no link, or leads straight to it), each named as the link before it names it (its
+    target joined to that link's folder): where a file watcher reports a change of one."""
+    chain: list[str] = []
+    at = name
+    for _ in range(hops):
+        try:
+            at = os.path.normpath(os.path.join(os.path.dirname(at), os.readlink(at)))
+            if not stat.S_ISLNK(os.lstat(at).st_mode):
+                break
+        except (OSError, ValueError):  # no link (any more), or a NUL
+            break
+        chain.append(at)
+    return tuple(chain)
+
+
 def is_pipeline_path(path: str) -> bool:
     return path.endswith(PIPELINE_SUFFIXES) and os.path.basename(os.path.dirname(path)) \
         == "pipelines"
@@ -241,6 +258,8 @@ class WorkspaceIndex:
         self._round: set[str] = set()  # pipelines of the running whole re-check left to check
         self._round_total = 0
         self._sources: dict[str | None, FileSource] = {}  # one per root, for one update
+        #: the links a linked input leads through (``_chain_of``), for one update
+        self._chains: dict[str, tuple[str, ...]] = {}
         #: the project root of each folder of pipelines, for one update (as ``_sources``)
         self._project_roots: dict[str, str | None] = {}
         #: what updates replaced (reports, diagnostics shown), freed by :meth:`release`
@@ -477,6 +496,7 @@ class WorkspaceIndex:
         self._drop_failures(Stage.ANALYSIS)  # shown until the next analysis
         self.snapshot = snapshot
         self._sources = {}
+        self._chains = {}
         self._project_roots = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
@@ -489,6 +509,7 @@ class WorkspaceIndex:
         urgent = self._plan(affected, changed, mode)
         checked = self._run_checks(urgent, progress)
         self._sources = {}  # per update: no file facts kept across updates
+        self._chains = {}
         self._project_roots = {}
         json_changed = set(changed) | closed
         if mode is IndexMode.FULL:  # the marker, budget or the toggle may have changed
@@ -600,7 +621,8 @@ class WorkspaceIndex:
         readers of its real path (an open buffer's real path is ``_track_buffers``')."""
         readers = self.dependents.get(path)
         if readers is None:
-            if path in self.snapshot.overlay or path in self.pipelines:
+            if path in self.snapshot.overlay or path in self.pipelines \
+                    or path in self._open_by_real:  # (a buffer's real path, resolved)
                 return set()
             return set(self.dependents.get(_real_path(path), ()))
         found = set(readers)
@@ -692,7 +714,9 @@ class WorkspaceIndex:
                   ) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
         """The keys of ``path`` in ``dependents``: each file its report read (itself too),
         by name and, for a link, by its real path (from this update's ``RunFiles``, which
-        the check resolved it with); and the (name, real path) of those links."""
+        the check resolved it with) and by the links it leads through to it (a chain's
+        middle link retargeted is reported under its own name); and the (name, real path)
+        of those links."""
         files = self.files_for(path)
         place = files.place if isinstance(files, RunFiles) else None
         edges: set[str] = set()
@@ -704,6 +728,10 @@ class WorkspaceIndex:
             if real != name:
                 edges.add(real)
                 links.append((name, real))
+                chain = self._chains.get(name)
+                if chain is None:
+                    chain = self._chains[name] = _chain_of(name)
+                edges.update(chain)
         return frozenset(edges), tuple(links)
 
     def _forget(self, path: str) -> None:

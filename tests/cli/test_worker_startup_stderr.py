@@ -1,10 +1,11 @@
 """``workers.run_chunks`` promises to say "whether a worker wrote to its sys.stderr", and
 ``check -j N`` relies on it to record no answer (docs/cli.md "The answer of a command
 line"). But only what a worker writes once ``serve`` has wrapped ``sys.stderr`` in
-``_Watched`` is counted: whatever it writes while starting up (the spawn bootstrap
-importing modules, ``check_cmd._worker`` building its ``_Checker`` from the spec before it
-calls ``serve``; ``warnings.warn`` there) reaches the terminal but not the flag, so the run
-records an answer whose replay lacks that text.
+``_Watched`` is counted: whatever it writes while starting up (``check_cmd._worker``
+building its ``_Checker`` from the spec and sharing counts before it calls ``serve``;
+``warnings.warn`` there) reaches the terminal but not the flag, so the run records an
+answer whose replay lacks that text. (Modules a spawned worker imports before its target
+runs are imported by the parent first, where a warning they give is seen.)
 
 Right answer: ``run_chunks`` returns True (the wrapping has to happen before any worker
 code runs, e.g. in ``_Pool.start``'s process target), for fork and spawn alike. Found by a
