@@ -852,7 +852,14 @@ class _Windows:
 
     def move(self, text: str, pos: int, width: int) -> None:
         self.base = pos
-        self.chunk = text[pos:pos + min(width, self.largest)]
+        self.chunk = text[pos:pos + width]
+
+    def cap(self, frame: Frame) -> int:
+        """The largest window for a sibling of ``frame``: the largest of the text's
+        (``largest``), or twice the largest sibling the level has had when that is more (a
+        level of large items reads the next ones on windows that hold them)."""
+        twice = 2 * frame.largest
+        return twice if twice > self.largest else self.largest
 
 
 def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
@@ -882,8 +889,17 @@ def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
 def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
                    n: int) -> tuple[Any, int] | None:
     """``_read_sibling`` for a container: on the shared window, then on the largest one."""
-    if not w.base <= pos < w.base + len(w.chunk):
-        w.move(text, pos, max(4 * frame.largest, _WINDOW_STREAM))
+    cap = w.cap(frame)
+    stream = max(4 * frame.largest, _WINDOW_STREAM)
+    if stream > cap:
+        stream = cap
+    end = w.base + len(w.chunk)
+    room = end - pos
+    # a new window where the shared one does not hold this sibling, is larger than this
+    # level's (a level above made it), or has no room left for one as large as the largest
+    # sibling so far (before, that sibling would fail there: reading it up to the end wasted)
+    if not w.base <= pos < end or room > cap or (room < 2 * frame.largest and end < n):
+        w.move(text, pos, stream)
     while w.budget > 0:
         try:
             value, end = _scan_once(w.chunk, pos - w.base)
@@ -892,10 +908,9 @@ def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
         except (StopIteration, ValueError):
             size = len(w.chunk)
             w.budget -= w.base + size - pos
-            if w.base + size >= n or (w.base == pos and size >= w.largest):
+            if w.base + size >= n or (w.base == pos and size >= cap):
                 return None  # it does not end before the text does: the open child
-            w.move(text, pos, w.largest if w.base == pos else max(4 * frame.largest,
-                                                                   _WINDOW_STREAM))
+            w.move(text, pos, cap if w.base == pos else stream)
             continue
         size = end - (pos - w.base)
         if size > frame.largest:
@@ -1082,6 +1097,8 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
         closer = "}" if frame.is_object else "]"
         if c == closer:
             frames.pop()
+            if frames and pos + 1 - frame.start > frames[-1].largest:  # (see _Windows.cap)
+                frames[-1].largest = pos + 1 - frame.start
             add_child(Child(frame.start, pos + 1, OBJECT if frame.is_object else ARRAY,
                             _distinct_keys(text, frame) if frame.is_object else frame.items))
             pos += 1
