@@ -663,9 +663,10 @@ _GREEDY = 1 << 62
 # The C scanner reads container siblings on windows of the text: _WINDOW_STREAM characters
 # (or four times the largest sibling seen on the level), shared by consecutive siblings; a
 # sibling that does not end inside the window is tried again on one of the largest size (a
-# thirty-second of the text), and one that still does not end is taken as the open child on the
-# path to the cut: the scan descends into it. What failed windows read in all is bounded by
-# half the text (then containers are descended into without a try).
+# thirty-second of the text, or twice the largest sibling the level has had, read or descended
+# into, when that is more: ``_Windows.cap``), and one that still does not end is taken as the
+# open child on the path to the cut: the scan descends into it. What failed windows read in
+# all is bounded by half the text (then containers are descended into without a try).
 _WINDOW_MIN = 1024
 _WINDOW_STREAM = 1 << 14
 

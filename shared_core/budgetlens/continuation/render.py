@@ -72,9 +72,11 @@ _STR = JSON_STRING
 _COST_SCALARS = re.compile(
     r"[ \t\n\r,:\[\]{}]*(?:" + _STR + r"[ \t\n\r]*:[ \t\n\r]*)?"
     r"(?:(" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+)|\"[^\"\\]*(?:\\.[^\"\\]*)*\\?\Z)?")
+# One token of a valid JSON text per match, as one string (``findall``: no match objects): a
+# string (a key with the whitespace and colon after it: each string is read once), a bracket
+# or comma, another scalar.
 _PRETTY_TOKEN = re.compile(
-    r"[ \t\n\r]*(?:(?P<key>" + _STR + r")[ \t\n\r]*:|(?P<open>[\[{])|(?P<close>[\]}])"
-    r"|(?P<comma>,)|(?P<scalar>" + _STR + r"|[^ \t\n\r,:\[\]{}\"]+))")
+    r"[ \t\n\r]*(" + _STR + r"(?:[ \t\n\r]*:)?|[\[\]{},]|[^ \t\n\r,:\[\]{}\"]+)")
 
 
 _PADS = [INDENT * level for level in range(MAX_INDENT_LEVELS + 1)]
@@ -255,38 +257,43 @@ def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
     The first line carries no indentation (it follows a key or an indent); nested lines are
     indented for ``depth + 1`` and deeper. Iterative: any nesting depth.
     """
-    relaid = _relaid_lines(text, start, end, depth) or _flat_lines(text, start, end, depth)
+    relaid = _relaid_lines(text, start, end, depth)
+    if relaid is None and text.find("{", start + 1, end) < 0 \
+            and text.find("[", start + 1, end) < 0:  # (a bracket in a string: read below)
+        relaid = _flat_lines(text, start, end, depth)
     if relaid is not None:
         return relaid
     lines: list[str] = []
+    append = lines.append
+    pads, top = _PADS, MAX_INDENT_LEVELS
     cur = ""
     pending_open = False
-    for m in _PRETTY_TOKEN.finditer(text, start, end):
-        group = m.lastgroup
+    for token in _PRETTY_TOKEN.findall(text, start, end):
+        c = token[0]
         if pending_open:
             pending_open = False
-            if group == "close":
-                cur += m.group("close")
+            if c == "]" or c == "}":
+                cur += c
                 depth -= 1
                 continue
-            lines.append(cur)
-            cur = _indent(depth)
-        if group == "key":
-            cur += m.group("key") + ": "
-        elif group == "scalar":
-            cur += m.group("scalar")
-        elif group == "open":
-            cur += m.group("open")
+            append(cur)
+            cur = pads[depth] if depth <= top else pads[top]
+        if c == "," and len(token) == 1:
+            append(cur + ",")
+            cur = pads[depth] if depth <= top else pads[top]
+        elif c == "{" or c == "[":
+            cur += c
             depth += 1
             pending_open = True
-        elif group == "close":
-            lines.append(cur)
+        elif c == "]" or c == "}":
+            append(cur)
             depth -= 1
-            cur = _indent(depth) + m.group("close")
-        elif group == "comma":
-            lines.append(cur + ",")
-            cur = _indent(depth)
-    lines.append(cur)
+            cur = (pads[depth] if depth <= top else pads[top]) + c
+        elif c == '"' and token[-1] == ":":  # a key (a string literal ends with its quote)
+            cur += token[:-1].rstrip(" \t\n\r") + ": "
+        else:  # a scalar literal
+            cur += token
+    append(cur)
     return lines
 
 
