@@ -666,7 +666,8 @@ _GREEDY = 1 << 62
 # thirty-second of the text, or twice the largest sibling the level has had, read or descended
 # into, when that is more: ``_Windows.cap``), and one that still does not end is taken as the
 # open child on the path to the cut: the scan descends into it. What failed windows read in
-# all is bounded by half the text (then containers are descended into without a try).
+# all is bounded by the text's length (then containers are descended into without a try;
+# half of it left a cut after a few large items nothing for the levels below the first).
 _WINDOW_MIN = 1024
 _WINDOW_STREAM = 1 << 14
 
@@ -841,7 +842,7 @@ class _Windows:
     )
 
     def __init__(self, n: int) -> None:
-        self.budget = n // 2 + 4 * _WINDOW_MIN
+        self.budget = n + 4 * _WINDOW_MIN
         self.largest = max(_WINDOW_MIN, n // 32)
         self.base = 0
         self.chunk = ""

@@ -72,6 +72,22 @@ def test_items_larger_than_a_window_are_read_by_the_c_scanner_after_the_first(
             to_jsonable(legacy_get_contexts(cut, budget=budget))
 
 
+def test_a_few_items_each_a_quarter_of_the_text_are_read_by_the_c_scanner(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four items: the open one at the end is tried on a window twice the largest item
+    before the scan descends into it, and what that read (up to the text's end) is charged
+    to what failed windows may read; with half the text allowed, a cut in the second half
+    had nothing left for the levels below, which were read token by token."""
+    text = _large_items(4, seed=7)
+    monkeypatch.setattr(cut_module, "Frame", _CountingFrame)
+    made = []
+    for k in range(1, 21):
+        _CountingFrame.made = 0
+        cut_module.scan(text[:len(text) * k // 21])
+        made.append(_CountingFrame.made)
+    assert max(made) <= 40, made
+
+
 def test_a_large_item_that_is_invalid_is_still_reported_where_it_breaks() -> None:
     text = _large_items(6)
     broken_at = text.index('"k1"', len(text) // 2)
