@@ -1,8 +1,8 @@
 """Time ``get_contexts`` on cut JSON documents against ``json.loads`` of the whole document.
 
     .venv/bin/python bench/bench_json.py [--sizes 100K,1M,5M] [--budgets 200,1000,10000]
-        [--shapes report,records,numbers,strings,text] [--cuts 20] [--repeat 3]
-        [--json out.json] [--quick] [--slow-peers] [--instructions]
+        [--shapes report,records,numbers,strings,text] [--more-layouts] [--cuts 20]
+        [--repeat 3] [--json out.json] [--quick] [--slow-peers] [--instructions]
 
 The measure of issue 12: for every document shape, size and budget, ``get_contexts`` runs on
 ``--cuts`` (20) cuts spread evenly over the document; each cut's time (best of ``--repeat``
@@ -22,6 +22,11 @@ Shapes (deterministic, generated):
 - ``numbers``: a pretty-printed object holding one flat array of numbers;
 - ``strings``: a pretty-printed array of short strings that hold commas;
 - ``text``: one huge string value (with ``\\n`` and ``\\"`` escapes) in a small object.
+
+``--more-layouts`` adds shapes the issue's table does not have (or name them in
+``--shapes``): ``minified``, ``indent4`` and ``tabs`` (the report written compact, indented by
+four spaces, by tabs) and ``nested`` (an array of nested containers, each about a tenth of
+the document).
 
 ``--instructions`` counts instructions instead of timing (``valgrind --tool=callgrind``,
 sizes 100K unless ``--sizes`` is given): the same cuts and ratios, each call counted alone in
@@ -146,6 +151,45 @@ SHAPES: dict[str, Callable[[int], str]] = {
 }
 
 
+def _relaid(size: int, **layout: Any) -> str:
+    """The ``report`` shape's value written with another ``json.dumps`` layout."""
+    return json.dumps(json.loads(make_document(size)), ensure_ascii=False, **layout)
+
+
+def _node(rng: random.Random, depth: int) -> Any:
+    if depth == 0:
+        return rng.choice([1, "x, y", None, True, 2.5, 'say "hi"', "数据"])
+    if depth % 2:
+        return {f"k{i}": _node(rng, depth - 1) for i in range(3)}
+    return [_node(rng, depth - 1) for _ in range(3)]
+
+
+def _large_items(size: int, seed: int = 7) -> str:
+    """An array of nested containers (objects and arrays of three, alternating), each item
+    about a tenth of the document: larger than the windows the scan starts with."""
+    rng = random.Random(seed)
+    depth = 2
+    while len(json.dumps(_node(random.Random(0), depth), indent=2)) * 10 < size:
+        depth += 2
+    items: list[Any] = []
+    length = 20
+    while length < size:
+        items.append(_node(rng, depth))
+        length += len(json.dumps(items[-1], ensure_ascii=False, indent=2)) + 4
+    return json.dumps({"items": items}, ensure_ascii=False, indent=2)
+
+
+#: Layouts the issue's table does not have (``--shapes``, or ``--more-layouts``): the report
+#: minified, indented by four spaces or by tabs, and an array of large nested items.
+MORE_SHAPES: dict[str, Callable[[int], str]] = {
+    "minified": lambda size: _relaid(size, separators=(",", ":")),
+    "indent4": lambda size: _relaid(size, indent=4),
+    "tabs": lambda size: _relaid(size, indent="\t"),
+    "nested": _large_items,
+}
+ALL_SHAPES = {**SHAPES, **MORE_SHAPES}
+
+
 def cuts_of(text: str, count: int) -> list[str]:
     """``count`` prefixes of ``text`` cut at evenly spread offsets."""
     step = len(text) / (count + 1)
@@ -245,7 +289,7 @@ def _instructions_child(shape: str, label: str, budgets: list[int], cuts_n: int,
     """Run under callgrind by ``instruction_cell``: every measured call is alone inside one
     ``ffi_call`` (callgrind collects inside it and writes one dump after it); the rounds
     interleave the calls as the timed measure does."""
-    doc = SHAPES[shape](_size(label))
+    doc = ALL_SHAPES[shape](_size(label))
     cuts = cuts_of(doc, cuts_n)
     json.loads(doc)
     for b in budgets:  # uncounted first calls: compiled patterns, memos
@@ -358,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100K,1M,5M")
     parser.add_argument("--budgets", default="200,1000,10000")
     parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--more-layouts", action="store_true",
+                        help="also the layouts the issue's table does not have: "
+                             + ", ".join(MORE_SHAPES))
     parser.add_argument("--cuts", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", metavar="FILE", help="write every figure to FILE")
@@ -387,9 +434,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     budgets = [int(b) for b in args.budgets.split(",")]
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
-    unknown = [s for s in shapes if s not in SHAPES]
+    if args.more_layouts:
+        shapes += [s for s in MORE_SHAPES if s not in shapes]
+    unknown = [s for s in shapes if s not in ALL_SHAPES]
     if unknown:
-        parser.error(f"unknown shape(s): {', '.join(unknown)} (known: {', '.join(SHAPES)})")
+        parser.error(f"unknown shape(s): {', '.join(unknown)} (known: {', '.join(ALL_SHAPES)})")
     if args.instructions:
         return instructions_main(args, shapes, sizes, budgets)
     refs = _partial_parsers()
@@ -406,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head))
     for shape in shapes:
         for label in sizes:
-            doc = SHAPES[shape](_size(label))
+            doc = ALL_SHAPES[shape](_size(label))
             cuts = cuts_of(doc, args.cuts)
             machine_before = cpu_times()
             cell = measure_cell(doc, cuts, budgets, args.repeat, refs)

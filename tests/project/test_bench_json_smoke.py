@@ -40,3 +40,16 @@ def test_bench_json_counts_instructions_per_call(tmp_path: Path) -> None:
     # program (a Python start alone is tens of millions of instructions)
     assert max(counts) < 20_000_000
     assert cell["get_contexts"]["200"]["worst_ratio"] == max(counts) / loads
+
+
+def test_bench_json_measures_the_other_layouts_on_request(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    proc = subprocess.run([sys.executable, str(BENCH), "--quick", "--shapes", "report",
+                           "--more-layouts", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    figures = json.loads(out.read_text("utf-8"))
+    assert [c["shape"] for c in figures["cells"]] == ["report", "minified", "indent4", "tabs",
+                                                       "nested"]
+    docs = {c["shape"]: c["chars"] for c in figures["cells"]}
+    assert docs["minified"] < docs["report"] < docs["indent4"]  # the same value, relaid
