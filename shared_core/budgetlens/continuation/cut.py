@@ -892,7 +892,8 @@ def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
                    n: int) -> tuple[Any, int] | None:
     """``_read_sibling`` for a container: on the shared window, then on the largest one."""
     cap = w.cap(frame)
-    stream = max(4 * frame.largest, _WINDOW_STREAM)
+    stream = max(4 * frame.largest, _WINDOW_STREAM) if 2 * frame.largest <= w.largest \
+        else frame.largest + frame.largest // 4  # a level of large items: a window each
     if stream > cap:
         stream = cap
     end = w.base + len(w.chunk)
@@ -909,9 +910,17 @@ def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
             return None
         except (StopIteration, ValueError):
             size = len(w.chunk)
+            if w.base + size >= n:
+                # it does not end before the text does: the open child (or an invalid one).
+                # Not charged to the budget: a level reads its open child so once, and only
+                # when a window reaches the end from it, which on a level past the first
+                # thirty-second of the text takes a sibling half as large as what is left
+                # (``cap``): each such level holds at most two thirds of what the one above
+                # it holds, so these reads add up to at most three times the text
+                return None
             w.budget -= w.base + size - pos
-            if w.base + size >= n or (w.base == pos and size >= cap):
-                return None  # it does not end before the text does: the open child
+            if w.base == pos and size >= cap:
+                return None  # it does not end inside the largest window: the open child
             w.move(text, pos, cap if w.base == pos else stream)
             continue
         size = end - (pos - w.base)

@@ -35,11 +35,11 @@ def _node(rng: random.Random, depth: int) -> Any:
     return [_node(rng, depth - 1) for _ in range(3)]
 
 
-def _large_items(count: int = 12, seed: int = 3) -> str:
+def _large_items(count: int = 12, seed: int = 3, depth: int = 6) -> str:
     """An object holding one array of ``count`` items, each far above a thirty-second of
-    the text (six levels of three containers: about 14,000 characters)."""
+    the text (``depth`` levels of three containers: at 6, about 30,000 characters)."""
     rng = random.Random(seed)
-    return json.dumps({"items": [_node(rng, 6) for _ in range(count)]}, indent=2,
+    return json.dumps({"items": [_node(rng, depth) for _ in range(count)]}, indent=2,
                       ensure_ascii=False)
 
 
@@ -79,6 +79,22 @@ def test_a_few_items_each_a_quarter_of_the_text_are_read_by_the_c_scanner(
     to what failed windows may read; with half the text allowed, a cut in the second half
     had nothing left for the levels below, which were read token by token."""
     text = _large_items(4, seed=7)
+    monkeypatch.setattr(cut_module, "Frame", _CountingFrame)
+    made = []
+    for k in range(1, 21):
+        _CountingFrame.made = 0
+        cut_module.scan(text[:len(text) * k // 21])
+        made.append(_CountingFrame.made)
+    assert max(made) <= 40, made
+
+
+def test_the_open_item_s_read_to_the_end_leaves_the_windows_for_the_levels_below(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten items of about 70,000 characters (eight levels): the open one is tried on a
+    window that reaches the end of the text, and that read, charged to what failed windows
+    may read, used it up on some cuts: the levels below were read token by token (471-940
+    containers descended into). It is not charged (a level reads its open child so once)."""
+    text = _large_items(10, seed=7, depth=8)
     monkeypatch.setattr(cut_module, "Frame", _CountingFrame)
     made = []
     for k in range(1, 21):
