@@ -913,10 +913,11 @@ def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
             if w.base + size >= n:
                 # it does not end before the text does: the open child (or an invalid one).
                 # Not charged to the budget: a level reads its open child so once, and only
-                # when a window reaches the end from it, which on a level past the first
-                # thirty-second of the text takes a sibling half as large as what is left
-                # (``cap``): each such level holds at most two thirds of what the one above
-                # it holds, so these reads add up to at most three times the text
+                # when a window reaches the end from it: in the text's last thirty-second (a
+                # thirty-second at most, on each of at most _GREEDY_LEVELS levels), or with a
+                # sibling half as large as what is left (``cap``), so that each such level
+                # holds at most two thirds of what the one above it holds (three times the
+                # text at most): four times the text in all
                 return None
             w.budget -= w.base + size - pos
             if w.base == pos and size >= cap:
