@@ -721,6 +721,7 @@ class Frame:
     failed_string: str | None = None    # why the string at descend_at did not end
     bulk: bool = True                   # bulk skipping may still be tried (arrays)
     singles: int = 0                    # children skipped one by one since the last bulk try
+    need: int = 0                       # room a shared window needs for the next sibling
     run_items: dict[int, list[Any]] | None = None  # the decoded items of the last RUNs
     values: dict[int, Any] | None = None  # the decoded values of the last container children
 
@@ -891,17 +892,18 @@ def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
 def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
                    n: int) -> tuple[Any, int] | None:
     """``_read_sibling`` for a container: on the shared window, then on the largest one."""
-    cap = w.cap(frame)
-    stream = max(4 * frame.largest, _WINDOW_STREAM) if 2 * frame.largest <= w.largest \
-        else frame.largest + frame.largest // 4  # a level of large items: a window each
+    twice = 2 * frame.largest
+    cap = twice if twice > w.largest else w.largest  # (``_Windows.cap``, inlined)
+    stream = max(4 * frame.largest, _WINDOW_STREAM)
     if stream > cap:
         stream = cap
     end = w.base + len(w.chunk)
-    room = end - pos
     # a new window where the shared one does not hold this sibling, is larger than this
-    # level's (a level above made it), or has no room left for one as large as the largest
-    # sibling so far (before, that sibling would fail there: reading it up to the end wasted)
-    if not w.base <= pos < end or room > cap or (room < 2 * frame.largest and end < n):
+    # level's (a level above made it: a sibling's failure there would read it all), or has
+    # no room for one twice as large as the container read before on this level (a large
+    # item after a large item would fail there, read up to the window's end; the one
+    # before, not the largest: after one large item, small ones share a window again)
+    if not w.base <= pos < end or end - pos > cap or (end < n and end - pos < frame.need):
         w.move(text, pos, stream)
     while w.budget > 0:
         try:
@@ -965,6 +967,7 @@ def _skip_siblings(text: str, pos: int, frame: Frame, windows: _Windows,  # noqa
             children.append(_child((pos, end, kind, len(value), frame.key_start if is_object
                                     else -1, frame.key_end if is_object else -1)))
             frame.keep_value(pos, value)
+            frame.need = 2 * (end - pos)
         else:
             children.append(_child((pos, end, kind, 0, frame.key_start if is_object else -1,
                                     frame.key_end if is_object else -1)))
