@@ -51,6 +51,17 @@ class _CountingFrame(cut_module.Frame):
         super().__init__(*args, **kwargs)
 
 
+def _descended_per_cut(text: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many containers the scan descends into, for 20 cuts spread over ``text``."""
+    monkeypatch.setattr(cut_module, "Frame", _CountingFrame)
+    made = []
+    for k in range(1, 21):
+        _CountingFrame.made = 0
+        cut_module.scan(text[:len(text) * k // 21])
+        made.append(_CountingFrame.made)
+    return made
+
+
 @pytest.mark.parametrize("share", [0.3, 0.55, 0.8, 0.97])
 def test_items_larger_than_a_window_are_read_by_the_c_scanner_after_the_first(
         monkeypatch: pytest.MonkeyPatch, share: float) -> None:
@@ -78,13 +89,7 @@ def test_a_few_items_each_a_quarter_of_the_text_are_read_by_the_c_scanner(
     before the scan descends into it, and what that read (up to the text's end) is charged
     to what failed windows may read; with half the text allowed, a cut in the second half
     had nothing left for the levels below, which were read token by token."""
-    text = _large_items(4, seed=7)
-    monkeypatch.setattr(cut_module, "Frame", _CountingFrame)
-    made = []
-    for k in range(1, 21):
-        _CountingFrame.made = 0
-        cut_module.scan(text[:len(text) * k // 21])
-        made.append(_CountingFrame.made)
+    made = _descended_per_cut(_large_items(4, seed=7), monkeypatch)
     assert max(made) <= 40, made
 
 
@@ -94,13 +99,7 @@ def test_the_open_item_s_read_to_the_end_leaves_the_windows_for_the_levels_below
     window that reaches the end of the text, and that read, charged to what failed windows
     may read, used it up on some cuts: the levels below were read token by token (471-940
     containers descended into). It is not charged (a level reads its open child so once)."""
-    text = _large_items(10, seed=7, depth=8)
-    monkeypatch.setattr(cut_module, "Frame", _CountingFrame)
-    made = []
-    for k in range(1, 21):
-        _CountingFrame.made = 0
-        cut_module.scan(text[:len(text) * k // 21])
-        made.append(_CountingFrame.made)
+    made = _descended_per_cut(_large_items(10, seed=7, depth=8), monkeypatch)
     assert max(made) <= 40, made
 
 
