@@ -664,10 +664,11 @@ _GREEDY = 1 << 62
 # (or four times the largest sibling seen on the level), shared by consecutive siblings; a
 # sibling that does not end inside the window is tried again on one of the largest size (a
 # thirty-second of the text, or twice the largest sibling the level has had, read or descended
-# into, when that is more: ``_Windows.cap``), and one that still does not end is taken as the
-# open child on the path to the cut: the scan descends into it. What failed windows read in
-# all is bounded by the text's length (then containers are descended into without a try;
-# half of it left a cut after a few large items nothing for the levels below the first).
+# into, when that is more: ``cap`` in ``_read_windowed``), and one that still does not end is
+# taken as the open child on the path to the cut: the scan descends into it. What failed
+# windows read in all is bounded by the text's length (then containers are descended into
+# without a try; half of it left a cut after a few large items nothing for the levels below
+# the first).
 _WINDOW_MIN = 1024
 _WINDOW_STREAM = 1 << 14
 
@@ -857,13 +858,6 @@ class _Windows:
         self.base = pos
         self.chunk = text[pos:pos + width]
 
-    def cap(self, frame: Frame) -> int:
-        """The largest window for a sibling of ``frame``: the largest of the text's
-        (``largest``), or twice the largest sibling the level has had when that is more (a
-        level of large items reads the next ones on windows that hold them)."""
-        twice = 2 * frame.largest
-        return twice if twice > self.largest else self.largest
-
 
 def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
                   n: int) -> tuple[Any, int] | None:
@@ -892,8 +886,11 @@ def _read_sibling(text: str, pos: int, frame: Frame, windows: _Windows,
 def _read_windowed(text: str, pos: int, frame: Frame, w: _Windows,
                    n: int) -> tuple[Any, int] | None:
     """``_read_sibling`` for a container: on the shared window, then on the largest one."""
+    # the largest window: the text's (``w.largest``), or twice the largest sibling the level
+    # has had when that is more (a level of large items reads the next ones on windows that
+    # hold them)
     twice = 2 * frame.largest
-    cap = twice if twice > w.largest else w.largest  # (``_Windows.cap``, inlined)
+    cap = twice if twice > w.largest else w.largest
     stream = max(4 * frame.largest, _WINDOW_STREAM)
     if stream > cap:
         stream = cap
@@ -1112,7 +1109,7 @@ def scan(text: str, start: int = 0) -> Scan:  # noqa: C901
         closer = "}" if frame.is_object else "]"
         if c == closer:
             frames.pop()
-            if frames and pos + 1 - frame.start > frames[-1].largest:  # (see _Windows.cap)
+            if frames and pos + 1 - frame.start > frames[-1].largest:  # (``cap``, _read_windowed)
                 frames[-1].largest = pos + 1 - frame.start
             add_child(Child(frame.start, pos + 1, OBJECT if frame.is_object else ARRAY,
                             _distinct_keys(text, frame) if frame.is_object else frame.items))

@@ -278,7 +278,7 @@ def pretty_lines(text: str, start: int, end: int, depth: int) -> list[str]:
                 continue
             append(cur)
             cur = pads[depth] if depth <= top else pads[top]
-        if c == "," and len(token) == 1:
+        if c == ",":  # (a token that starts with a comma is the comma)
             append(cur + ",")
             cur = pads[depth] if depth <= top else pads[top]
         elif c == "{" or c == "[":
