@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass
 
 from budgetlens.continuation.cut import (
-    KIND_PHRASES,
-    CutKind,
     Scan,
     close,
     cut_path,
@@ -27,6 +25,7 @@ from budgetlens.continuation.cut import (
     try_complete,
 )
 from budgetlens.continuation.render import render_hierarchy
+from budgetlens.continuation.syntax import KIND_PHRASES, CutKind
 
 DEFAULT_BUDGET = 1000
 """Characters of values the prompt rendering may show in full (structure is free)."""

@@ -38,8 +38,8 @@ from budgetlens.continuation.contexts import (
     JsonContexts,
     get_contexts,
 )
-from budgetlens.continuation.cut import reject_constant
 from budgetlens.continuation.merge import MergeResult, merge_with_overlap
+from budgetlens.continuation.syntax import reject_constant
 from budgetlens.serialize import to_jsonable
 
 CONTINUATION_TEMPLATE = """{prompt}

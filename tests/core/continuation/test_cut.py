@@ -7,7 +7,8 @@ import json
 import pytest
 
 from budgetlens import get_contexts
-from budgetlens.continuation.cut import CutKind, position_at
+from budgetlens.continuation.cut import position_at
+from budgetlens.continuation.syntax import CutKind
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex
 

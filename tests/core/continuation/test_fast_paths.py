@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 from budgetlens import get_contexts
-from budgetlens.continuation import cut as cut_module
 from budgetlens.continuation import render as render_module
+from budgetlens.continuation import runs as runs_module
+from budgetlens.continuation import syntax as syntax_module
 from budgetlens.serialize import to_jsonable
 from tests.core.continuation.legacy.legacy_contexts import get_contexts as legacy_get_contexts
+from tests.core.continuation.scanners import SCANNER_HOMES, wrap_scanner
 
 _WORDS = ("a", "budget", "tok, en", 'say "hi"', "back\\slash", "数据", "😀", "{x}", "[y]", "",
           "tab\there", "é")
@@ -106,7 +108,7 @@ def test_a_long_cut_string_is_decoded_once_and_its_copy_is_the_closed_json() -> 
     doc = DOCS["long-string"]
     cut = doc[:len(doc) - 40]
     decoded: list[int] = []
-    scanstring = cut_module._scanstring
+    scanstring = syntax_module._scanstring
 
     def counting(s: str, end: int, strict: bool) -> tuple[str, int]:
         value, stop = scanstring(s, end, strict)
@@ -114,7 +116,7 @@ def test_a_long_cut_string_is_decoded_once_and_its_copy_is_the_closed_json() -> 
         return value, stop
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(cut_module, "_scanstring", counting)
+    wrap_scanner(mp, "_scanstring", counting)
     loads_calls: list[int] = []
     real_loads = json.loads
     mp.setattr(json, "loads", lambda s, *a, **k: loads_calls.append(len(s)) or real_loads(s))
@@ -133,14 +135,18 @@ def test_a_long_cut_string_is_decoded_once_and_its_copy_is_the_closed_json() -> 
 
 
 def _count_calls(module: Any, name: str, mp: pytest.MonkeyPatch) -> list[int]:
+    """Count the calls of ``name`` in ``module`` (or in each module of a tuple of them)."""
     calls: list[int] = []
-    real = getattr(module, name)
+    for home in module if isinstance(module, tuple) else (module,):
+        if not hasattr(home, name):
+            continue
+        real = getattr(home, name)
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
+        def counted(*args: Any, real: Any = real, **kwargs: Any) -> Any:
+            calls.append(1)
+            return real(*args, **kwargs)
 
-    mp.setattr(module, name, counted)
+        mp.setattr(home, name, counted)
     return calls
 
 
@@ -193,7 +199,7 @@ def test_side_branches_that_do_not_fit_are_not_measured_one_by_one() -> None:
     scans: dict[int, int] = {}
     for budget in (0, 200):
         mp = pytest.MonkeyPatch()
-        calls = _count_calls(cut_module, "_scan_once", mp)
+        calls = _count_calls(SCANNER_HOMES, "_scan_once", mp)
         try:
             get_contexts(cut, budget=budget)
         finally:
@@ -227,14 +233,14 @@ def test_a_scalar_run_is_read_from_its_end_only_as_far_as_the_budget_reaches(
     mp = pytest.MonkeyPatch()
     read: list[int] = []
     sizes: list[int] = []
-    real = cut_module.last_scalars
+    real = runs_module.last_scalars
 
     def counting(text: str, run: Any, m: int, plain: bool) -> Any:
         read.append(min(m, run.size))
         sizes.append(run.size)
         return real(text, run, m, plain)
 
-    mp.setattr(cut_module, "last_scalars", counting)
+    mp.setattr(runs_module, "last_scalars", counting)
     try:
         ctx = get_contexts(cut, budget=budget)
     finally:
@@ -256,9 +262,9 @@ def test_plain_strings_kept_by_the_scan_are_measured_without_reading_them_again(
     doc = _scalar_run_doc("strings")
     cut = doc[:len(doc) - 300]
     mp = pytest.MonkeyPatch()
-    split_off = _count_calls(cut_module, "last_scalars", mp)
-    whole = _count_calls(cut_module, "_scalar_items", mp)
-    kept = _count_calls(cut_module, "_kept_strings_tail", mp)
+    split_off = _count_calls(runs_module, "last_scalars", mp)
+    whole = _count_calls(runs_module, "_scalar_items", mp)
+    kept = _count_calls(runs_module, "_kept_strings_tail", mp)
     try:
         ctx = get_contexts(cut, budget=budget)
     finally:
@@ -281,9 +287,9 @@ def test_strings_equal_to_the_separator_are_not_taken_for_separators() -> None:
         ends.append(len(text))
         text += "," if item == "x" else ", " if i < len(items) - 1 else ""
     text += "]"
-    run = cut_module.Child(1, len(text) - 1, cut_module.RUN, len(items))
+    run = syntax_module.Child(1, len(text) - 1, runs_module.RUN, len(items))
     for budget in (30, 100, 150):
-        tail = cut_module.scalar_tail(text, run, budget, list(items))
+        tail = runs_module.scalar_tail(text, run, budget, list(items))
         assert tail is not None
         at, k, cost, head_end, literals = tail
         assert (at, head_end) == (starts[-k], ends[-k - 1]), (budget, k)
@@ -296,9 +302,9 @@ def test_a_run_of_one_kept_string_is_read_the_general_way(text: str) -> None:
     """Found by review: the kept-strings path read the separator after the first item, and a
     run of one string has none (it raised ValueError). The scan makes no such run today;
     ``scalar_tail`` must still answer as for any run."""
-    run = cut_module.Child(1, text.index('"', 2) + 1, cut_module.RUN, 1)
+    run = syntax_module.Child(1, text.index('"', 2) + 1, runs_module.RUN, 1)
     for budget in (0, 1, 3, 100):
-        tail = cut_module.scalar_tail(text, run, budget, [json.loads(text[1:run.end])])
+        tail = runs_module.scalar_tail(text, run, budget, [json.loads(text[1:run.end])])
         if budget < len(text[1:run.end]):
             assert tail is None
         else:

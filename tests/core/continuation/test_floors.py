@@ -1,4 +1,4 @@
-"""The lower bound of a side branch's cost (``cut.scalar_floor``) is never above its cost.
+"""The lower bound of a side branch's cost (``runs.scalar_floor``) is never above its cost.
 
 The rendering turns a branch down without measuring it when this bound is above the budget
 left, so a bound above the true cost would change the rendering. Numbers count their fewest
@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from budgetlens import get_contexts
-from budgetlens.continuation import cut as cut_module
 from budgetlens.continuation import render as render_module
+from budgetlens.continuation import runs as runs_module
 from budgetlens.serialize import to_jsonable
 from tests.core.continuation.legacy.legacy_contexts import get_contexts as legacy_get_contexts
 
@@ -47,11 +47,11 @@ def test_the_integer_bound_never_exceeds_the_digits_at_any_bit_length() -> None:
     for bits in range(1, 14_400):
         for magnitude in (1 << (bits - 1), (1 << bits) - 1):
             digits = _digits(magnitude)
-            assert cut_module._int_floor(magnitude) <= digits, bits
-            assert cut_module._int_floor(-magnitude) <= digits + 1, bits
+            assert runs_module._int_floor(magnitude) <= digits, bits
+            assert runs_module._int_floor(-magnitude) <= digits + 1, bits
     # more than a digit per number: 12345 (14 bits) at least 4 characters, -6789 5
-    assert cut_module.scalar_floor([12345, -6789, 0, 2.5], 10**9) == 4 + 5 + 1 + 3
-    assert cut_module._int_floor(-(10**20)) == 21  # of 22
+    assert runs_module.scalar_floor([12345, -6789, 0, 2.5], 10**9) == 4 + 5 + 1 + 3
+    assert runs_module._int_floor(-(10**20)) == 21  # of 22
 
 
 _NUMBER = st.from_regex(r"-?(?:0|[1-9][0-9]{0,30})(?:\.[0-9]{1,12})?(?:[eE][+-]?[0-9]{1,3})?",
@@ -82,7 +82,7 @@ _VALUE = st.recursive(
 def test_the_floor_never_exceeds_the_cost_of_the_value_as_written(text: str, cap: int) -> None:
     value = json.loads(text)
     cost = _cost(text)
-    floor = cut_module.scalar_floor(value, cap)
+    floor = runs_module.scalar_floor(value, cap)
     if type(value) in (dict, list):
         # a duplicate key's dropped value only lowers the bound
         assert floor <= cost, (text, floor, cost)

@@ -7,8 +7,8 @@ below, smaller) and on variants built to defeat each path's checks:
   with ``indent=2`` at the same depth) is measured from its decoded value and printed as its
   source (``render.verbatim_cost``);
 - a RUN of records written as ``json.dumps`` writes them on one line is measured from
-  lengths and printed by string replacement (``cut.compact_record_tail``);
-- the last items of a RUN that cannot fit are split off unread (``cut.split_known``).
+  lengths and printed by string replacement (``runs.compact_record_tail``);
+- the last items of a RUN that cannot fit are split off unread (``runs.split_known``).
 
 The expected renderings come from ``tests/core/continuation/legacy/`` (the frozen previous
 implementation), and, for the two bench shapes at budget 10,000, also from
@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from budgetlens import get_contexts
+from budgetlens.continuation import pretty as pretty_module
 from budgetlens.continuation import render as render_module
 from budgetlens.serialize import to_jsonable
 from tests.core.continuation.legacy.legacy_contexts import get_contexts as legacy_get_contexts
@@ -153,8 +154,8 @@ def test_laid_out_sections_are_printed_from_their_source() -> None:
     cut = doc[:len(doc) * 9 // 10]
     mp = pytest.MonkeyPatch()
     relaid: list[int] = []
-    real_relaid = render_module._relaid_lines
-    mp.setattr(render_module, "_relaid_lines",
+    real_relaid = pretty_module._relaid_lines
+    mp.setattr(pretty_module, "_relaid_lines",
                lambda *a: relaid.append(1) or real_relaid(*a))  # type: ignore[func-returns-value]
     measured: list[int] = []
     real_cost = render_module.value_cost

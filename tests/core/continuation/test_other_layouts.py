@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from budgetlens import get_contexts
 from budgetlens.continuation import cut as cut_module
-from budgetlens.continuation.render import pretty_lines
+from budgetlens.continuation.pretty import pretty_lines
 from budgetlens.serialize import to_jsonable
 from tests.core.continuation.legacy.legacy_contexts import get_contexts as legacy_get_contexts
 from tests.core.continuation.legacy.legacy_render import pretty_lines as legacy_pretty_lines

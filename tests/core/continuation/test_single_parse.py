@@ -7,10 +7,13 @@ then with the C scanner; its output is the reference the new code must reproduce
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pydantic_core
@@ -18,10 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import budgetlens.continuation
 from budgetlens import get_contexts
-from budgetlens.continuation import cut as cut_module
+from budgetlens.continuation import syntax as syntax_module
 from budgetlens.serialize import to_jsonable
 from tests.core.continuation.legacy.legacy_contexts import get_contexts as legacy_get_contexts
+from tests.core.continuation.scanners import SCANNER_HOMES, wrap_scanner
 
 # ---------------------------------------------------------------- documents
 
@@ -173,7 +178,7 @@ def _counting() -> Iterator[dict[str, int]]:
     """Wrap the parsers get_contexts could use; count the characters each call reads (a
     failed call is counted to the end of what it was given)."""
     counts = {"read": 0, "pydantic_core": 0, "loads_chars": 0}
-    scan_once, scanstring = cut_module._scan_once, cut_module._scanstring
+    scan_once, scanstring = syntax_module._scan_once, syntax_module._scanstring
     from_json, loads = pydantic_core.from_json, json.loads
 
     def wrap(fn: Callable[..., tuple[Any, int]], offset: int) -> Callable[..., tuple[Any, int]]:
@@ -196,8 +201,8 @@ def _counting() -> Iterator[dict[str, int]]:
         return loads(s, *args, **kwargs)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(cut_module, "_scan_once", wrap(scan_once, 0))
-    mp.setattr(cut_module, "_scanstring", wrap(scanstring, 1))  # it starts after the quote
+    wrap_scanner(mp, "_scan_once", wrap(scan_once, 0))
+    wrap_scanner(mp, "_scanstring", wrap(scanstring, 1))  # it starts after the quote
     mp.setattr(pydantic_core, "from_json", counted_from_json)
     mp.setattr(json, "loads", counted_loads)
     try:
@@ -238,6 +243,19 @@ def test_get_contexts_reads_the_document_once(shape: str) -> None:
             # what the rendering reads again (the side branches it measures: what its budget
             # reaches, and up to 64 misses per level) does not grow with the document
             assert counts["read"] - scan_reads <= 6 * budget + 40_000, (budget, counts)
+
+
+def test_every_module_that_holds_a_scanner_is_counted() -> None:
+    # ``_counting`` wraps the C scanners in the modules of SCANNER_HOMES; a module that holds
+    # its own reference and is not listed would read the text uncounted
+    package = Path(budgetlens.continuation.__file__).parent
+    holders = set()
+    for info in pkgutil.iter_modules([str(package)]):
+        module = importlib.import_module(f"budgetlens.continuation.{info.name}")
+        if any(getattr(module, name, None) is getattr(syntax_module, name)
+               for name in ("_scan_once", "_scanstring")):
+            holders.add(module)
+    assert holders == set(SCANNER_HOMES)
 
 
 def test_a_complete_document_is_read_once() -> None:

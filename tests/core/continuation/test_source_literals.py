@@ -1,8 +1,8 @@
 """Strings without escapes taken whole at the end of a RUN are printed from the text.
 
 When the scan kept a RUN's decoded strings and one separator stands between every two, the
-strings that fit are measured from the decoded items (``cut._kept_strings_tail``) and their
-literals are the text itself (``cut.SourceLiterals``): printed as that text when the
+strings that fit are measured from the decoded items (``runs._kept_strings_tail``) and their
+literals are the text itself (``runs.SourceLiterals``): printed as that text when the
 separator is the one the rendering writes (a comma, a line break and the indentation), else
 with that separator replaced, never split into one string per item and joined again.
 Compared with the frozen previous implementation (``tests/core/continuation/legacy/``) on
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from budgetlens import get_contexts
-from budgetlens.continuation import cut as cut_module
+from budgetlens.continuation import runs as runs_module
 from budgetlens.serialize import to_jsonable
 from tests.core.continuation.legacy.legacy_contexts import get_contexts as legacy_get_contexts
 
@@ -80,9 +80,9 @@ def test_strings_taken_whole_are_printed_from_the_text(name: str, replaced: bool
     doc = DOCS[name]
     cut = doc[:doc.rindex('",', 0, len(doc) - 200) + 2]  # after a comma, past many strings
     joined: list[bool] = []
-    real_joined = cut_module.SourceLiterals.joined
+    real_joined = runs_module.SourceLiterals.joined
 
-    def counting(self: cut_module.SourceLiterals, text: str, between: str) -> str:
+    def counting(self: runs_module.SourceLiterals, text: str, between: str) -> str:
         joined.append(between != self.sep)
         return real_joined(self, text, between)
 
@@ -90,7 +90,7 @@ def test_strings_taken_whole_are_printed_from_the_text(name: str, replaced: bool
         raise AssertionError("the literals were read again")
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(cut_module.SourceLiterals, "joined", counting)
+    mp.setattr(runs_module.SourceLiterals, "joined", counting)
     mp.setattr("budgetlens.continuation.render.scalar_literals", unexpected)
     try:
         ctx = get_contexts(cut, budget=budget)

@@ -1,4 +1,4 @@
-"""``cut.JSON_STRING``: the string literal pattern the renderer's regular expressions share.
+"""``syntax.JSON_STRING``: the string literal pattern the renderer's regular expressions share.
 
 Its first way scans ``[^"]`` runs and decides at each quote by the backslashes before it; its
 second is the exact, escape-at-a-time pattern the code used before. On valid JSON string
@@ -14,7 +14,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetlens.continuation.cut import JSON_STRING
+from budgetlens.continuation.syntax import JSON_STRING
 
 EXACT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 SHARED = re.compile(JSON_STRING)
