@@ -24,15 +24,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from budgetlens.continuation import syntax
 from budgetlens.continuation.runs import _BULK_AFTER, _BULK_TAIL, _bulk_run
 from budgetlens.continuation.syntax import (
-    _ARRAY_SEP,
-    _KIND_OF_TYPE,
-    _NUMBER,
-    _NUMBER_PREFIX,
-    _OBJECT_SEP,
-    _VALUE_END,
-    _WS,
     ARRAY,
     LITERAL,
     LITERALS,
@@ -50,6 +44,20 @@ from budgetlens.continuation.syntax import (
     valid_partial_string,
 )
 from budgetlens.source import Position
+
+# Bound by assignment, not by ``from ... import``: CPython 3.11 compiles ``name.method()`` on a
+# name a ``from`` import binds as an attribute load that makes a bound method on every call,
+# and on any other global as LOAD_METHOD, which makes none. The scan calls these per sibling.
+_ARRAY_SEP, _KIND_OF_TYPE, _WS = syntax._ARRAY_SEP, syntax._KIND_OF_TYPE, syntax._WS
+
+# Tokens only the scan reads.
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_PREFIX = re.compile(
+    r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*|(?:\.[0-9]+)?[eE][+-]?[0-9]*)?)?\Z")
+_OBJECT_SEP = re.compile(
+    r'[ \t\n\r]*,[ \t\n\r]*("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
+    r'[^"\\\x00-\x1f]*)*")[ \t\n\r]*:[ \t\n\r]*')
+_VALUE_END = frozenset(" \t\n\r,]}")
 
 # Parser states of an open container.
 _OPEN = 0    # right after '{' or '['

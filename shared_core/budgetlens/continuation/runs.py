@@ -24,11 +24,8 @@ from itertools import accumulate, chain, islice, repeat
 from operator import itemgetter, mul, sub
 from typing import Any, NamedTuple
 
+from budgetlens.continuation import syntax
 from budgetlens.continuation.syntax import (
-    _ARRAY_SEP,
-    _KIND_OF_TYPE,
-    _SEPARATOR,
-    _WS,
     ARRAY,
     JSON_STRING,
     LITERAL,
@@ -40,6 +37,12 @@ from budgetlens.continuation.syntax import (
     _child,
     _scan_once,
 )
+
+# Bound by assignment, not by ``from ... import``: CPython 3.11 compiles ``name.method()`` on a
+# name a ``from`` import binds as an attribute load that makes a bound method on every call,
+# and on any other global as LOAD_METHOD, which makes none. Runs are read per item.
+_ARRAY_SEP, _KIND_OF_TYPE, _WS = syntax._ARRAY_SEP, syntax._KIND_OF_TYPE, syntax._WS
+_SEPARATOR = re.compile(r"[ \t\n\r]*,?[ \t\n\r]*")
 
 # A long array is skipped in bulk: a run of its items is checked by one call of the C scanner
 # (see ``_bulk_run``) and kept as one RUN child; the renderer splits a run only if its budget

@@ -1,8 +1,8 @@
 """JSON syntax shared by the scan (``cut``), the runs (``runs``) and the rendering.
 
 What was being written when a text stopped: ``CutKind``. What a complete value is:
-``ValueKind`` and ``Child`` (its span, kind and size). The regular expressions for tokens and
-separators, and ``JSON_STRING``, the string literal pattern the rendering's patterns share.
+``ValueKind`` and ``Child`` (its span, kind and size). The patterns both the scan and the runs
+use, and ``JSON_STRING``, the string literal pattern the rendering's patterns share.
 
 The standard library's C scanners, bound once: ``_scan_once`` reads a whole value,
 ``_scanstring`` a string. Strict JSON: ``reject_constant`` refuses ``NaN`` and ``Infinity``.
@@ -91,15 +91,7 @@ _DANGLING_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 _STRING_BODY = re.compile(
     r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*')
 _HIGH_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_NUMBER_PREFIX = re.compile(
-    r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*|(?:\.[0-9]+)?[eE][+-]?[0-9]*)?)?\Z")
 _ARRAY_SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
-_SEPARATOR = re.compile(r"[ \t\n\r]*,?[ \t\n\r]*")
-_OBJECT_SEP = re.compile(
-    r'[ \t\n\r]*,[ \t\n\r]*("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
-    r'[^"\\\x00-\x1f]*)*")[ \t\n\r]*:[ \t\n\r]*')
-_VALUE_END = frozenset(" \t\n\r,]}")
 
 
 def reject_constant(name: str) -> Any:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import budgetlens.continuation
 from budgetlens import get_contexts
 
 
@@ -47,3 +50,23 @@ def test_work_is_per_sibling_not_per_character() -> None:
 def test_complete_document_is_one_c_scan() -> None:
     doc = _document(3000)
     assert _python_events(doc) < 200
+
+
+def test_no_method_is_called_on_a_name_imported_from_the_project() -> None:
+    # CPython 3.11 compiles ``name.method()`` on a name bound by ``from budgetlens... import``
+    # as an attribute load that makes a bound method on every call; on any other global as
+    # LOAD_METHOD, which makes none. The modules of the package bind such objects (compiled
+    # patterns, dicts) by assignment, so that moving one between modules costs nothing per call.
+    package = Path(budgetlens.continuation.__file__).parent
+    found = []
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {alias.asname or alias.name for node in tree.body
+                    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                        "budgetlens.") and node.module != "budgetlens.continuation"
+                    for alias in node.names}
+        found += [f"{path.name}:{node.lineno}: {ast.unparse(node.func)}()"
+                  for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id in imported]
+    assert found == []
