@@ -21,9 +21,10 @@ Everything else stays importable from the subpackage that owns it:
 - ``budgetlens.contract``: config.json, pipeline files and ``extends``, templates, the policy,
   the check (``contract.check``: ``find_pipelines``, ``StepBudget``, ``Term``, ...), clamp
   plans (``contract.plan``), the per-step injection check and the pipeline JSON Schema;
-- ``budgetlens.continuation``: the cut of a JSON text (``cut``), its budgeted rendering
-  (``render``), ``get_contexts`` (``contexts``), the overlap merge (``merge``), the
-  continuation loop and its prompt (``loop``);
+- ``budgetlens.continuation``: the cut of a JSON text (``cut``, with ``syntax`` and
+  ``runs``), its budgeted rendering (``render``, printing with ``pretty``), ``get_contexts``
+  (``contexts``), the overlap merge (``merge``), the continuation loop and its prompt
+  (``loop``);
 - ``budgetlens.context``: the unified budget, bucket overlap (``overlap``), injection plans,
   the context packer (``packer``, with the intent map), history trimming, input errors;
 - ``budgetlens.tokens``: tokenizers and ``TokenCounter`` (``tokens.core``);
