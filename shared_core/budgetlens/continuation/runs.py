@@ -1,8 +1,8 @@
 """Runs: many items of a long array, skipped in bulk by the scan and read back on demand.
 
-The scan (``cut``) keeps a run of array items as one RUN child: one call of the C scanner
-checks the run (``_bulk_run``), found by a separator looked for far ahead with ``str.rfind``.
-A RUN stands for at least ``RUN_MIN_ITEMS`` items.
+The scan (``cut``) keeps many items of an array as one RUN child. ``_bulk_run`` finds where
+the run ends by a separator looked for far ahead with ``str.rfind``, and checks its items with
+one call of the C scanner. A RUN stands for at least ``RUN_MIN_ITEMS`` items.
 
 The rendering (``render``) reads a RUN back only as far as its budget reaches:
 
