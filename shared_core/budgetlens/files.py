@@ -104,7 +104,9 @@ class FileSource(Protocol):
     """Text and fingerprints of files, as the core needs them.
 
     A source may also have ``read_text_utf8(path) -> (text, UTF-8 bytes or None)`` (the
-    sources of this module do): see :func:`read_text_utf8`.
+    sources of this module do): see :func:`read_text_utf8`. A source whose files are not on
+    the disk (a git revision) may have ``realpath(path) -> str``: where ``path`` lies once
+    its own symbolic links are followed; ``RunFiles`` then asks it instead of the disk.
     """
 
     def read_text(self, path: Path) -> str:
@@ -410,6 +412,8 @@ class RunFiles:
         #: with one ``lstat`` per file instead of one per component): a batch of many files
         #: in few folders (the CLI's run) resolves each folder once
         self.resolve_by_folder = resolve_by_folder
+        #: the base source's own ``realpath`` (see ``FileSource``), used instead of the disk's
+        self._own_realpath: Callable[[str], str] | None = getattr(base, "realpath", None)
         self._fingerprints: dict[str, str] = {}
         self._real: dict[str, str] = {}
         self._places: dict[str, str] = {}
@@ -434,11 +438,16 @@ class RunFiles:
         return fp
 
     def realpath(self, path: str) -> str:
-        """``os.path.realpath(path)``, once per path."""
+        """``os.path.realpath(path)`` (or the base source's own ``realpath``), once per
+        path."""
         real = self._real.get(path)
         if real is None:
-            real = self._real[path] = (_by_folder(path, self.realpath) if self.resolve_by_folder
-                                       else os.path.realpath(path))
+            if self._own_realpath is not None:
+                real = self._real[path] = self._own_realpath(path)
+            else:
+                real = self._real[path] = (_by_folder(path, self.realpath)
+                                           if self.resolve_by_folder
+                                           else os.path.realpath(path))
         return real
 
     def place(self, path: str) -> str:
@@ -451,7 +460,7 @@ class RunFiles:
         file: it is its own place."""
         try:
             absolute = self.abspath(path)
-            if self.resolve_by_folder:
+            if self.resolve_by_folder or self._own_realpath is not None:
                 return self.realpath(absolute)
             real = self._real.get(absolute) or self._places.get(absolute)
             if real is None:

@@ -303,7 +303,8 @@ def test_a_symlinked_prompt_in_a_revision(monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str],
                                           tmp_path: Path) -> None:
     """A prompt that is a symlink inside the tree is read through it; one out of the
-    repository is not read (the step's prompt is unreadable, so it counts 0)."""
+    repository is not read (the step's prompt is unreadable, so it counts 0, and its
+    BL041 error, new at HEAD, fails the diff as it fails ``check``)."""
     root = tmp_path / "links"
     root.mkdir()
     _git(root, "init", "-q")
@@ -319,6 +320,6 @@ def test_a_symlinked_prompt_in_a_revision(monkeypatch: pytest.MonkeyPatch,
     _git(root, "commit", "-qam", "2")
     code, out, _ = run_diff(monkeypatch, capsys, root, "HEAD~1", "HEAD", "--format", "json")
     answer = _step(json.loads(out), "pipelines/qa.yaml", "answer")
-    assert code == 0
+    assert code == 1  # was 0: a new error at HEAD (issue 30, case 5)
     assert answer["before"] == _numbers(QA_FIXED_1, QA_TOTAL_1)
     assert answer["after"]["fixed"] == tokens("Question: ") + OVERHEAD

@@ -3,8 +3,12 @@
 ``budget_diff`` takes two sides (the reports of every pipeline of a workspace, the files they
 were read from and the workspace root), matches steps by pipeline path (relative to the root)
 and step name, and says for each: its numbers before and after (fixed tokens, total,
-headroom, fits) and the changed inputs behind the change: the prompt file whose content hash
-changed, the template, or each term (a setting, a config.json value) whose value changed.
+headroom, fits), the changed inputs behind the change (the prompt file whose content hash
+changed, the template, or each term, a setting or a config.json value, whose value changed)
+and the errors the check found for it on each side. An error of no one step (a YAML syntax
+error, a bad setting, a broken parent) is the pipeline's: every step of that pipeline fails
+with it. A pipeline that fails to load on a side (errors, no steps) is not "removed": its
+steps of the other side fail there, their numbers unknown.
 No git, no subprocess: the caller gives each side's files (a folder on disk or a revision
 read into memory).
 """
@@ -19,6 +23,7 @@ from pathlib import Path, PurePath
 
 from budgetlens.contract.model import PipelineReport, StepBudget
 from budgetlens.files import FileSource, SourceError, content_hash
+from budgetlens.source import Diagnostic, Severity, unique_diagnostics
 
 
 class StepStatus(str, Enum):
@@ -46,6 +51,8 @@ class DiffSide:
     root: str
     reports: list[PipelineReport]
     files: FileSource
+    notes: tuple[str, ...] = ()
+    """What the side could not read and says so (a submodule of a revision)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,29 @@ class InputChange:
 
 
 @dataclass(frozen=True)
+class SideError:
+    """An error the check found on one side: its code, file (relative to that side's root,
+    ``/`` separated), line (from 1) and message (the side's root left out of it)."""
+
+    code: str
+    file: str
+    line: int
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes it the same error on both sides: its code and file (a message may
+        carry numbers that move with the change)."""
+        return (self.code, self.file)
+
+
+def _new(before: tuple[SideError, ...], after: tuple[SideError, ...]) -> list[SideError]:
+    """The errors of ``after`` that ``before`` does not have (by ``SideError.key``)."""
+    seen = {e.key for e in before}
+    return [e for e in after if e.key not in seen]
+
+
+@dataclass(frozen=True)
 class StepDiff:
     """One step before and after."""
 
@@ -85,6 +115,19 @@ class StepDiff:
     causes: tuple[InputChange, ...]
     pipeline_added: bool = False
     pipeline_removed: bool = False
+    errors_before: tuple[SideError, ...] = ()
+    errors_after: tuple[SideError, ...] = ()
+    """The errors of this step on each side (its pipeline's own are in
+    ``BudgetDiff.pipeline_errors``)."""
+    unknown_before: bool = False
+    unknown_after: bool = False
+    """The step is on that side but has no numbers there: it failed before they were
+    computed (its pipeline did not load)."""
+
+    @property
+    def new_errors(self) -> list[SideError]:
+        """The step's errors at HEAD that BASE does not have."""
+        return _new(self.errors_before, self.errors_after)
 
     @property
     def headroom_drop(self) -> int:
@@ -115,16 +158,45 @@ class HeadroomThreshold:
 
 
 @dataclass(frozen=True)
+class PipelineErrors:
+    """The errors of a pipeline that belong to no one step, on each side: every step of
+    the pipeline fails with them."""
+
+    pipeline: str
+    before: tuple[SideError, ...]
+    after: tuple[SideError, ...]
+
+    @property
+    def new(self) -> list[SideError]:
+        return _new(self.before, self.after)
+
+
+@dataclass(frozen=True)
 class BudgetDiff:
     """Every step of both sides, newly failing first, then changed, added, removed, same."""
 
     steps: tuple[StepDiff, ...]
     added_pipelines: tuple[str, ...]
     removed_pipelines: tuple[str, ...]
+    pipeline_errors: tuple[PipelineErrors, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Both sides' notes (``DiffSide.notes``)."""
 
     @property
     def newly_failing(self) -> list[StepDiff]:
         return [s for s in self.steps if s.status is StepStatus.NEWLY_FAILING]
+
+    @property
+    def errors_at_head(self) -> list[SideError]:
+        """Every error of HEAD, of a step or of a pipeline: ``budgetlens check`` fails on
+        each, so the diff does too, whether BASE had it or not."""
+        return [e for s in self.steps for e in s.errors_after] + \
+            [e for p in self.pipeline_errors for e in p.after]
+
+    @property
+    def new_errors_at_head(self) -> list[SideError]:
+        return [e for s in self.steps for e in s.new_errors] + \
+            [e for p in self.pipeline_errors for e in p.new]
 
     def over_threshold(self, threshold: HeadroomThreshold | None) -> list[StepDiff]:
         if threshold is None:
@@ -176,16 +248,49 @@ def _numbers(step: StepBudget) -> StepNumbers:
     return StepNumbers(step.fixed.value, step.total, step.window.value, step.headroom, step.fits)
 
 
-def _keyed(side: DiffSide) -> dict[str, dict[tuple[str, int], _StepInputs]]:
-    """Per pipeline (relative path): its steps by (name, occurrence of that name)."""
-    out: dict[str, dict[tuple[str, int], _StepInputs]] = {}
-    for report in side.reports:
-        steps: dict[tuple[str, int], _StepInputs] = {}
-        for step in report.steps:
-            n = sum(1 for name, _ in steps if name == step.step)
-            steps[(step.step, n)] = _inputs(step, side)
-        out[relative(report.pipeline, side.root)] = steps
-    return out
+_Key = tuple[str, int]  # a step: its name and the occurrence of that name
+
+
+@dataclass(frozen=True)
+class _PipelineSide:
+    """A pipeline on one side: its steps, its steps' errors by step name, its own errors,
+    and whether it loaded (a pipeline with errors and no steps did not)."""
+
+    steps: dict[_Key, _StepInputs]
+    step_errors: dict[str, tuple[SideError, ...]]
+    errors: tuple[SideError, ...]
+    loaded: bool
+
+
+def side_error(d: Diagnostic, root: str) -> SideError:
+    """``d`` as a ``SideError`` of the side rooted at ``root``."""
+    top = os.path.abspath(root)
+    message = d.message.replace(top + os.sep, "").replace(top, ".")
+    return SideError(d.code, relative(d.file, root), d.range.start.line + 1, message)
+
+
+def _pipeline_side(report: PipelineReport, side: DiffSide) -> _PipelineSide:
+    steps: dict[_Key, _StepInputs] = {}
+    for step in report.steps:
+        n = sum(1 for name, _ in steps if name == step.step)
+        steps[(step.step, n)] = _inputs(step, side)
+    by_step: dict[str, list[SideError]] = {}
+    own: list[SideError] = []
+    errors = [d for d in report.diagnostics if d.severity is Severity.ERROR]
+    for d in unique_diagnostics(errors):
+        error = side_error(d, side.root)
+        if d.step is None:
+            own.append(error)
+        else:
+            by_step.setdefault(d.step, []).append(error)
+    return _PipelineSide(steps, {k: tuple(v) for k, v in by_step.items()}, tuple(own),
+                         bool(report.steps) or not errors)
+
+
+def _keyed(side: DiffSide) -> dict[str, _PipelineSide]:
+    """Per pipeline (relative path): its steps, by (name, occurrence of that name), and
+    its errors."""
+    return {relative(r.pipeline, side.root): _pipeline_side(r, side) for r in side.reports}
 
 
 def _causes(old: _StepInputs, new: _StepInputs) -> tuple[InputChange, ...]:
@@ -207,33 +312,75 @@ def _causes(old: _StepInputs, new: _StepInputs) -> tuple[InputChange, ...]:
     return tuple(causes)
 
 
-def _status(before: StepNumbers | None, after: StepNumbers | None,
-            causes: tuple[InputChange, ...]) -> StepStatus:
-    if after is None:
+@dataclass(frozen=True)
+class _Row:
+    """A step on one side: whether it is there (with numbers, or failing without), its
+    inputs, its own errors and every error it fails with (its own and its pipeline's)."""
+
+    there: bool
+    inputs: _StepInputs | None
+    errors: tuple[SideError, ...]
+    failing: tuple[SideError, ...]
+
+    @property
+    def numbers(self) -> StepNumbers | None:
+        return _numbers(self.inputs.budget) if self.inputs is not None else None
+
+
+def _row(side: _PipelineSide | None, key: _Key) -> _Row:
+    if side is None:
+        return _Row(False, None, (), ())
+    inputs = side.steps.get(key)
+    errors = side.step_errors.get(key[0], ())
+    there = inputs is not None or bool(errors) or not side.loaded
+    return _Row(there, inputs, errors, errors + side.errors if there else ())
+
+
+def _status(old: _Row, new: _Row, causes: tuple[InputChange, ...]) -> StepStatus:
+    if not new.there:
         return StepStatus.REMOVED
-    if not after.fits and (before is None or before.fits):
+    before, after = old.numbers, new.numbers
+    if _new(old.failing, new.failing) or (
+            after is not None and not after.fits and (before is None or before.fits)):
         return StepStatus.NEWLY_FAILING
-    if before is None:
+    if not old.there:
         return StepStatus.ADDED
-    return StepStatus.CHANGED if causes or before != after else StepStatus.UNCHANGED
+    same_errors = {e.key for e in old.failing} == {e.key for e in new.failing}
+    return StepStatus.CHANGED if causes or before != after or not same_errors \
+        else StepStatus.UNCHANGED
 
 
-def _step_diff(pipeline: str, name: str, old: _StepInputs | None, new: _StepInputs | None,
-               pipeline_added: bool, pipeline_removed: bool) -> StepDiff:
-    before = _numbers(old.budget) if old is not None else None
-    after = _numbers(new.budget) if new is not None else None
-    causes = _causes(old, new) if old is not None and new is not None else ()
-    return StepDiff(pipeline, name, _status(before, after, causes), before, after, causes,
-                    pipeline_added, pipeline_removed)
+def _step_diff(pipeline: str, key: _Key, old: _PipelineSide | None,
+               new: _PipelineSide | None) -> StepDiff:
+    before, after = _row(old, key), _row(new, key)
+    causes = _causes(before.inputs, after.inputs) \
+        if before.inputs is not None and after.inputs is not None else ()
+    return StepDiff(pipeline, key[0], _status(before, after, causes), before.numbers,
+                    after.numbers, causes, old is None, new is None, before.errors,
+                    after.errors, before.there and before.inputs is None,
+                    after.there and after.inputs is None)
 
 
-def _pipeline_steps(pipeline: str, old: dict[tuple[str, int], _StepInputs] | None,
-                    new: dict[tuple[str, int], _StepInputs] | None) -> Iterable[StepDiff]:
-    old_steps, new_steps = old or {}, new or {}
+def _pipeline_steps(pipeline: str, old: _PipelineSide | None,
+                    new: _PipelineSide | None) -> Iterable[StepDiff]:
+    old_steps = old.steps if old is not None else {}
+    new_steps = new.steps if new is not None else {}
     keys = list(new_steps) + [k for k in old_steps if k not in new_steps]
+    named = {name for name, _ in keys}
+    for side in (new, old):  # errors of a step with no numbers on either side
+        for name in side.step_errors if side is not None else ():
+            if name not in named:
+                named.add(name)
+                keys.append((name, 0))
     for key in keys:
-        yield _step_diff(pipeline, key[0], old_steps.get(key), new_steps.get(key),
-                         old is None, new is None)
+        yield _step_diff(pipeline, key, old, new)
+
+
+def _pipeline_errors(pipeline: str, old: _PipelineSide | None,
+                     new: _PipelineSide | None) -> PipelineErrors | None:
+    before = old.errors if old is not None else ()
+    after = new.errors if new is not None else ()
+    return PipelineErrors(pipeline, before, after) if before or after else None
 
 
 _ORDER = list(StepStatus)
@@ -245,5 +392,7 @@ def budget_diff(base: DiffSide, head: DiffSide) -> BudgetDiff:
     pipelines = sorted(set(old) | set(new))
     steps = [s for p in pipelines for s in _pipeline_steps(p, old.get(p), new.get(p))]
     steps.sort(key=lambda s: _ORDER.index(s.status))  # stable: pipeline order kept
+    errors = (_pipeline_errors(p, old.get(p), new.get(p)) for p in pipelines)
     return BudgetDiff(tuple(steps), tuple(p for p in pipelines if p not in old),
-                      tuple(p for p in pipelines if p not in new))
+                      tuple(p for p in pipelines if p not in new),
+                      tuple(e for e in errors if e is not None), base.notes + head.notes)
