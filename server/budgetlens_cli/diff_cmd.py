@@ -322,7 +322,7 @@ def write_text(out: TextIO, diff: BudgetDiff, base: str, head: str) -> None:
         for label, e in error_lines(s.errors_before, s.errors_after):
             out.write(f"    {error_text(label, e)}\n")
     for p in diff.pipeline_errors:
-        out.write(f"pipeline {p.pipeline}: every step fails with\n")
+        out.write(f"pipeline {p.pipeline} (every step):\n")
         for label, e in error_lines(p.before, p.after):
             out.write(f"    {error_text(label, e)}\n")
     for note in diff.notes:

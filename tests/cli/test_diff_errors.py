@@ -129,7 +129,7 @@ def test_a_parent_that_no_longer_parses(monkeypatch: pytest.MonkeyPatch,
     code, text, markdown = _all_formats(monkeypatch, capsys, root)
     assert code == 1
     assert "newly failing: pipelines/parent.yaml answer: fixed" in text
-    assert "pipeline pipelines/parent.yaml: every step fails with\n" \
+    assert "pipeline pipelines/parent.yaml (every step):\n" \
            "    new error BL001 pipelines/parent.yaml:10: " in text
     assert "- **new error** `pipelines/parent.yaml` (every step): `BL001`" \
            " `pipelines/parent.yaml:10` " in markdown
