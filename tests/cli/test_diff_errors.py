@@ -283,3 +283,48 @@ def test_a_prompt_in_a_submodule(monkeypatch: pytest.MonkeyPatch,
     assert "    error BL041 pipelines/qa.yaml:7: prompt file of step 'answer' cannot be" \
            " used: prompts/answer.txt: in the submodule prompts" in out
     assert f"note: HEAD: prompts is a submodule (commit {sha[:12]})" in out
+
+
+def test_a_pipeline_replaced_by_a_link(monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:
+    """A checkout's glob finds a pipeline that is a link, and a ``pipelines`` folder that
+    is one: so does the revision (it was "removed", exit 0). The linked file is checked:
+    its quoted setting is BL030; a link out of the repository is the check's BL007."""
+    root = _repo(tmp_path / "r", {"pipelines/qa.yaml": QA, "prompts/answer.txt": ANSWER_V1,
+                                  "pipelines/other.yaml": QA.replace("id: answer", "id: x")})
+    _write(root, "hidden/other.yaml", QA.replace("id: answer", "id: x"))
+    _write(root, "hidden/qa.yaml", QA.replace("max_context_tokens: 400",
+                                              'max_context_tokens: "400"'))
+    (root / "pipelines" / "qa.yaml").unlink()
+    os.symlink("../hidden/qa.yaml", root / "pipelines" / "qa.yaml")
+    _commit(root, "the pipeline is a link")
+    assert _check(monkeypatch, capsys, root) == 1
+    code, data = _diff_json(monkeypatch, capsys, root)
+    assert code == 1
+    assert data["removed_pipelines"] == []
+    assert _step(data, "pipelines/qa.yaml", "answer")["status"] == "newly_failing"
+    [pipeline] = data["pipeline_errors"]
+    assert pipeline["pipeline"] == "pipelines/qa.yaml"
+    assert [(e["code"], e["file"], e["line"]) for e in pipeline["after"]] == [
+        ("BL030", "pipelines/qa.yaml", 2)]
+
+    shutil.rmtree(root / "pipelines")
+    os.symlink("hidden", root / "pipelines")
+    _commit(root, "the pipelines folder is a link")
+    code, out, _ = run_diff(monkeypatch, capsys, root, "HEAD~2", "HEAD")
+    assert code == 1
+    assert "    new error BL030 pipelines/qa.yaml:2: " in out
+
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(QA, "utf-8")
+    (root / "pipelines").unlink()
+    (root / "pipelines").mkdir()
+    os.symlink(outside, root / "pipelines" / "qa.yaml")
+    _write(root, "pipelines/other.yaml", QA.replace("id: answer", "id: x"))
+    _commit(root, "the pipeline is a link out")
+    code, data = _diff_json(monkeypatch, capsys, root)
+    assert code == 1
+    [pipeline] = data["pipeline_errors"]
+    assert pipeline["after"][0]["code"] == "BL007"
+    assert "resolves outside the workspace root" in pipeline["after"][0]["message"]
