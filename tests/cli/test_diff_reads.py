@@ -1,7 +1,7 @@
 """Issue 30, case 6: ``budgetlens diff`` reads only the objects the checks need.
 
 A repository holds a small workspace and 60 large JSON files the checks never need (each
-1 MiB, compressible: the ``.git`` stays small). The bytes that ``git`` hands to
+256 KiB, compressible: the ``.git`` stays small). The bytes that ``git`` hands to
 ``budgetlens diff`` are counted by a ``git`` on ``PATH`` that runs the real one and counts
 its standard output as it passes it on (a counting mechanism, not time or memory):
 reading the revision reads the workspace's few files, never the JSON. A revision whose
@@ -33,7 +33,7 @@ from tests.cli.test_diff import (
     run_diff,
 )
 
-BIG_FILES, BIG_BYTES = 60, 1024 * 1024
+BIG_FILES, BIG_BYTES = 60, 256 * 1024
 
 COUNTING_GIT = """\
 import os, subprocess, sys
@@ -102,7 +102,7 @@ def test_the_unrelated_blobs_are_never_read(repo: Path, tmp_path: Path) -> None:
     calls = (tmp_path / "git.log").read_text("utf-8").splitlines()
     read = sum(int(line.split()[0]) for line in calls)
     objects = sum(int(line.split()[0]) for line in calls if line.endswith(" cat-file"))
-    # per side: the listing (a line per file) and three small files; never 1 MiB
+    # per side: the listing (a line per file) and three small files; never a JSON file
     needed = 2 * sum(len(t.encode()) for t in (json.dumps(CONFIG, indent=2), QA))
     needed += len(ANSWER_V1.encode()) + len(ANSWER_V2.encode())
     assert objects <= needed + 2 * 3 * 60  # and each object's header line
