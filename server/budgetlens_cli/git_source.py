@@ -144,11 +144,6 @@ class GitRevisionFiles:
         prefix = self.top.rstrip(os.sep) + os.sep
         return path[len(prefix):].replace(os.sep, "/") if path.startswith(prefix) else None
 
-    def paths(self) -> list[str]:
-        """Every regular file of the revision, relative to the top, ``/`` separated."""
-        return sorted(rel for rel, e in self._entries.items()
-                      if e.kind == "blob" and e.mode != _SYMLINK)
-
     def file_names(self) -> list[str]:
         """What a glob on a checkout may find: every file and symbolic link of the tree,
         and the names in a folder of the tree that a symbolic link named ``pipelines``
