@@ -79,10 +79,15 @@ def _check(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     return code
 
 
+def _diff_json_of(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                  root: Path, base: str, head: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = run_diff(monkeypatch, capsys, root, base, head, "--format", "json")
+    return code, json.loads(out)
+
+
 def _diff_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                root: Path) -> tuple[int, dict[str, Any]]:
-    code, out, _ = run_diff(monkeypatch, capsys, root, "HEAD~1", "HEAD", "--format", "json")
-    return code, json.loads(out)
+    return _diff_json_of(monkeypatch, capsys, root, "HEAD~1", "HEAD")
 
 
 def _all_formats(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -187,6 +192,17 @@ def test_a_deleted_prompt(monkeypatch: pytest.MonkeyPatch,
             " 'answer' does not exist\n") in text
     assert ("- **new error** `pipelines/qa.yaml` step `answer`: `BL040` `pipelines/qa.yaml:7`"
             " prompt file prompts/answer.txt of step 'answer' does not exist\n") in markdown
+
+    # the same error on both sides: listed (not new), and it fails the diff as it fails
+    # check; the step is unchanged
+    code, data = _diff_json_of(monkeypatch, capsys, root, "HEAD", "HEAD")
+    assert code == 1
+    assert _step(data, "pipelines/qa.yaml", "answer")["status"] == "unchanged"
+    assert (data["errors_at_head"], data["new_errors_at_head"]) == (1, 0)
+    code, out, _ = run_diff(monkeypatch, capsys, root, "HEAD", "HEAD")
+    assert code == 1
+    assert ("    error BL040 pipelines/qa.yaml:7: prompt file prompts/answer.txt of step"
+            " 'answer' does not exist\n") in out
 
     # and the way back: the error is fixed, nothing fails
     code, out, _ = run_diff(monkeypatch, capsys, root, "HEAD", "HEAD~1")
