@@ -10,6 +10,10 @@
 #   - the real VS Code end-to-end test: code-server from npm, Debian's chromium driven by
 #     playwright-core (editor-clients/vscode/scripts/e2e.sh installs what it needs)
 # Nothing is skipped for a missing tool: a missing tool is installed or the run fails.
+# The set-up stops the script when an install fails (nothing can run without it). The three
+# test stages (extension checks, pytest, VS Code end to end) all run, whatever the ones before
+# them did; a summary of each stage's result closes the output, and the exit status is 1 if
+# any stage failed (scripts/stages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -53,16 +57,27 @@ if [ "${#missing[@]}" -gt 0 ]; then
     "${missing[@]}" >/dev/null
 fi
 
+# shellcheck source=scripts/stages.sh
+. scripts/stages.sh
+export PATH="$ROOT/.venv/bin:$PATH"
+PYTEST_LOG=$(mktemp)
+trap 'rm -f "$PYTEST_LOG"' EXIT
+
+# pytest's own output, kept whole (its closing "N passed ..." line is repeated at the end)
+run_pytest() {
+  .venv/bin/python -m pytest -q -p no:cacheprovider "$@" | tee "$PYTEST_LOG"
+}
+
 if [ -f editor-clients/vscode/package.json ] && [ -x editor-clients/vscode/scripts/test.sh ]; then
-  log "VS Code extension: npm ci, type-check, lint, unit tests, package"
-  editor-clients/vscode/scripts/test.sh
+  run_stage "VS Code extension: npm ci, type-check, lint, unit tests, package" \
+    editor-clients/vscode/scripts/test.sh
 fi
 
-log "pytest"
-export PATH="$ROOT/.venv/bin:$PATH"
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+run_stage "pytest" run_pytest "$@"
 
 if [ -x editor-clients/vscode/scripts/e2e.sh ]; then
-  log "VS Code end to end (code-server + chromium)"
-  editor-clients/vscode/scripts/e2e.sh
+  run_stage "VS Code end to end (code-server + chromium)" editor-clients/vscode/scripts/e2e.sh
 fi
+
+printf '\n==> pytest: %s\n' "$(tail -n 1 "$PYTEST_LOG")"
+stage_summary

@@ -1,0 +1,50 @@
+"""Waiting for events in tests, never for a length of time.
+
+A test waits for what it needs (a process ended, a state reached); the only clock is a hang
+guard, so generous that only a hang reaches it, whatever the load of the machine (the test
+command must pass while ``scripts/cpu_hog.py`` keeps every core busy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import time
+from collections.abc import Callable
+
+#: Seconds after which a wait is a hang: never a bound on how long the awaited work takes.
+HANG_GUARD = 600.0
+#: Seconds between two looks at a state that sends no event.
+LOOK = 0.01
+
+
+def wait_until(ready: Callable[[], bool], what: str, guard: float = HANG_GUARD) -> None:
+    """Return once ``ready()`` is true; AssertionError naming ``what`` after ``guard`` s."""
+    deadline = time.monotonic() + guard
+    while not ready():
+        assert time.monotonic() < deadline, f"hung: {what}"
+        time.sleep(LOOK)
+
+
+def ended(pid: int) -> bool:
+    """Whether ``pid`` has ended (gone, or a zombie not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            return "State:\tZ" in fh.read()
+    except OSError:
+        return True
+
+
+def wait_ended(pid: int, guard: float = HANG_GUARD) -> None:
+    """Return once ``pid`` has ended (its pidfd says so; else ``/proc`` is watched)."""
+    try:
+        fd = os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):
+        wait_until(lambda: ended(pid), f"process {pid} to end", guard)
+        return
+    with contextlib.closing(os.fdopen(fd, "rb", buffering=0)):
+        readable, _, _ = select.select([fd], [], [], guard)
+    assert readable, f"hung: process {pid} to end"
