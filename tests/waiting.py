@@ -48,3 +48,28 @@ def wait_ended(pid: int, guard: float = HANG_GUARD) -> None:
     with contextlib.closing(os.fdopen(fd, "rb", buffering=0)):
         readable, _, _ = select.select([fd], [], [], guard)
     assert readable, f"hung: process {pid} to end"
+
+
+class Lines:
+    """The lines a child process writes to a pipe, one at a time as they come (``select`` on
+    the pipe's descriptor: no thread, no buffer hiding a line that has arrived)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def next(self, guard: float = HANG_GUARD) -> str:
+        """The next line, with its newline; what is left without one at the end of the
+        stream ("" once it is all read)."""
+        deadline = time.monotonic() + guard
+        while b"\n" not in self.buffer:
+            readable, _, _ = select.select([self.fd], [], [],
+                                           max(0.0, deadline - time.monotonic()))
+            assert readable, "hung: waiting for a line"
+            data = os.read(self.fd, 65536)
+            if not data:
+                rest, self.buffer = self.buffer, b""
+                return rest.decode()
+            self.buffer += data
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode() + "\n"

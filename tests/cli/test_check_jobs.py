@@ -3,7 +3,9 @@
 Mechanisms, never wall-clock: the output of ``-j 2`` is compared byte for byte with ``-j 1``
 (itself the path every other test checks); the worker processes used are counted by their
 PIDs (``check_cmd.LAST_RUN``); writes of the result cache are counted; leftover processes
-are looked for in ``/proc`` and ``multiprocessing.active_children()``.
+are looked for in ``/proc`` and ``multiprocessing.active_children()``. A signal is sent only
+once every worker has said it is at work (a line on the pipe); the waits are events
+(``tests/waiting.py``), with a hang guard only.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from budgetlens_cli import cache as result_cache
 from budgetlens_cli import check_cmd, workers
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
+from tests.waiting import HANG_GUARD, Lines, wait_ended, wait_until
 
 FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
 REPO = Path(__file__).resolve().parents[2]
@@ -189,9 +191,7 @@ def test_fork_only_while_the_process_has_one_thread() -> None:
         stop.set()
         thread.join()
     # join() returns before the OS has removed the thread (under load, visibly): wait for it
-    deadline = time.monotonic() + 10
-    while workers.thread_count() != before and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: workers.thread_count() == before, "the thread to end")
     assert workers.start_method() == ("fork" if before == 1 else "spawn")
 
 
@@ -341,9 +341,35 @@ def _die_on_three(conn: Any, spec: Any) -> None:
     workers.serve(conn, work)
 
 
+def _at_work_forever() -> None:
+    """Say so on standard output (the test signals once every worker has), then work until
+    a signal ends the process (SIGINT is ignored in a worker: it never wakes it)."""
+    os.write(1, f"working {os.getpid()}\n".encode())  # one write: lines never interleave
+    while True:
+        signal.pause()
+
+
+_REAL_CHECK_WORKER = check_cmd._worker
+
+
+def _check_worker_at_work(conn: Any, spec: Any) -> None:
+    """``check_cmd._worker`` whose checks of the ``f*`` pipelines never end, forked or
+    spawned (a spawned worker imports this module afresh: a patch made in the parent would
+    not reach it)."""
+    real = check_cmd.check_pipeline
+
+    def at_work(path: Path | str, **kwargs: Any) -> Any:
+        if os.path.basename(str(path)).startswith("f"):
+            _at_work_forever()
+        return real(path, **kwargs)
+
+    check_cmd.check_pipeline = at_work  # type: ignore[assignment]
+    _REAL_CHECK_WORKER(conn, spec)
+
+
 def _sleep(conn: Any, spec: Any) -> None:
     def work(chunk: list[int]) -> list[int]:
-        time.sleep(600)
+        _at_work_forever()
         return chunk
     workers.serve(conn, work)
 
@@ -384,19 +410,11 @@ def _exit_at_once(conn: Any, spec: Any) -> None:
     os._exit(3)
 
 
-def _process_state(pid: int) -> str:
-    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-        return next(line.split()[1] for line in fh if line.startswith("State:"))
-
-
 def test_a_worker_dead_before_its_chunk_is_sent_is_an_error() -> None:
     """Sending to a worker that already died (a broken pipe) is WorkerDied, as a worker
     dying while it works is: the chunk is sent only once the worker is a zombie."""
     def when_dead(pid: int, chunk: Any) -> Any:
-        deadline = time.monotonic() + 20
-        while _process_state(pid) != "Z":
-            assert time.monotonic() < deadline, "the worker never exited"
-            time.sleep(0.01)
+        wait_ended(pid)  # a zombie: run_chunks has not reaped it
         return chunk
 
     with pytest.raises(workers.WorkerDied, match="exit code 3"):
@@ -422,17 +440,13 @@ print("started", flush=True)
 workers.run_chunks(_sleep, None, [[i] for i in range(8)], 2, lambda *a: None, {method!r})
 """
 _CHECK_SCRIPT = """
-import os, sys, time
+import sys
 sys.path.insert(0, {repo!r})
 from budgetlens_cli import check_cmd, workers
 from budgetlens_cli.main import main
+from tests.cli.test_check_jobs import _check_worker_at_work
 workers.start_method = lambda: {method!r}
-real = check_cmd.check_pipeline
-def slow(path, **kwargs):
-    if os.path.basename(str(path)).startswith("f"):  # a base is checked here, f* hang
-        time.sleep(600)
-    return real(path, **kwargs)
-check_cmd.check_pipeline = slow
+check_cmd._worker = _check_worker_at_work  # a base is checked here, f* hang in the workers
 print("started", flush=True)
 sys.exit(main(["check", {ws!r}, "-j", "2", "--no-cache"]))
 """
@@ -448,51 +462,44 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _interrupt(script: str, sig: int, settle: float,
-               children: int = 2) -> tuple[int, str, list[int]]:
-    """Run ``script``, wait for its ``children`` (two workers, and the resource tracker
-    under spawn), send ``sig`` to its process group (as a terminal does on Ctrl-C); its exit
-    status, standard error and the children's PIDs."""
+def _interrupt(script: str, sig: int, children: int = 2) -> tuple[int, str, list[int]]:
+    """Run ``script``, wait until both workers say they are at work (their parent has
+    handed out chunks: it is past starting them, SIGINT no longer ignored), send ``sig`` to
+    its process group (as a terminal does on Ctrl-C); its exit status, standard error and
+    the PIDs of its ``children`` (two workers, and the resource tracker under spawn)."""
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True)
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "started\n"
-        deadline = time.monotonic() + 120
-        while len(_children(proc.pid)) < children and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert proc.stdout is not None
+        lines = Lines(proc.stdout.fileno())
+        assert lines.next() == "started\n"
+        working: set[int] = set()
+        while len(working) < 2:
+            line = lines.next()
+            assert line.startswith("working "), line  # "": it ended before
+            working.add(int(line.split()[1]))
         kids = _children(proc.pid)
-        assert len(kids) == children
-        time.sleep(settle)  # the workers are at work
+        assert len(kids) == children and working <= set(kids), (kids, working)
         os.killpg(proc.pid, sig)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=HANG_GUARD)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return proc.returncode, err, kids
+    return proc.returncode, err.decode(), kids
 
 
 def _gone(pid: int) -> bool:
-    """Whether ``pid`` has ended (waiting up to 10 s: the resource tracker ends when it
-    sees its parent's pipe close)."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-                if "State:\tZ" in fh.read():
-                    return True  # ended, not yet reaped by whoever adopted it
-        except OSError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+    """Whether ``pid`` ends (awaited: the resource tracker ends when it sees its parent's
+    pipe close)."""
+    wait_ended(pid)
+    return True
 
 
 @pytest.mark.parametrize(("method", "sig"), [
     ("fork", signal.SIGINT), ("spawn", signal.SIGINT), ("fork", signal.SIGTERM)])
 def test_ctrl_c_or_sigterm_leaves_no_worker_behind(method: str, sig: int) -> None:
     code, err, kids = _interrupt(_POOL_SCRIPT.format(repo=str(REPO), method=method), sig,
-                                 0.3 if method == "fork" else 3.0,
                                  2 if method == "fork" else 3)
     if sig == signal.SIGINT:  # an uncaught KeyboardInterrupt ends Python by SIGINT
         assert code == -signal.SIGINT and "KeyboardInterrupt" in err, err
@@ -506,8 +513,7 @@ def test_ctrl_c_during_check_exits_130_and_leaves_no_worker_behind(
         tmp_path: Path, method: str) -> None:
     make_big(tmp_path / "ws")
     script = _CHECK_SCRIPT.format(repo=str(REPO), method=method, ws=str(tmp_path / "ws"))
-    code, err, kids = _interrupt(script, signal.SIGINT, 0.5 if method == "fork" else 3.0,
-                                 2 if method == "fork" else 3)
+    code, err, kids = _interrupt(script, signal.SIGINT, 2 if method == "fork" else 3)
     assert code == 130 and err == "", err
     assert all(_gone(kid) for kid in kids)
 
@@ -521,7 +527,7 @@ def test_a_run_in_one_process_loads_no_multiprocessing(tmp_path: Path) -> None:
               "print(json.dumps(sorted(sys.modules)))\n")
     for _ in range(2):  # checked, then from the cache
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              cwd=tmp_path, env=env, timeout=120)
+                              cwd=tmp_path, env=env, timeout=HANG_GUARD)
         assert proc.returncode == 0, proc.stderr
         modules = set(json.loads(proc.stdout.splitlines()[-1]))
         assert "budgetlens_cli.check_cmd" in modules
