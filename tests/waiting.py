@@ -7,6 +7,7 @@ command must pass while ``scripts/cpu_hog.py`` keeps every core busy).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import select
@@ -15,6 +16,10 @@ from collections.abc import Callable
 
 #: Seconds after which a wait is a hang: never a bound on how long the awaited work takes.
 HANG_GUARD = 600.0
+#: Seconds after which one answer (or push) of a running server is a hang. Apart from
+#: ``HANG_GUARD`` so that a broken answer fails in two minutes, not ten; six times what a
+#: server under a CPU hog on every core (``scripts/cpu_hog.py``) was seen to need at worst.
+ANSWER_GUARD = 120.0
 #: Seconds between two looks at a state that sends no event.
 LOOK = 0.01
 
@@ -25,6 +30,16 @@ def wait_until(ready: Callable[[], bool], what: str, guard: float = HANG_GUARD) 
     while not ready():
         assert time.monotonic() < deadline, f"hung: {what}"
         time.sleep(LOOK)
+
+
+async def until(ready: Callable[[], bool], what: str, guard: float = ANSWER_GUARD) -> None:
+    """``wait_until`` in a coroutine: the event loop runs meanwhile (a client's messages
+    arrive)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + guard
+    while not ready():
+        assert loop.time() < deadline, f"hung: {what}"
+        await asyncio.sleep(LOOK)
 
 
 def ended(pid: int) -> bool:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-TIMEOUT = 60
+from tests.waiting import HANG_GUARD
+
+TIMEOUT = HANG_GUARD  # a hang guard only
 
 
 def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

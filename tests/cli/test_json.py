@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from budgetlens_cli.main import main
+from tests.waiting import HANG_GUARD
 
 CUT = '{"document": {"sections": [{"id": 1}, {"content": "Hello wor'
 
@@ -142,13 +143,13 @@ def test_real_process_with_standard_input(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "budgetlens_cli", "merge", "-", fragment,
          "--format", "json"],
-        input=CUT.encode(), capture_output=True, timeout=60, check=False)
+        input=CUT.encode(), capture_output=True, timeout=HANG_GUARD, check=False)
     assert proc.returncode == 0, proc.stderr
     merged = json.loads(proc.stdout)["merged"]
     assert json.loads(merged) == {"document": {"sections": [{"id": 1},
                                                             {"content": "Hello world"}]}}
     proc = subprocess.run(
         [sys.executable, "-m", "budgetlens_cli", "contexts", "-"],
-        input=CUT.encode(), capture_output=True, timeout=60, check=False)
+        input=CUT.encode(), capture_output=True, timeout=HANG_GUARD, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().startswith("cut inside a string at document.sections[1].content")

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.waiting import ANSWER_GUARD, HANG_GUARD
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 VENV_BIN = Path(sys.executable).parent
@@ -83,15 +85,18 @@ def editor_env(home: Path, results: Path, workspace: Path) -> dict[str, str]:
         "BUDGETLENS_RESULTS": str(results),
         "BUDGETLENS_WORKSPACE": str(workspace),
         "BUDGETLENS_REPO": str(REPO),
+        # every wait of the editor scripts: a hang guard only (tests/waiting.py)
+        "BUDGETLENS_TEST_WAIT_MS": str(int(ANSWER_GUARD * 1000)),
         "TERM": "dumb",
     })
     return env
 
 
-def run_editor(command: list[str], *, tmp_path: Path, workspace: Path, timeout: float,
+def run_editor(command: list[str], *, tmp_path: Path, workspace: Path,
+               timeout: float = HANG_GUARD,
                extra_env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run ``command`` (a headless editor running a test script) with a deadline and return
-    the JSON results the script wrote to ``$BUDGETLENS_RESULTS``.
+    """Run ``command`` (a headless editor running a test script) with a hang guard and
+    return the JSON results the script wrote to ``$BUDGETLENS_RESULTS``.
 
     The editor runs in its own process group; on timeout that group (the editor and the
     server it started) is killed. The script records ``done`` at its end and ``error`` when

@@ -27,11 +27,12 @@ from lsprotocol.converters import get_converter
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from budgetlens.source import LineIndex, Position, Range, TextEdit, apply_text_edits
+from tests.waiting import ANSWER_GUARD
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 SERVER_COMMAND = (sys.executable, "-m", "budgetlens_lsp", "serve")
-TIMEOUT = 20.0
+TIMEOUT = ANSWER_GUARD  # a hang guard only (tests/waiting.py)
 CLIENTS = Path(__file__).resolve().parent / "clients"
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from tests.waiting import until
+
 from .harness import Editor, codes_of, running_server
 
 FAULT = "BUDGETLENS_TEST_FAULT"
@@ -69,7 +71,8 @@ async def test_a_check_that_raises_is_an_error_on_the_file_and_one_message(
                                              f"max_context_tokens: {6000 + n}"))
             await _settle(ed, 0.3)
         assert codes_of(await ed.wait_diagnostics(uri)) == ["BL009"]
-        await _settle(ed)
+        await until(lambda: bool(_error_messages(ed)), "the error message")
+        await _settle(ed)  # any second message would arrive meanwhile
         assert _error_messages(ed) == [
             "budgetlens could not check base.yaml: RuntimeError: fault injected by"
             " BUDGETLENS_TEST_FAULT=check. Files it cannot check show a BL009 error instead"
@@ -90,7 +93,8 @@ async def test_a_json_analysis_that_raises_is_an_error_on_the_buffer(
         # the pipelines are checked as usual: the fault is in the JSON analysis only
         report = await ed.wait_diagnostics(ed.uri("pipelines/long_report.yaml"))
         assert codes_of(report) == ["BL050"]
-        await _settle(ed)
+        await until(lambda: bool(_error_messages(ed)), "the error message")
+        await _settle(ed)  # any second message would arrive meanwhile
         assert _error_messages(ed) == [
             "budgetlens could not check truncated.json: RuntimeError: fault injected by"
             " BUDGETLENS_TEST_FAULT=json. Files it cannot check show a BL009 error instead"
@@ -120,6 +124,7 @@ async def test_a_window_of_4301_digits_is_a_normal_diagnostic_at_the_value(
         assert d.range == _range(line, column, line, column + 4301)
         # the pipelines are checked against it, nothing failed: the error is the config's
         # (BL050 of long_report.yaml gives way to it, no BL009 anywhere)
+        await ed.wait_diagnostics(long_report, lambda ds: ds == [])  # awaited, not timed
         await _settle(ed)
         for name in ("base", "chat", "long_report", "multilingual", "support"):
             assert list(ed.client.diagnostics.get(ed.uri(f"pipelines/{name}.yaml"), [])) == [], name

@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from budgetlens.tokens.core import get_tokenizer
+from tests.waiting import ANSWER_GUARD
 
 from .harness import wait_published
 
@@ -36,7 +37,7 @@ TEMPLATE = "Q: {question}"
 TEMPLATE_EMPTIED = "Q: "
 FINAL_CONTEXT = 900
 BURST = 2000
-ANSWER_TIMEOUT = 30.0
+ANSWER_TIMEOUT = ANSWER_GUARD  # a hang guard only (tests/waiting.py)
 
 PIPELINE = """\
 settings:
@@ -143,7 +144,7 @@ async def session(tmp_path: Path):
         server = client._server
         try:
             if server is not None and server.returncode is None:
-                await asyncio.wait_for(client.shutdown_session(), 10)
+                await asyncio.wait_for(client.shutdown_session(), ANSWER_GUARD)
         finally:
             if server is not None and server.returncode is None:
                 server.kill()  # by its PID, only when shutdown did not end it

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import ANSWER_GUARD, HANG_GUARD, wait_until
+
 from .harness import caps, running_server
 
 
@@ -37,31 +39,25 @@ async def test_serve_tcp_listens_and_answers_initialize(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "budgetlens_lsp", "serve", "--tcp",
                              f"127.0.0.1:{port}"], stderr=subprocess.PIPE)
     try:
-        for _ in range(100):
-            try:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
-        else:
-            raise AssertionError("server never listened")
+        await _listening(proc, port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
         body = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
                 b'{"processId":null,"rootUri":null,"capabilities":{}}}')
         writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         await writer.drain()
-        header = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+        header = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), ANSWER_GUARD)
         length = int(header.split(b":")[1].split(b"\r\n")[0])
         payload = await reader.readexactly(length)
         assert b'"budgetlens"' in payload and b'"capabilities"' in payload
         writer.close()
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(HANG_GUARD)
 
 
 def test_serve_rejects_a_bad_tcp_address() -> None:
     out = subprocess.run([sys.executable, "-m", "budgetlens_lsp", "serve", "--tcp", "nope"],
-                         capture_output=True, text=True, timeout=30)
+                         capture_output=True, text=True, timeout=HANG_GUARD)
     assert out.returncode == 2
     assert "HOST:PORT" in out.stderr
 
@@ -79,22 +75,28 @@ def _listening_addresses(port: int) -> set[str]:
     return found
 
 
+async def _listening(proc: subprocess.Popen[bytes], port: int) -> None:
+    """Return once something listens on ``port`` (the server, still running): awaited,
+    however long its start takes on a busy machine."""
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, wait_until, lambda: bool(
+        _listening_addresses(port)) or proc.poll() is not None, "the server to listen")
+    assert proc.poll() is None, "the server ended before it listened"
+
+
 async def test_serve_tcp_with_a_bare_port_listens_on_loopback_only(tmp_path: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "budgetlens_lsp", "serve", "--tcp",
                              str(port)], stderr=subprocess.PIPE)
     try:
-        for _ in range(100):
-            if _listening_addresses(port):
-                break
-            await asyncio.sleep(0.1)
+        await _listening(proc, port)
         # 127.0.0.1 as /proc/net/tcp writes it (little-endian hex); nothing on 0.0.0.0
         assert _listening_addresses(port) == {"0100007F"}
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.close()
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=HANG_GUARD)
     assert b"not a loopback address" not in err
 
 
@@ -118,6 +120,6 @@ def test_tcp_addresses_default_to_loopback() -> None:
 
 def test_serve_host_needs_tcp() -> None:
     out = subprocess.run([sys.executable, "-m", "budgetlens_lsp", "serve", "--host",
-                          "0.0.0.0"], capture_output=True, text=True, timeout=30)
+                          "0.0.0.0"], capture_output=True, text=True, timeout=HANG_GUARD)
     assert out.returncode == 2
     assert "--host is an option of --tcp" in out.stderr

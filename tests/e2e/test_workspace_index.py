@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from lsprotocol import types
+
+from tests.waiting import until
 
 from .harness import caps, codes_of, copy_examples, running_server
 
@@ -20,11 +21,11 @@ async def test_large_workspace_is_indexed_with_progress(workspace: Path) -> None
         # a request is answered after the initial indexing finished
         await ed.client.text_document_code_lens_async(types.CodeLensParams(
             text_document=types.TextDocumentIdentifier(uri=ed.uri("pipelines/copy_00.yaml"))))
-        for _ in range(100):  # the end of the progress may trail the lens answer
-            reports = list(ed.client.progress_reports.values())
-            if any(v and isinstance(v[-1], types.WorkDoneProgressEnd) for v in reports):
-                break
-            await asyncio.sleep(0.05)
+        # the end of the progress may trail the lens answer: awaited
+        await until(lambda: any(v and isinstance(v[-1], types.WorkDoneProgressEnd)
+                                for v in ed.client.progress_reports.values()),
+                    "the end of the progress")
+        reports = list(ed.client.progress_reports.values())
     [values] = [v for v in reports if v and isinstance(v[0], types.WorkDoneProgressBegin)]
     assert values[0].title == "budgetlens: checking pipelines"
     assert isinstance(values[-1], types.WorkDoneProgressEnd)

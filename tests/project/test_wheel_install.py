@@ -32,11 +32,12 @@ from lsprotocol import types
 from pytest_lsp import make_test_lsp_client
 
 from tests.e2e.harness import stop_client
+from tests.waiting import HANG_GUARD
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = {"budgetlens": REPO / "shared_core" / "budgetlens",
             "budgetlens_lsp": REPO / "server" / "budgetlens_lsp"}
-TIMEOUT = 60.0
+TIMEOUT = HANG_GUARD  # a hang guard only
 FIRST_ERROR = ("examples/pipelines/long_report.yaml:15:9: error[BL050] step 'write_report'"
                " does not fit the context window")
 

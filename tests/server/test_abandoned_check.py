@@ -26,6 +26,7 @@ from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import IndexMode, norm
+from tests.waiting import ANSWER_GUARD
 
 STEPS = 150
 PAUSE_AT = 40  # the poll of a check at which the test types the next keystroke
@@ -69,7 +70,7 @@ class PausingChecks:
             if run.polls == PAUSE_AT and self.pauses > 0:
                 self.pauses -= 1
                 self.paused.release()
-                assert self.go.acquire(timeout=10)
+                assert self.go.acquire(timeout=ANSWER_GUARD)
             return stop is not None and stop()
         try:
             return self.real(path, stop=counting_stop, **kwargs)
@@ -80,7 +81,7 @@ class PausingChecks:
 
 async def _acquire(sem: threading.Semaphore) -> None:
     loop = asyncio.get_running_loop()
-    assert await loop.run_in_executor(None, functools.partial(sem.acquire, timeout=10))
+    assert await loop.run_in_executor(None, functools.partial(sem.acquire, timeout=ANSWER_GUARD))
 
 
 async def test_a_check_overtaken_mid_pipeline_is_abandoned_and_never_published(

@@ -36,6 +36,7 @@ from budgetlens_lsp.workspace_index import (
     Snapshot,
     norm,
 )
+from tests.waiting import ANSWER_GUARD
 
 CONFIG = ('{"model_context_window": 8192, "model_max_tokens": 1024,'
           ' "prompts_dir": "prompts"}\n')
@@ -86,7 +87,7 @@ class Gate:
 
 async def _wait(sem: threading.Semaphore) -> None:
     loop = asyncio.get_running_loop()
-    assert await loop.run_in_executor(None, functools.partial(sem.acquire, timeout=10))
+    assert await loop.run_in_executor(None, functools.partial(sem.acquire, timeout=ANSWER_GUARD))
 
 
 async def test_a_typing_burst_is_coalesced_and_only_the_newest_version_is_delivered() -> None:

@@ -22,6 +22,7 @@ from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot, norm
+from tests.waiting import ANSWER_GUARD
 
 URI = "file:///w/pipelines/a.yaml"
 
@@ -46,7 +47,7 @@ class Cycles:
             a["self"] = a
         if self.hold:
             self.started.release()
-            assert self.release.acquire(timeout=10)
+            assert self.release.acquire(timeout=ANSWER_GUARD)
         return diagnostics.Batch([types.PublishDiagnosticsParams(
             uri=URI, version=snapshot.versions.get(URI), diagnostics=[])],
             held=snapshot.superseded())
@@ -54,7 +55,7 @@ class Cycles:
 
 async def _acquire(sem: threading.Semaphore) -> None:
     loop = asyncio.get_running_loop()
-    assert await loop.run_in_executor(None, functools.partial(sem.acquire, timeout=10))
+    assert await loop.run_in_executor(None, functools.partial(sem.acquire, timeout=ANSWER_GUARD))
 
 
 def _change(session: Session[Any], version: int) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from budgetlens_lsp.session import Session
+from tests.waiting import ANSWER_GUARD
 
 
 async def test_an_edit_then_shutdown_in_one_turn_starts_no_analysis(
@@ -26,6 +27,6 @@ async def test_an_edit_then_shutdown_in_one_turn_starts_no_analysis(
         session.shutdown()
         for _ in range(10):
             await asyncio.sleep(0.01)
-        await asyncio.wait_for(session.flush(), 5)
+        await asyncio.wait_for(session.flush(), ANSWER_GUARD)
     assert (session.analyses, calls) == (0, [])
     assert [r.getMessage() for r in caplog.records] == []

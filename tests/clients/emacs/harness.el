@@ -8,7 +8,8 @@
 (require 'subr-x)
 
 (defvar bl-results (list (cons 'steps nil) (cons 'errors nil) (cons 'done :json-false)))
-(defvar bl-timeout 30.0)
+(defvar bl-timeout  ; a hang guard only: seconds, from the test (tests/waiting.py)
+  (/ (string-to-number (or (getenv "BUDGETLENS_TEST_WAIT_MS") "30000")) 1000.0))
 (defvar bl-workspace (file-name-as-directory (getenv "BUDGETLENS_WORKSPACE")))
 (defvar bl-messages nil "Every message shown in the echo area, newest first.")
 

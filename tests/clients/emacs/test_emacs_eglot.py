@@ -26,7 +26,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("emacs-eglot")
     workspace = copy_examples(tmp)
     command = [system_tool("emacs"), "--batch", "-l", str(HERE / "eglot_flow.el")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=150)
+    data = run_editor(command, tmp_path=tmp, workspace=workspace)
     data["workspace"] = str(workspace)
     data["tmp"] = str(tmp)
     return data
@@ -38,7 +38,7 @@ def eglot_root(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("emacs-eglot-root")
     workspace = copy_examples(tmp)
     command = [system_tool("emacs"), "--batch", "-l", str(HERE / "eglot_flow.el")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=90,
+    data = run_editor(command, tmp_path=tmp, workspace=workspace,
                       extra_env={"BUDGETLENS_EGLOT_NO_PROJECT_RULE": "1"})
     data["workspace"] = str(workspace)
     return data

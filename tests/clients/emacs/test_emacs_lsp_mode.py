@@ -26,7 +26,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("emacs-lsp-mode")
     workspace = copy_examples(tmp)
     command = [system_tool("emacs"), "--batch", "-l", str(HERE / "lsp_mode_flow.el")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=150)
+    data = run_editor(command, tmp_path=tmp, workspace=workspace)
     data["workspace"] = str(workspace)
     data["tmp"] = str(tmp)
     return data

@@ -5,7 +5,7 @@ local H = require("nvim_harness")
 
 local OVER = os.getenv("BUDGETLENS_NVIM_PIPELINE")
 local TRUNCATED = os.getenv("BUDGETLENS_NVIM_TRUNCATED")
-local TIMEOUT = 30000
+local TIMEOUT = tonumber(os.getenv("BUDGETLENS_TEST_WAIT_MS")) or 30000  -- a hang guard
 
 -- client.request became a method in 0.11 (this test targets Debian's 0.7.2, runs on newer too)
 local function request(client, method, params, handler, bufnr)

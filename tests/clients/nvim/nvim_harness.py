@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from budgetlens.tokens.core import get_tokenizer
+from tests.waiting import ANSWER_GUARD, HANG_GUARD
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -57,7 +58,7 @@ def run_nvim_script(
     workspace: Path,
     tmp_path: Path,
     init: str = "NONE",
-    timeout: float = 90.0,
+    timeout: float = HANG_GUARD,
     extra_env: dict[str, str] | None = None,
     nvim: str | None = None,
 ) -> dict[str, Any]:
@@ -83,6 +84,8 @@ def run_nvim_script(
             "BUDGETLENS_NVIM_RESULTS": str(results),
             "BUDGETLENS_NVIM_WORKSPACE": str(workspace),
             "BUDGETLENS_NVIM_PLUGIN": str(PLUGIN_DIR),
+            # every wait of the Lua scripts: a hang guard only (tests/waiting.py)
+            "BUDGETLENS_TEST_WAIT_MS": str(int(ANSWER_GUARD * 1000)),
         }
     )
     env.update(extra_env or {})

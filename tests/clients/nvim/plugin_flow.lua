@@ -7,7 +7,7 @@ local OVER = os.getenv("BUDGETLENS_NVIM_PIPELINE")
 local OTHER = os.getenv("BUDGETLENS_NVIM_OTHER_PIPELINE")
 local PROMPT = os.getenv("BUDGETLENS_NVIM_PROMPT")
 local TRUNCATED = os.getenv("BUDGETLENS_NVIM_TRUNCATED")
-local TIMEOUT = 30000
+local TIMEOUT = tonumber(os.getenv("BUDGETLENS_TEST_WAIT_MS")) or 30000  -- a hang guard
 
 local function clients_of(bufnr)
   local ids = {}

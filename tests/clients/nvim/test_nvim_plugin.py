@@ -128,8 +128,7 @@ def test_budgetlens_report_and_clamp_all(results: dict[str, Any]) -> None:
 @pytest.mark.nvim
 def test_lsp_config_for_011_and_the_missing_server_message(tmp_path: Path) -> None:
     workspace = copy_examples(tmp_path)
-    data = run_nvim_script(HERE / "config_flow.lua", workspace=workspace, tmp_path=tmp_path,
-                           timeout=30)
+    data = run_nvim_script(HERE / "config_flow.lua", workspace=workspace, tmp_path=tmp_path)
     config = data["lsp_config"]
     assert config["cmd"] == ["budgetlens", "serve"]
     assert config["filetypes"] == ["yaml", "json", "text"]

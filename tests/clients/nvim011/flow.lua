@@ -6,7 +6,7 @@ local H = require("nvim_harness")
 
 local PIPELINE = "pipelines/long_report.yaml"
 local TRUNCATED = "responses/truncated.json"
-local TIMEOUT = 30000
+local TIMEOUT = tonumber(os.getenv("BUDGETLENS_TEST_WAIT_MS")) or 30000  -- a hang guard
 
 local function edit(rel)
   vim.cmd("edit " .. vim.fn.fnameescape(H.workspace .. "/" .. rel))

@@ -28,8 +28,7 @@ def results(request: pytest.FixtureRequest,
     tmp = tmp_path_factory.mktemp(f"nvim011-{request.param}")
     workspace = copy_examples(tmp)
     data = run_nvim_script(HERE / "flow.lua", workspace=workspace, tmp_path=tmp,
-                           init=str(HERE / f"init_{request.param}.lua"), nvim=nvim011(),
-                           timeout=120)
+                           init=str(HERE / f"init_{request.param}.lua"), nvim=nvim011())
     data["workspace"] = str(workspace)
     data["mode"] = request.param
     return data

@@ -26,7 +26,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workspace = copy_examples(tmp)
     command = [system_tool("vim"), "-N", "-u", str(HERE / "vimrc"), "-i", "NONE", "-n", "-es",
                "-S", str(HERE / "flow.vim")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace, timeout=120)
+    data = run_editor(command, tmp_path=tmp, workspace=workspace)
     data["workspace"] = str(workspace)
     data["tmp"] = str(tmp)
     return data

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from budgetlens.continuation.syntax import JSON_STRING
+from tests.waiting import HANG_GUARD
 
 EXACT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 SHARED = re.compile(JSON_STRING)
@@ -112,5 +113,5 @@ def test_a_reply_with_many_strings_before_a_late_mismatch_is_read_in_one_pass() 
     cuts = [_many_strings(40, indent, trailing) for indent in (None, 2)
             for trailing in (False, True)]
     proc = subprocess.run([sys.executable, "-c", program], input=json.dumps(cuts),
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG_GUARD)
     assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr
