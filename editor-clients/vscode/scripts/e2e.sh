@@ -12,6 +12,7 @@
 # Usage: editor-clients/vscode/scripts/e2e.sh
 # Needs: root or sudo for apt-get (chromium, ripgrep, libkrb5-dev); the npm registry and PyPI.
 # Environment: E2E_KEEP=1 keeps the temporary workspace and logs; E2E_PORT picks the port.
+# E2E_WAIT_MS (default 120000) bounds each wait: a hang guard, never a time a step must beat.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"       # editor-clients/vscode
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -141,7 +142,8 @@ PATH="$ROOT/.venv/bin:$PATH" setsid "$CODE_SERVER" --config "$RUN_DIR/config.yam
   --disable-getting-started-override --ignore-last-opened \
   "$WS" > "$RUN_DIR/code-server.log" 2>&1 &
 CS_PID=$!
-for _ in $(seq 1 120); do
+# until code-server answers (up to 600 s, a hang guard: a busy machine starts it slowly)
+for _ in $(seq 1 1200); do
   if python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$PORT/healthz', timeout=2)" 2>/dev/null; then break; fi
   kill -0 "$CS_PID" 2>/dev/null || { cat "$RUN_DIR/code-server.log" >&2; exit 1; }
   sleep 0.5
