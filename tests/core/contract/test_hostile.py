@@ -1,4 +1,8 @@
-"""Hostile input gives a diagnostic, never a traceback, and never hangs."""
+"""Hostile input gives a diagnostic, never a traceback, and never hangs.
+
+"Fast" is measured in CPU time of this process (``time.process_time``): the work the check
+did, the same on a machine busy with other work, where wall-clock time is not.
+"""
 
 from __future__ import annotations
 
@@ -77,9 +81,9 @@ def test_yaml_tags_are_refused_and_never_constructed(tmp_path: Path, value: str)
 def test_alias_bomb_is_refused_fast_with_bounded_memory(tmp_path: Path) -> None:
     path = _pipeline(tmp_path, BILLION_LAUGHS)
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     report = check(path)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     diag = only(report, "BL003")
@@ -119,9 +123,9 @@ def test_fifty_megabyte_prompt_is_refused_without_reading_it(tmp_path: Path) -> 
         while fh.tell() < 50 * 1024 * 1024:
             fh.write(chunk)
     assert big.stat().st_size > MAX_FILE_BYTES
-    started = time.perf_counter()
+    started = time.process_time()
     report = check(path)
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 5.0
     diag = only(report, "BL041")
     assert "cap" in diag.message and str(MAX_FILE_BYTES) in diag.message
     assert report.steps[0].system_prompt.value == 0
@@ -256,12 +260,12 @@ def test_cli_on_a_workspace_of_hostile_files_never_prints_a_traceback(tmp_path: 
 
 def test_oversized_pipeline_files_are_refused_fast(tmp_path: Path) -> None:
     path = _pipeline(tmp_path, "# " + "x" * (3 * 1024 * 1024) + "\n")
-    started = time.perf_counter()
+    started = time.process_time()
     assert codes_of(check(path)) == ["BL003"]
     path.write_bytes(b"# " + b"x" * (MAX_FILE_BYTES + 10))
     diag = only(check(path), "BL007")
     assert "cap" in diag.message
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 5.0
 
 
 def test_symlink_loop_prompt(tmp_path: Path) -> None:
