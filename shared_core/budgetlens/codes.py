@@ -60,6 +60,7 @@ MODEL_CONTRADICTED = "BL060"  # a number in config.json contradicts the model's 
 MODEL_UNKNOWN = "BL061"  # a model name the registry does not know
 SERVING_BINDS = "BL062"  # the server's limit (serving.*) is below the model's window
 TARGET_DOES_NOT_FIT = "BL063"  # a step does not fit a target model
+MODELS_FILE_INVALID = "BL069"  # a models.json (workspace or user) value cannot be used
 # settings.injection (the unified injection budget policy)
 INJECTION_NOT_MAPPING = "BL100"
 INJECTION_UNKNOWN_KEY = "BL101"
@@ -108,6 +109,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(MODEL_UNKNOWN, _W, "model name not in the bundled registry"),
     Code(SERVING_BINDS, _I, "the server's limit (serving) is below the model's window"),
     Code(TARGET_DOES_NOT_FIT, _W, "a step does not fit one of the target models"),
+    Code(MODELS_FILE_INVALID, _E, "a models.json value cannot be used"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
     Code(INJECTION_INVALID_VALUE, _E,
@@ -184,6 +186,8 @@ HELP: dict[str, str] = {
                    " used.",
     TARGET_DOES_NOT_FIT: "Shorten the step (context, output, prompt) or drop the target:"
                          " the message says by how much it is over.",
+    MODELS_FILE_INVALID: "Correct the value (limits are whole numbers > 0, max_input and"
+                         " max_output at most the window; a new model needs a window).",
     INJECTION_NOT_MAPPING: "Write the policy keys under settings.injection as a mapping.",
     INJECTION_UNKNOWN_KEY: "Correct the key's spelling or remove it (the message lists the"
                            " known keys).",

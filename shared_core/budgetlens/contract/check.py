@@ -63,6 +63,13 @@ from budgetlens.contract.model import (
     StepBudget,
     Term,
 )
+from budgetlens.contract.models_file import (
+    ModelsFile,
+    load_models_file,
+    overlay,
+    user_models_path,
+    workspace_models_path,
+)
 from budgetlens.contract.pipeline import (
     CALL_MODEL,
     DEFAULT_SAFETY_MARGIN_TOKENS,
@@ -79,15 +86,18 @@ from budgetlens.contract.pipeline import (
 )
 from budgetlens.contract.policy import Policy, PolicyChoice, resolve_policy
 from budgetlens.files import (
+    MISSING_FINGERPRINT,
     DiskFiles,
     FileMissing,
     FileSource,
+    OutsideRoot,
     RunFiles,
     SourceError,
     path_problem,
 )
+from budgetlens.models.registry import Registry, load_registry
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic, Location, Related, Severity
+from budgetlens.source import Diagnostic, Location, Range, Related, Severity
 from budgetlens.tokens.core import (
     DEFAULT_TOKENIZER,
     TokenCounter,
@@ -400,6 +410,7 @@ class _Planner:
         self.floors: dict[tuple[int, OutputSource], Term] = {}
         self.history: Term | None = None
         self.limits = ModelLimits()  # the model's window, ceiling and tokenizer (limits.py)
+        self.models: Registry | None = None  # the registry with models.json (None: none)
         #: the prompt file of each prompt_key, with why it names no file (or None)
         self.prompt_paths: dict[str, tuple[str, str | None]] = {}
 
@@ -445,6 +456,7 @@ class _Planner:
                      " model_context_window)")
         else:
             self.adopt(config.diagnostics)
+        self.models = self.models_registry(config)
         self.limits = self.config_limits(config)
         self.adopt(self.limits.diagnostics)
         choice = self.policy(config, head)
@@ -466,11 +478,43 @@ class _Planner:
     def config_limits(self, config: LoadedConfig | None) -> ModelLimits:
         """``config_limits`` of ``config`` (and the target), made once per config.json of a
         run (``_made_for``)."""
-        target = self.options.target
+        target, models = self.options.target, self.models
         if config is None:
             return config_limits(config, target)
-        return self._made_for(("config limits", config.path, target), config,
-                              lambda: config_limits(config, target))
+        return self._made_for(("config limits", config.path, target, id(models)), config,
+                              lambda: config_limits(config, target, models))
+
+    def _models_file(self, path: str) -> ModelsFile | None:
+        return self.cache.parsed("models.json", path, self.files,
+                                 lambda: _read_models_file(path, self.files))
+
+    def models_registry(self, config: LoadedConfig | None) -> Registry | None:
+        """The registry with the user's and the workspace's models.json over it (``None``:
+        neither exists, the bundled one is used). Each that exists is an input of the
+        pipeline; a missing one's fingerprint is recorded (one created later counts). Their
+        diagnostics are the pipeline's."""
+        if config is None:
+            return None
+        problems: list[Diagnostic] = []
+        named = _models_file_setting(config, problems)
+        self.adopt(problems)
+        paths = [p for p in (user_models_path(self.environ),
+                             workspace_models_path(config.path, named)) if p]
+        loaded: list[ModelsFile] = []
+        for path in paths:
+            if self.files.fingerprint(path) == MISSING_FINGERPRINT:
+                continue  # recorded: a models.json created there later counts
+            self.inputs.add(path)
+            found = self._models_file(path)
+            if found is not None:
+                self.adopt(found.diagnostics)
+                loaded.append(found)
+        if not loaded:
+            return None
+        made = self._made_for(("models registry", *map(id, loaded)), loaded[0],
+                              lambda: overlay(load_registry(), loaded))
+        self.adopt(made[1])
+        return made[0]
 
     def overhead(self, config: LoadedConfig | None) -> Term:
         """``_overhead_term`` of ``config``, made once per config.json of a run
@@ -618,7 +662,7 @@ class _Planner:
         name = (at.step.model_extra or {}).get("model")
         if name is None:  # step_limits gives the pipeline's, without a diagnostic
             return None
-        own = step_limits(name, at.location("model"), shared.config, self.limits)
+        own = step_limits(name, at.location("model"), shared.config, self.limits, self.models)
         self.diags.extend(replace(d, pipeline=self.pipe, step=at.name) for d in own.diagnostics)
         return None if own.model is None or own.model is self.limits.model else own
 
@@ -1118,3 +1162,42 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
                               if cache.places else plan.deps, plan)
     cache.store_report(key, deps, report)
     return report
+
+
+def _read_models_file(path: str, files: RecordingFiles) -> ModelsFile | None:
+    """A models.json (``None`` when it is gone). The user's file lies outside the
+    workspace: when the workspace's sources refuse it, it is read from disk (it is the
+    user's own, not part of a checked change)."""
+    try:
+        text = files.read_text(Path(path))
+    except FileMissing:
+        return None
+    except OutsideRoot:
+        try:
+            text = DiskFiles().read_text(Path(path))
+        except SourceError as exc:
+            return _unreadable_models(path, exc)
+    except SourceError as exc:
+        return _unreadable_models(path, exc)
+    return load_models_file(path, text)
+
+
+def _unreadable_models(path: str, exc: SourceError) -> ModelsFile:
+    return ModelsFile(path, (), (Diagnostic(path, Range.at(0, 0), Severity.ERROR,
+                                            codes.MODELS_FILE_INVALID,
+                                            f"{os.path.basename(path)} cannot be read: {exc};"
+                                            " none of its entries is used"),))
+
+
+def _models_file_setting(config: LoadedConfig, out: list[Diagnostic]) -> str | None:
+    """config.json's ``models_file`` (a path relative to config.json); BL069 at the value
+    when it is not a non-empty text."""
+    extra = config.config.model_extra if config.config is not None else None
+    value = (extra or {}).get("models_file")
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value
+    loc = config.location("models_file")
+    out.append(Diagnostic(loc.file, loc.range, Severity.ERROR, codes.MODELS_FILE_INVALID,
+                          f"config.json models_file must be the path of a models.json,"
+                          f" got {value!r}; models.json next to config.json is read"))
+    return None

@@ -16,7 +16,7 @@ from budgetlens import codes
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.model import Term
-from budgetlens.models.registry import ModelInfo, load_registry
+from budgetlens.models.registry import ModelInfo, Registry, load_registry
 from budgetlens.models.resolution import query_of
 from budgetlens.source import Diagnostic, Location, Related, Severity
 
@@ -48,14 +48,20 @@ def _diag(loc: Location, severity: Severity, code: str, message: str,
     return Diagnostic(loc.file, loc.range, severity, code, message, related=related)
 
 
-def _from_model(info: ModelInfo) -> str:
-    return f"model {info.name} ({info.registry_label})"
+def _from_model(info: ModelInfo, key: str = "window") -> str:
+    return info.provenance(key)
 
 
-def unknown_model_message(name: str, what: str = "model", then: str = "") -> str:
+def _term(info: ModelInfo, key: str, value: int, loc: Location | None) -> Term:
+    """A limit from the model's entry: at the models.json value that set it, if one did."""
+    return Term(value, _from_model(info, key), location=info.origin(key) or loc)
+
+
+def unknown_model_message(name: str, what: str = "model", then: str = "",
+                          registry: Registry | None = None) -> str:
     """``model 'gpt4o' is not in the model registry (2026-11-23)<then>; did you mean
     'gpt-4o'?``"""
-    registry = load_registry()
+    registry = registry or load_registry()
     suggestion = registry.suggest(name)
     hint = f"; did you mean {suggestion!r}?" if suggestion else \
         f"; `budgetlens models {query_of(name)}` lists the names it knows"
@@ -78,7 +84,8 @@ def _checked(typed: Term | None, published: int | None, info: ModelInfo | None,
     if info is None or published is None:
         return typed
     if typed is None:
-        return Term(published, _from_model(info), location=model_loc)
+        return _term(info, "window" if what == "a window" else "max_output", published,
+                     model_loc)
     if typed.value > published and typed.location is not None:
         out.append(_diag(typed.location, Severity.WARNING, codes.MODEL_CONTRADICTED,
                          f"{info.name} has {what} of {published:,} tokens"
@@ -113,31 +120,34 @@ def _serving(config: LoadedConfig, window: Term | None, name: str | None,
     return Term(value, f"config.json serving.{key}{before}", location=loc)
 
 
-def config_limits(config: LoadedConfig | None, target: str | None = None) -> ModelLimits:
+def config_limits(config: LoadedConfig | None, target: str | None = None,
+                  registry: Registry | None = None) -> ModelLimits:
     """The window, output ceiling and tokenizer of a pipeline whose config is ``config``;
-    with ``target``, those of the target model (typed numbers and ``serving`` ignored)."""
+    with ``target``, those of the target model (typed numbers and ``serving`` ignored).
+    ``registry``: the bundled one with the workspace's models.json (default: bundled)."""
     if config is None or config.config is None:
         return ModelLimits()
     cfg = config.config
+    registry = registry or load_registry()
     if target is not None:
-        info = load_registry().get(target)
+        info = registry.get(target)
         if info is None:
             return ModelLimits(name=target)
-        return ModelLimits(info, info.name, Term(info.window, _from_model(info)),
-                           Term(info.max_output, _from_model(info)) if info.max_output
-                           else None, info.encoding, True)
+        return ModelLimits(info, info.name, _term(info, "window", info.window, None),
+                           _term(info, "max_output", info.max_output, None)
+                           if info.max_output else None, info.encoding, True)
     window, ceiling = _typed(config, "model_context_window"), _typed(
         config, "model_max_output_tokens")
     out: list[Diagnostic] = []
-    info = load_registry().get(cfg.model) if cfg.model else None
+    info = registry.get(cfg.model) if cfg.model else None
     model_loc = config.location("model")
     if cfg.model and info is None:
         out.append(_diag(model_loc, Severity.WARNING, codes.MODEL_UNKNOWN, unknown_model_message(
-            cfg.model, then=": its limits come from config.json only")))
+            cfg.model, then=": its limits come from config.json only", registry=registry)))
         if window is None and config.window_ok:
             out.append(_diag(model_loc, Severity.ERROR, codes.WINDOW_INVALID,
                              "config.json has no model_context_window and"
-                             f" {unknown_model_message(cfg.model)}"))
+                             f" {unknown_model_message(cfg.model, registry=registry)}"))
     window = _checked(window, info.window if info else None, info, "a window", model_loc, out)
     ceiling = _checked(ceiling, info.max_output if info else None, info,
                        "an output ceiling", model_loc, out)
@@ -147,7 +157,7 @@ def config_limits(config: LoadedConfig | None, target: str | None = None) -> Mod
 
 
 def step_limits(name: object, loc: Location, config: LoadedConfig | None,
-                base: ModelLimits) -> ModelLimits:
+                base: ModelLimits, registry: Registry | None = None) -> ModelLimits:
     """The limits of a step whose ``model`` is ``name`` (``base``: the pipeline's); a step
     model the registry does not know keeps the pipeline's limits (BL061)."""
     if name is not None and not isinstance(name, str) and not base.forced:
@@ -158,15 +168,16 @@ def step_limits(name: object, loc: Location, config: LoadedConfig | None,
     if not isinstance(name, str) or base.forced or (base.model is not None and
                                                      name == base.model.name):
         return replace_diagnostics(base)
-    info = load_registry().get(name)
+    info = (registry or load_registry()).get(name)
     if info is None:
         return replace_diagnostics(base, (_diag(
             loc, Severity.WARNING, codes.MODEL_UNKNOWN, unknown_model_message(
-                name, "step model", ": the step is checked with the pipeline's limits")),))
-    window: Term | None = Term(info.window, _from_model(info), location=loc)
+                name, "step model", ": the step is checked with the pipeline's limits",
+                registry)),))
+    window: Term | None = _term(info, "window", info.window, loc)
     if config is not None:
         window = _serving(config, window, info.name, None)
-    ceiling = Term(info.max_output, _from_model(info), location=loc) if info.max_output \
+    ceiling = _term(info, "max_output", info.max_output, loc) if info.max_output \
         else None
     return ModelLimits(info, info.name, window, ceiling, info.encoding, False)
 

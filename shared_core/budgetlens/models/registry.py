@@ -78,7 +78,7 @@ class ModelInfo:
     def origin(self, key: str) -> Location | None:
         """Where a models.json set ``key`` (``window``, ``max_input``, ``max_output``,
         ``tokenizer``); ``None`` when it comes from the registry."""
-        return next((loc for k, loc in self.origins if k == key), None)
+        return next((loc for k, loc in reversed(self.origins) if k == key), None)
 
     def provenance(self, key: str) -> str:
         """``models.json:3:15`` for a value a models.json set, else ``model gpt-4o
@@ -117,6 +117,10 @@ class ModelInfo:
                  f"- source: {self.source} ({self.registry_label})"]
         if self.max_input:
             lines.insert(3, f"- max input: {self.max_input:,} tokens")
+        if self.origins:
+            lines.append("- set by " + ", ".join(
+                f"{k}: {self.provenance(k).split(' (')[0]}" for k in
+                dict.fromkeys(k for k, _ in self.origins)))
         return "\n".join(lines)
 
 
