@@ -50,6 +50,7 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "pack": "prioritize, trim and cap documents into a context for an intent",
     "serve": "run the language server (stdio by default)",
     "schema": "print the JSON Schema of pipeline files",
+    "models": "list the model registry's models, or check it (--doctor)",
 }
 SUBCOMMANDS: tuple[str, ...] = tuple(SUBCOMMAND_HELP)
 

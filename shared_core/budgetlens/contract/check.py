@@ -65,8 +65,8 @@ from budgetlens.contract.model import (
 )
 from budgetlens.contract.models_file import (
     ModelsFile,
-    load_models_file,
     overlay,
+    read_models_file,
     user_models_path,
     workspace_models_path,
 )
@@ -97,7 +97,7 @@ from budgetlens.files import (
 )
 from budgetlens.models.registry import Registry, load_registry
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic, Location, Range, Related, Severity
+from budgetlens.source import Diagnostic, Location, Related, Severity
 from budgetlens.tokens.core import (
     DEFAULT_TOKENIZER,
     TokenCounter,
@@ -1169,24 +1169,9 @@ def _read_models_file(path: str, files: RecordingFiles) -> ModelsFile | None:
     workspace: when the workspace's sources refuse it, it is read from disk (it is the
     user's own, not part of a checked change)."""
     try:
-        text = files.read_text(Path(path))
-    except FileMissing:
-        return None
+        return read_models_file(path, files)
     except OutsideRoot:
-        try:
-            text = DiskFiles().read_text(Path(path))
-        except SourceError as exc:
-            return _unreadable_models(path, exc)
-    except SourceError as exc:
-        return _unreadable_models(path, exc)
-    return load_models_file(path, text)
-
-
-def _unreadable_models(path: str, exc: SourceError) -> ModelsFile:
-    return ModelsFile(path, (), (Diagnostic(path, Range.at(0, 0), Severity.ERROR,
-                                            codes.MODELS_FILE_INVALID,
-                                            f"{os.path.basename(path)} cannot be read: {exc};"
-                                            " none of its entries is used"),))
+        return read_models_file(path, DiskFiles())
 
 
 def _models_file_setting(config: LoadedConfig, out: list[Diagnostic]) -> str | None:

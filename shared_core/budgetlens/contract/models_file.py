@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from budgetlens import codes
 from budgetlens.contract.near_miss import check_mapping
+from budgetlens.files import FileMissing, FileSource, OutsideRoot, SourceError
 from budgetlens.models.registry import ModelInfo, Registry, with_entries
 from budgetlens.source import Diagnostic, Location, Range, Severity
 from budgetlens.yamldoc.parse import YamlDocument, parse_yaml
@@ -201,3 +203,24 @@ def overlay(base: Registry, files: list[ModelsFile]
                 entries[info.name] = info
         registry = with_entries(registry, entries)
     return registry, tuple(out)
+
+
+def read_models_file(path: str, files: FileSource) -> ModelsFile | None:
+    """The models.json at ``path`` (``None`` when there is none); raises ``OutsideRoot``
+    when ``files`` refuses it."""
+    try:
+        text = files.read_text(Path(path))
+    except FileMissing:
+        return None
+    except OutsideRoot:
+        raise  # the caller decides (the user's own file is read from disk)
+    except SourceError as exc:
+        return unreadable_models_file(path, exc)
+    return load_models_file(path, text)
+
+
+def unreadable_models_file(path: str, exc: SourceError) -> ModelsFile:
+    return ModelsFile(path, (), (Diagnostic(path, Range.at(0, 0), Severity.ERROR,
+                                            codes.MODELS_FILE_INVALID,
+                                            f"{os.path.basename(path)} cannot be read: {exc};"
+                                            " none of its entries is used"),))

@@ -39,7 +39,8 @@ def _entry_findings(registry: Registry) -> list[Finding]:
         info = registry.models[name]
         for check, message in findings(info.window, info.max_input, info.max_output):
             if info.origins:
-                where = ", ".join(info.provenance(k) for k, _ in info.origins)
+                where = ", ".join(f"{k} at {info.provenance(k)[len(name) + 8:-1]}"
+                                  for k in dict.fromkeys(k for k, _ in info.origins))
                 out.append(Finding(name, check, message, Status.UNJUSTIFIED, where=where))
                 continue
             reason = registry.exceptions.get(name, {}).get(check, "")

@@ -81,14 +81,14 @@ class ModelInfo:
         return next((loc for k, loc in reversed(self.origins) if k == key), None)
 
     def provenance(self, key: str) -> str:
-        """``models.json:3:15`` for a value a models.json set, else ``model gpt-4o
-        (registry 2026-11-23)``."""
+        """``model gpt-4o (models.json:3:15)`` for a value a models.json set, else ``model
+        gpt-4o (registry 2026-11-23)``."""
         loc = self.origin(key)
         if loc is None:
             return f"model {self.name} ({self.registry_label})"
         pos = loc.range.start
-        return f"{os.path.basename(loc.file)}:{pos.line + 1}:{pos.character + 1}" \
-            f" (model {self.name})"
+        return f"model {self.name} ({os.path.basename(loc.file)}:{pos.line + 1}" \
+            f":{pos.character + 1})"
 
     @property
     def exact(self) -> bool:
@@ -98,6 +98,20 @@ class ModelInfo:
     @property
     def encoding(self) -> str:
         return counting_encoding(self.tokenizer, self.name)
+
+    @property
+    def counting(self) -> str:
+        """How counts are made, for a listing: ``o200k_base (exact)``, ``≈ claude_approx``,
+        or ``≈ cl100k_base (exact with budgetlens[llama])`` when an exact tokenizer exists
+        for the model but its extra is not installed."""
+        if self.exact:
+            return f"{self.encoding} (exact)"
+        tokens = _TOKENS_FAMILY.get(self.tokenizer)
+        family = FAMILIES.get(tokens) if tokens else None
+        if family is not None and family.exact and family.extra and \
+                family_for_model(self.name) == tokens:
+            return f"≈ {self.encoding} (exact with budgetlens[{family.extra}])"
+        return f"≈ {self.encoding}"
 
     @property
     def registry_label(self) -> str:
@@ -119,7 +133,7 @@ class ModelInfo:
             lines.insert(3, f"- max input: {self.max_input:,} tokens")
         if self.origins:
             lines.append("- set by " + ", ".join(
-                f"{k}: {self.provenance(k).split(' (')[0]}" for k in
+                f"{k}: {self.provenance(k)[len(self.name) + 8:-1]}" for k in
                 dict.fromkeys(k for k, _ in self.origins)))
         return "\n".join(lines)
 
@@ -150,6 +164,11 @@ class Registry:
     @functools.cached_property
     def _folded(self) -> dict[str, str]:
         return {name.lower(): name for name in self.models}
+
+    @property
+    def folded(self) -> dict[str, str]:
+        """Each name lower-cased -> the name."""
+        return self._folded
 
     def get(self, name: str) -> ModelInfo | None:
         """The model called ``name`` (case does not matter), also under a provider prefix

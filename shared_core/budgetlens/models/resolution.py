@@ -9,8 +9,9 @@ knows wins, so the answer never depends on anything but the name and the registr
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 #: Prefixes that name a provider or a gateway, not a model (LiteLLM's, OpenRouter's, the
 #: Google API's ``models/``). A prefix the registry itself uses (``groq/``, ``ollama/``,
@@ -82,3 +83,24 @@ def query_of(name: str) -> str:
     low = name.strip().lower()
     bare = [low, *_unprefixed(low)][-1]
     return bare.partition(":")[0] or name
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def search(query: str, names: Iterable[str], folded: Mapping[str, str]) -> list[str]:
+    """The names ``query`` finds, best first: the name it resolves to (``resolve``); then
+    every name containing it, ignoring case and punctuation (``llama3.1`` finds
+    ``llama-3.1-8b-instruct``); without any, the names closest to it (``difflib``)."""
+    names = list(names)
+    exact = resolve(query, folded)
+    key = _squashed(query)
+    found = [n for n in names if key in _squashed(n)] if key else list(names)
+    if not found and key:
+        squashed = {_squashed(n): n for n in names}
+        close = difflib.get_close_matches(key, list(squashed), n=10, cutoff=0.6)
+        found = [squashed[c] for c in close]
+    if exact is not None:
+        found = [exact, *(n for n in found if n != exact)]
+    return found

@@ -42,7 +42,7 @@ def test_a_workspace_models_json_lowers_a_window_and_says_so(tmp_path: Path) -> 
     assert codes_of(report) == [CONTRACT_VIOLATION]  # 10 + 1000 + 500 + 90 = 1600 > 1500
     assert report.window is not None and report.window.value == 1500
     # "window": 1500 is on line 3, its value at column 26 (1-based)
-    assert report.window.source == "models.json:3:26 (model gpt-4o)"
+    assert report.window.source == "model gpt-4o (models.json:3:26)"
     assert report.window.location is not None
     assert report.window.location.file == str(tmp_path / "models.json")
     # the registry's output ceiling (16,384) is above the lowered window: not used
@@ -62,7 +62,7 @@ def test_the_user_file_is_read_and_the_workspace_file_wins(tmp_path: Path) -> No
     report = check(pipeline, environ={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     assert report.window is not None and report.window.value == 2000  # the workspace's
     assert report.output_ceiling is not None and report.output_ceiling.value == 300  # user's
-    assert report.output_ceiling.source.startswith("models.json:1:")
+    assert report.output_ceiling.source.startswith("model gpt-4o (models.json:1:")
     assert report.output_ceiling.location is not None
     assert report.output_ceiling.location.file == str(user / "models.json")
     # a model only the user's file knows
@@ -79,7 +79,7 @@ def test_config_json_may_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "limits" / "ours.json").write_text(MODELS, "utf-8")
     report = check(pipeline)
     assert report.window is not None and report.window.value == 1500
-    assert report.window.source == "ours.json:3:26 (model gpt-4o)"
+    assert report.window.source == "model gpt-4o (ours.json:3:26)"
 
 
 def test_bad_values_are_errors_at_the_value(tmp_path: Path) -> None:

@@ -1,0 +1,146 @@
+"""``budgetlens models``: the listing, QUERY, ``--doctor`` on the shipped registry and on a
+planted entry, and a models.json that changes ``check``'s verdict. Expected values are
+written by hand from registry.json and the files made here."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from budgetlens_cli.main import main
+from tests.core.contract.helpers import make_workspace
+
+RAW = json.loads(resources.files("budgetlens.models").joinpath("registry.json")
+                 .read_text("utf-8"))
+PIPELINE = """\
+settings:
+  max_context_tokens: 1000
+  budget_safety_margin_tokens: 90
+steps:
+  - id: answer
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 500
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    make_workspace(tmp_path / "ws", config={"model": "gpt-4o", "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": PIPELINE}, prompts={"sys.txt": ""})
+    monkeypatch.chdir(tmp_path / "ws")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user models.json
+    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
+    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
+    return tmp_path / "ws"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_models_lists_every_model(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "models", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert [m["name"] for m in data["models"]] == sorted(RAW["models"])
+    gpt4o = next(m for m in data["models"] if m["name"] == "gpt-4o")
+    assert (gpt4o["window"], gpt4o["max_input"], gpt4o["max_output"]) == (128000, 128000,
+                                                                          16384)
+    assert gpt4o["counting"] == "o200k_base (exact)" and gpt4o["date"] == RAW["date"]
+    claude = next(m for m in data["models"] if m["name"] == "claude-sonnet-4-5")
+    assert claude["counting"] == "≈ claude_approx" and claude["exact"] is False
+    code, out, _ = _run(capsys, "models")
+    assert code == 0
+    assert out.splitlines()[0] == (f"model registry {RAW['date']}: {len(RAW['models'])} of"
+                                   f" {len(RAW['models'])} models (≈ approximate counts;"
+                                   " - not published)")
+
+
+def test_a_query_finds_names_tags_and_prefixes(ws: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "models", "gpt-4o-mini")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1].split() == ["model", "provider", "window", "max", "input", "max",
+                                "output", "tokenizer", "date", "source"]
+    row = lines[2].split()
+    assert row[:7] == ["gpt-4o-mini", "OpenAI", "128,000", "128,000", "16,384", "o200k_base",
+                       "(exact)"]
+    # an Ollama tag: its model first; a prefix: the model itself
+    for query, first in (("llama3.1:8b", "llama-3.1-8b-instruct"),
+                         ("openai/gpt-4o-mini", "gpt-4o-mini")):
+        code, out, _ = _run(capsys, "models", query, "--format", "json")
+        assert code == 0 and json.loads(out)["models"][0]["name"] == first
+    # punctuation and case ignored: llama3.1 finds llama-3.1-...
+    code, out, _ = _run(capsys, "models", "LLAMA3.1", "--format", "json")
+    names = [m["name"] for m in json.loads(out)["models"]]
+    assert "llama-3.1-8b-instruct" in names and "llama-3.1-70b-instruct" in names
+    assert all("3.1" in n or "3-1" in n or "31" in n for n in names)
+    code, out, _ = _run(capsys, "models", "zzzqqq")
+    assert code == 1 and "no model matches 'zzzqqq'" in out
+
+
+def test_the_doctor_passes_the_shipped_registry(ws: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "models", "--doctor")
+    assert code == 0
+    assert ", 0 unjustified" in out.splitlines()[0]
+    assert "  ✓ gpt-4: output-not-below-window: max output 8,192 is not below the window" \
+           " 8,192; justified: OpenAI publishes" in out
+    code, out, _ = _run(capsys, "models", "--doctor", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["unjustified"] == 0
+    assert {f["status"] for f in data["findings"]} == {"fixed", "justified"}
+
+
+def test_the_doctor_flags_a_planted_entry(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws / "models.json").write_text(
+        '{"models": {\n  "my-llama": {"window": 8192, "max_output": 8192}\n}}\n', "utf-8")
+    code, out, _ = _run(capsys, "models", "--doctor")
+    assert code == 1
+    assert ", 1 unjustified" in out.splitlines()[0]
+    # on line 2, the value of "window" at column 26, of "max_output" at column 46 (1-based)
+    assert ("  ✗ my-llama: output-not-below-window: max output 8,192 is not below the window"
+            " 8,192 (window at models.json:2:26, max_output at models.json:2:46)"
+            ) in out
+    # the entry is listed with where it comes from
+    code, out, _ = _run(capsys, "models", "my-llama", "--format", "json")
+    [row] = json.loads(out)["models"]
+    # (the path as found from the current folder, the workspace)
+    assert row["set_by"] == {"window": "models.json:2:26", "max_output": "models.json:2:46"}
+
+
+def test_a_bad_models_json_is_reported(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws / "models.json").write_text('{"models": {"gpt-4o": {"window": -1}}}', "utf-8")
+    code, out, err = _run(capsys, "models", "gpt-4o", "--format", "json")
+    assert code == 0
+    assert err == ("models.json:1:34: error BL069: models.json"
+                   " models.gpt-4o.window must be a whole number > 0, got -1; the registry's"
+                   " value is used\n")
+    assert json.loads(out)["models"][0]["window"] == 128000
+
+
+def test_a_models_json_changes_checks_verdict(ws: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "check", ".", "--format", "json", "--policy", "fail_fast")
+    assert code == 0  # 10 + 1000 + 500 + 90 = 1,600 fits gpt-4o's 128,000
+    (ws / "models.json").write_text('{"models": {\n  "gpt-4o": {"window": 1500}\n}}\n',
+                                    "utf-8")
+    code, out, _ = _run(capsys, "check", ".", "--format", "json", "--policy", "fail_fast")
+    assert code == 1  # 1,600 > 1,500: an error in fail_fast
+    data = json.loads(out)
+    [bl050] = [d for d in data["diagnostics"] if d["code"] == "BL050"]
+    assert "1600" in bl050["message"].replace(",", "")
+    code, out, _ = _run(capsys, "check", ".", "--policy", "fail_fast")
+    # "window": 1500: line 2, column 24 (1-based)
+    assert "window: 1500 from model gpt-4o (models.json:2:24) at models.json:2:24" in out
+    # back to the registry's window once the file is gone (the result cache notices)
+    (ws / "models.json").unlink()
+    code, out, _ = _run(capsys, "check", ".", "--policy", "fail_fast")
+    assert code == 0
