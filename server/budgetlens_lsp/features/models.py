@@ -13,13 +13,20 @@ The registry is read at the first request that needs it, never at start-up.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
 from lsprotocol import types
 
+from budgetlens.contract.models_file import (
+    load_models_file,
+    overlay,
+    user_models_path,
+    workspace_models_path,
+)
 from budgetlens.contract.targets import TargetMatrix, target_matrix
-from budgetlens.models import ModelInfo, load_registry
+from budgetlens.models import ModelInfo, Registry, load_registry
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 from budgetlens_lsp.features.commands import SHOW_REPORT, readable
@@ -122,12 +129,41 @@ def _hover_text(index: WorkspaceIndex, path: str, doc: YamlDocument,
     name = doc.node(key)
     if not isinstance(name, str):
         return None
-    info = load_registry().get(name)
+    registry = registry_for(index, path)
+    info = registry.get(name)
     if info is None:
-        suggestion = load_registry().suggest(name)
-        return (f"**{name}** is not in the model registry ({load_registry().date})"
+        suggestion = registry.suggest(name)
+        return (f"**{name}** is not in the model registry ({registry.date})"
                 + (f"; did you mean `{suggestion}`?" if suggestion else "."))
     return model_markdown(info)
+
+
+def _models_file_setting(text: str | None) -> str | None:
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return None
+    named = data.get("models_file") if isinstance(data, dict) else None
+    return named if isinstance(named, str) and named.strip() else None
+
+
+def registry_for(index: WorkspaceIndex, path: str) -> Registry:
+    """The registry the check of ``path`` (a pipeline, or a config.json: the first
+    pipeline reading it) used: the bundled one with the models.json files among its
+    report's inputs (the user's, the workspace's) over it, as their texts are now."""
+    report = index.report_for(path) if _is_pipeline(path) else \
+        next(iter(index.reports_using(path)), None)
+    if report is None or report.config is None:
+        return load_registry()
+    environ = index.options_for(report.pipeline).environ or os.environ
+    candidates = (user_models_path(environ), workspace_models_path(
+        report.config, _models_file_setting(index.text_of(report.config))))
+    files = []
+    for candidate in candidates:
+        text = index.text_of(candidate) if candidate and candidate in report.inputs else None
+        if candidate and text is not None:
+            files.append(load_models_file(candidate, text))
+    return overlay(load_registry(), files)[0] if files else load_registry()
 
 
 def hover(index: WorkspaceIndex, path: str | None, pos: types.Position) -> types.Hover | None:
@@ -183,7 +219,7 @@ def completions(index: WorkspaceIndex, path: str | None,
         return None
     start = conv.position(path, Position(core.line, core.character - len(word)))
     rng = types.Range(start=start, end=pos)
-    registry = load_registry()
+    registry = registry_for(index, path)
     return types.CompletionList(is_incomplete=False, items=[
         _item(info, rng) for info in registry.models.values()])
 
