@@ -27,6 +27,7 @@ from budgetlens.contract.models_file import (
 )
 from budgetlens.contract.targets import TargetMatrix, target_matrix
 from budgetlens.models import ModelInfo, Registry, load_registry
+from budgetlens.models.resolution import query_of
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 from budgetlens_lsp.features.commands import SHOW_REPORT, readable
@@ -134,7 +135,8 @@ def _hover_text(index: WorkspaceIndex, path: str, doc: YamlDocument,
     if info is None:
         suggestion = registry.suggest(name)
         return (f"**{name}** is not in the model registry ({registry.date})"
-                + (f"; did you mean `{suggestion}`?" if suggestion else "."))
+                + (f"; did you mean `{suggestion}`?" if suggestion else
+                   f"; run `budgetlens models {query_of(name)}` to find its name."))
     return model_markdown(info)
 
 

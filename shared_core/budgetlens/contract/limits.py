@@ -64,7 +64,7 @@ def unknown_model_message(name: str, what: str = "model", then: str = "",
     registry = registry or load_registry()
     suggestion = registry.suggest(name)
     hint = f"; did you mean {suggestion!r}?" if suggestion else \
-        f"; `budgetlens models {query_of(name)}` lists the names it knows"
+        f"; run `budgetlens models {query_of(name)}` to find its name"
     return f"{what} {name!r} is not in the model registry ({registry.date}){then}{hint}"
 
 
