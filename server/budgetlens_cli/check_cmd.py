@@ -129,8 +129,12 @@ def policy_environ() -> dict[str, str]:
     """The policy variables of the environment, read once for the run (the core reads its
     ``environ`` for every pipeline: the process environment's misses cost more than the
     rest of the policy)."""
-    return {name: os.environ[name] for name in (POLICY_ENV, DEVELOPMENT_ENV)
+    return {name: os.environ[name] for name in (POLICY_ENV, DEVELOPMENT_ENV, *USER_MODELS_ENV)
             if name in os.environ}
+
+
+#: Where the user's models.json is (``contract.models_file.user_models_path``).
+USER_MODELS_ENV = ("XDG_CONFIG_HOME", "HOME")
 
 
 def collect_pipelines(paths: Iterable[str]) -> list[Path]:
@@ -602,7 +606,8 @@ def options_key(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[s
     """What the check options of ``args`` are made of: the options that change a result and
     the policy variables of the environment (as ``CheckOptions.key``)."""
     chosen = sorted((k, repr(v)) for k, v in vars(args).items() if k not in NOT_IN_KEY)
-    return (repr(chosen), environ.get(POLICY_ENV, ""), environ.get(DEVELOPMENT_ENV, ""))
+    return (repr(chosen), environ.get(POLICY_ENV, ""), environ.get(DEVELOPMENT_ENV, ""),
+            *(environ.get(name, "") for name in USER_MODELS_ENV))
 
 
 def open_store(args: argparse.Namespace) -> result_cache.ResultCache | None:

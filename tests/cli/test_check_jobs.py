@@ -260,10 +260,11 @@ def test_inputs_read_by_the_check_are_not_read_again_to_key_the_cache(
     monkeypatch.setattr(result_cache.ResultCache, "save", save)
     _run(capsys, "check", "ws", "-j", "1")
     # hashed apart from the check's own reads: only what the check could not read, i.e.
-    # the prompts that do not exist and the one place probed for a config.json that holds
-    # none (ws/pipelines/config.json); never a pipeline, a prompt or config.json it read
+    # the prompts that do not exist, the one place probed for a config.json that holds
+    # none (ws/pipelines/config.json) and the two places probed for a models.json (next to
+    # config.json, the user's); never a pipeline, a prompt or config.json it read
     missing_prompts = sum(1 for i in range(PIPELINES) if i % 7 == 3)
-    assert hashed == [missing_prompts + 1]
+    assert hashed == [missing_prompts + 1 + 2]
 
 
 def test_the_targets_of_config_json_are_looked_up_once_per_folder(

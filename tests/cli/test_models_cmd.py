@@ -144,3 +144,32 @@ def test_a_models_json_changes_checks_verdict(ws: Path,
     (ws / "models.json").unlink()
     code, out, _ = _run(capsys, "check", ".", "--policy", "fail_fast")
     assert code == 0
+
+
+def test_the_users_models_json_counts_in_check_and_models(
+        ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    user = tmp_path / "xdg" / "budgetlens"  # $XDG_CONFIG_HOME (the fixture), outside ws
+    user.mkdir(parents=True)
+    (user / "models.json").write_text('{"models": {"gpt-4o": {"window": 1500}}}', "utf-8")
+    code, out, _ = _run(capsys, "check", ".", "--policy", "fail_fast")
+    assert code == 1  # 1,600 > 1,500
+    assert f"window: 1500 from model gpt-4o (models.json:1:34) at {user / 'models.json'}" \
+           ":1:34" in out
+    code, out, _ = _run(capsys, "models", "gpt-4o", "--format", "json")
+    assert json.loads(out)["models"][0]["window"] == 1500
+    # the workspace's file wins over the user's
+    (ws / "models.json").write_text('{"models": {"gpt-4o": {"window": 2000}}}', "utf-8")
+    code, out, _ = _run(capsys, "check", ".", "--policy", "fail_fast")
+    assert code == 0
+
+
+def test_a_models_file_setting_that_is_not_a_path_is_an_error(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = json.loads((ws / "config.json").read_text("utf-8"))
+    (ws / "config.json").write_text(json.dumps({**config, "models_file": 3}), "utf-8")
+    code, out, _ = _run(capsys, "check", ".", "--format", "json")
+    assert code == 1
+    [bad] = [d for d in json.loads(out)["diagnostics"] if d["code"] == "BL069"]
+    assert bad["file"] == "config.json"
+    assert bad["message"] == ("config.json models_file must be the path of a models.json,"
+                              " got 3; models.json next to config.json is read")

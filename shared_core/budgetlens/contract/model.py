@@ -290,4 +290,6 @@ class CheckOptions:
             tokenizer = f"{type(tokenizer).__qualname__}@{id(tokenizer):x}"  # an object
         return (str(self.policy or ""), tokenizer or "", str(self.config_path or ""),
                 str(self.workspace_root or ""), environ.get(POLICY_ENV, ""),
-                environ.get(DEVELOPMENT_ENV, ""), self.target or "")
+                environ.get(DEVELOPMENT_ENV, ""), self.target or "",
+                # where the user's models.json is (models_file.user_models_path)
+                environ.get("XDG_CONFIG_HOME", ""), environ.get("HOME", ""))
