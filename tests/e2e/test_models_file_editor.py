@@ -70,3 +70,10 @@ async def test_a_models_json_rechecks_the_open_pipeline(ed: Editor) -> None:
     models = ed.open("models.json", language_id="json")
     ed.replace_all(models, LOWERED.replace("1500", "2000"))
     await ed.wait_diagnostics(uri, lambda ds: ds == [])
+    # a wrong value: BL069 at it, in models.json; the registry's window is used again
+    ed.replace_all(models, LOWERED.replace("1500", "0"))
+    [bad] = await ed.wait_diagnostics(models, lambda ds: "BL069" in codes_of(ds))
+    assert (bad.range.start.line, bad.range.start.character) == (1, 23)
+    assert bad.message == ("models.json models.gpt-4o.window must be a whole number > 0,"
+                           " got 0; the registry's value is used")
+    assert ed.client.diagnostics[uri] == []
