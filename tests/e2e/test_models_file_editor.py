@@ -76,4 +76,4 @@ async def test_a_models_json_rechecks_the_open_pipeline(ed: Editor) -> None:
     assert (bad.range.start.line, bad.range.start.character) == (1, 23)
     assert bad.message == ("models.json models.gpt-4o.window must be a whole number > 0,"
                            " got 0; the registry's value is used")
-    assert ed.client.diagnostics[uri] == []
+    assert list(ed.client.diagnostics[uri]) == []
