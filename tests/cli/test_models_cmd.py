@@ -173,3 +173,15 @@ def test_a_models_file_setting_that_is_not_a_path_is_an_error(
     assert bad["file"] == "config.json"
     assert bad["message"] == ("config.json models_file must be the path of a models.json,"
                               " got 3; models.json next to config.json is read")
+
+
+def test_names_from_a_models_json_are_printed_escaped(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws / "models.json").write_text(
+        '{"models": {"evil\\u001b[2Jname": {"window": 4096, "max_output": 4096}}}', "utf-8")
+    code, out, _ = _run(capsys, "models", "evil")
+    assert code == 0 and "\x1b" not in out
+    assert out.splitlines()[2].startswith("evil\\x1b[2Jname ")
+    code, out, _ = _run(capsys, "models", "--doctor")
+    assert code == 1 and "\x1b" not in out
+    assert "  ✗ evil\\x1b[2Jname: output-not-below-window" in out
