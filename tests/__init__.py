@@ -5,7 +5,10 @@ set ``XDG_CONFIG_HOME`` themselves). Processes the tests start inherit it."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
-os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="budgetlens-test-config-")
+os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME = tempfile.mkdtemp(prefix="budgetlens-test-config-")
+atexit.register(shutil.rmtree, _CONFIG_HOME, True)
