@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from budgetlens import __version__, codes
+from budgetlens.contract import escape
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
@@ -684,14 +685,13 @@ def write_output(out: TextIO, args: argparse.Namespace, results: list[PipelineRe
     elif args.format == "junit":
         out.write(ci_formats.junit_document(
             [(r.fragments["junit"], r.steps + 1) for r in results]))
-    elif args.format == "json":
-        out.write(json_text(results, diagnostics, matrices) + "\n")
+    elif args.format == "json":  # (the names of non-UTF-8 files as escape.json_text shows)
+        out.write(escape.json_text(json_text(results, diagnostics, matrices)) + "\n")
     else:
         document = _json_document(args.format, diagnostics)
         if matrices and args.format == "sarif":  # the matrix as the run's properties
             document["runs"][0].setdefault("properties", {})["targets"] = to_jsonable(matrices)
-        json.dump(document, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        out.write(escape.json_text(json.dumps(document, indent=2, ensure_ascii=False)) + "\n")
 
 
 def _json_document(fmt: str, diagnostics: list[Diagnostic]) -> Any:
@@ -774,12 +774,15 @@ def sarif_output(diagnostics: list[Diagnostic]) -> dict[str, Any]:
     used = sorted({d.code for d in diagnostics})
     rules = [_sarif_rule(c) for c in used if c in codes.CODES]
     results = []
-    for d in diagnostics:
+    # the GitLab fingerprint, stable when lines move or numbers change
+    fingerprints = [issue["fingerprint"] for issue in ci_formats.gitlab_output(diagnostics)]
+    for d, fingerprint in zip(diagnostics, fingerprints, strict=True):
         result: dict[str, Any] = {
             "ruleId": d.code,
             "level": _SARIF_LEVEL[d.severity],
             "message": {"text": d.message},
             "locations": [_sarif_location(d.file, d.range)],
+            "partialFingerprints": {"budgetlens/v1": fingerprint},
             "properties": {"pipeline": d.pipeline, "step": d.step},
         }
         if d.related:
@@ -903,13 +906,19 @@ class SourceLines:
 
 
 def place(file: str, rng: Range) -> str:
-    """``file:line:col`` of the start of ``rng`` (1-based, as compilers print it)."""
-    return f"{file}:{rng.start.line + 1}:{rng.start.character + 1}"
+    """``file:line:col`` of the start of ``rng`` (1-based, as compilers print it), the name
+    shown by ``file_text``."""
+    return f"{file_text(file)}:{rng.start.line + 1}:{rng.start.character + 1}"
+
+
+def file_text(value: str, keep: str = "") -> str:
+    """``budgetlens.contract.escape.text``: a string from a file, for a line of text output."""
+    return escape.text(value, keep)
 
 
 def head_line(d: Diagnostic) -> str:
     """``file:line:col: severity[CODE] message``."""
-    return f"{place(d.file, d.range)}: {d.severity.value}[{d.code}] {d.message}"
+    return f"{place(d.file, d.range)}: {d.severity.value}[{d.code}] {file_text(d.message)}"
 
 
 def _notes(d: Diagnostic) -> list[str]:
@@ -943,19 +952,28 @@ def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:
     # the workspace, a file the check refused to read)
     text = None if d.code == codes.PIPELINE_UNREADABLE else lines.line(d.file, start.line)
     if text is None:
-        return head + "".join(f"\n      = {n}" for n in _notes(d))
+        return head + "".join(f"\n      = {file_text(n)}" for n in _notes(d))
     last = end.character if end.line == start.line else len(text)
     last = max(min(last, len(text)), start.character + 1)
+    text, start_at, last = _source_shown(text, start.character, last)
     if len(text) <= SOURCE_COLUMNS and display_width(text) <= SOURCE_COLUMNS:
-        shown = text
-        caret = _pad(shown[:start.character]) + "^" * max(
-            1, display_width(shown[start.character:last]))
+        line = text
+        caret = _pad(line[:start_at]) + "^" * max(1, display_width(line[start_at:last]))
     else:
-        shown, caret = _cut_line(text, min(start.character, len(text)), min(last, len(text)))
+        line, caret = _cut_line(text, min(start_at, len(text)), min(last, len(text)))
     gutter = f"{start.line + 1:>5} | "
     blank = " " * (len(gutter) - 2)
-    notes = "".join(f"\n{blank}= {n}" for n in _notes(d))
-    return f"{head}\n{gutter}{shown}\n{blank}| {caret}{notes}"
+    notes = "".join(f"\n{blank}= {file_text(n)}" for n in _notes(d))
+    return f"{head}\n{gutter}{line}\n{blank}| {caret}{notes}"
+
+
+def _source_shown(text: str, start: int, last: int) -> tuple[str, int, int]:
+    """A quoted source line as ``file_text`` writes it (tabs kept), and where ``start`` and
+    ``last`` are in it (a ``##[`` cut at either moves the carets by at most two columns)."""
+    line = file_text(text, "\t")
+    if line == text:
+        return text, start, last
+    return line, len(file_text(text[:start], "\t")), len(file_text(text[:last], "\t"))
 
 
 def full_places(diagnostics: Iterable[Diagnostic]) -> set[tuple[str, Range]]:
@@ -1030,9 +1048,10 @@ def table_text(r: PipelineReport) -> str:
     from budgetlens.contract.report_text import budget_table
 
     window = r.window.value if r.window else "?"
-    rows = [f"{r.pipeline}: window {window}, policy {r.policy.value}"
-            f" ({r.policy_source}), tokenizer {r.tokenizer}{model_note(r)}", *budget_table(r)]
-    rows.extend(f"  {split.step}: {split.label}"
+    rows = [file_text(f"{r.pipeline}: window {window}, policy {r.policy.value}"
+                      f" ({r.policy_source}), tokenizer {r.tokenizer}{model_note(r)}"),
+            *budget_table(r)]
+    rows.extend(f"  {file_text(split.step)}: {file_text(split.label)}"
                 for split in (r.injection.steps if r.injection else ()))
     return "\n".join(rows) + "\n\n"
 

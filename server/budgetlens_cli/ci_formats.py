@@ -6,12 +6,16 @@
   (``@actions/core``) does: ``%``, ``\\r`` and ``\\n`` everywhere, ``:`` and ``,`` in the
   properties too.
 - ``gitlab``: a GitLab Code Quality report, a JSON array of issues. The ``fingerprint`` is the
-  SHA-256 of the code, the path and the message (never the line), so an issue keeps its
-  fingerprint when unrelated lines move; a repeat of the same code, path and message gets
-  its occurrence number hashed in too, so fingerprints stay unique.
+  SHA-256 of the code, the path, the step and the key path of the YAML node the issue points
+  at (never the line, never the message), so an issue keeps its fingerprint when unrelated
+  lines move and when its numbers change (a prompt grows by some tokens); a repeat of the
+  same four gets its occurrence number hashed in too, so fingerprints stay unique.
 - ``junit``: JUnit XML, one ``<testsuite>`` per pipeline, one ``<testcase>`` per ``call_model``
   step (a ``<failure>`` when the step does not fit or has an error) and one more testcase,
   ``(file)``, for the pipeline's errors that belong to no step.
+
+Every string that comes from a file (paths, step ids, messages) passes the rule of its
+format in ``budgetlens.contract.escape`` (XML 1.0's characters for JUnit).
 
 Paths are shown relative to the current folder where the file lies below it (as ruff does).
 """
@@ -25,7 +29,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from budgetlens.source import Diagnostic, Severity, unique_diagnostics
+from budgetlens.contract import escape
+from budgetlens.source import Diagnostic, Position, Severity, unique_diagnostics
 
 if TYPE_CHECKING:
     from budgetlens.contract.model import PipelineReport
@@ -50,14 +55,9 @@ def relative_path(file: str) -> str:
 
 
 # ---------------------------------------------------------------------------- GitHub
-def escape_data(text: str) -> str:
-    """The message of a workflow command, escaped as ``@actions/core``'s ``escapeData``."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """A property value, escaped as ``@actions/core``'s ``escapeProperty``."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+#: ``@actions/core``'s ``escapeData`` and ``escapeProperty`` (after ``escape.visible``).
+escape_data = escape.github_data
+escape_property = escape.github_property
 
 
 def github_line(d: Diagnostic) -> str:
@@ -74,21 +74,63 @@ def github_output(diagnostics: Iterable[Diagnostic]) -> str:
 
 
 # ---------------------------------------------------------------------------- GitLab
-def fingerprint(code: str, path: str, message: str, occurrence: int = 1) -> str:
-    """SHA-256 (hex) of ``code``, ``path`` and ``message`` joined by NUL; from the second
-    occurrence of the same three on, ``\\0<occurrence>`` is appended before hashing."""
-    text = f"{code}\0{path}\0{message}"
+def fingerprint(code: str, path: str, step: str, key_path: str, occurrence: int = 1) -> str:
+    """SHA-256 (hex) of ``code``, ``path``, ``step`` and ``key_path`` joined by NUL (UTF-8;
+    a lone surrogate as ``surrogatepass`` writes it); from the second occurrence of
+    the same four on, ``\\0<occurrence>`` is appended before hashing."""
+    text = "\0".join((code, path, step, key_path))
     if occurrence > 1:
         text += f"\0{occurrence}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class KeyPaths:
+    """The key path (``steps.2.max_output_tokens``) of the YAML node a diagnostic points at:
+    the deepest key or value holding its start; empty for a file that is not a YAML or JSON
+    mapping (a prompt) or cannot be read. Each file is parsed once."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Any] = {}
+
+    def _doc(self, file: str) -> Any:
+        if file not in self._docs:
+            # lazy: only the gitlab and sarif formats need it (a cached run loads no parser)
+            from budgetlens.files import DiskFiles, SourceError
+            from budgetlens.yamldoc.parse import parse_yaml
+
+            doc = None
+            if file.endswith((".yaml", ".yml", ".json")):
+                try:
+                    doc, _ = parse_yaml(DiskFiles().read_text(Path(file)))
+                except (SourceError, OSError):  # unreadable now: no key path
+                    doc = None
+            self._docs[file] = doc
+        return self._docs[file]
+
+    def of(self, d: Diagnostic) -> str:
+        doc = self._doc(d.file)
+        if doc is None:
+            return ""
+        best: tuple[Any, ...] = ()
+        for path, span in doc.spans.items():
+            if len(path) > len(best) and (_holds(span.key, d.range.start)
+                                          or _holds(span.value, d.range.start)):
+                best = path
+        return ".".join(str(part) for part in best)
+
+
+def _holds(rng: Any, pos: Position) -> bool:
+    return rng is not None and (rng.start.line, rng.start.character) <= (
+        pos.line, pos.character) < (rng.end.line, rng.end.character)
 
 
 def gitlab_output(diagnostics: Iterable[Diagnostic]) -> list[dict[str, Any]]:
-    seen: dict[tuple[str, str, str], int] = {}
+    seen: dict[tuple[str, str, str, str], int] = {}
+    keys = KeyPaths()
     issues = []
     for d in diagnostics:
         path = relative_path(d.file)
-        key = (d.code, path, d.message)
+        key = (d.code, path, d.step or "", keys.of(d))
         seen[key] = seen.get(key, 0) + 1
         issues.append({
             "description": d.message,
@@ -105,20 +147,22 @@ def gitlab_output(diagnostics: Iterable[Diagnostic]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------- JUnit
 def _head(d: Diagnostic) -> str:
     start = d.range.start
-    return (f"{relative_path(d.file)}:{start.line + 1}:{start.character + 1}:"
-            f" {d.severity.value}[{d.code}] {d.message}")
+    return (f"{escape.xml_text(relative_path(d.file))}:{start.line + 1}:{start.character + 1}:"
+            f" {d.severity.value}[{d.code}] {escape.xml_text(d.message)}")
 
 
 def _testcase(suite: ET.Element, name: str, errors: list[Diagnostic],
               unfit: str | None = None) -> bool:
     """Add a testcase; a ``<failure>`` when there are errors or ``unfit`` says why it does
     not fit. True when it failed."""
-    case = ET.SubElement(suite, "testcase", classname=suite.get("name", ""), name=name)
+    case = ET.SubElement(suite, "testcase", classname=suite.get("name", ""),
+                         name=escape.xml_text(name))
     if not errors and unfit is None:
         return False
     lines = [_head(d) for d in errors] or [unfit or ""]
     first = errors[0] if errors else None
-    failure = ET.SubElement(case, "failure", message=first.message if first else lines[0],
+    failure = ET.SubElement(case, "failure",
+                            message=escape.xml_text(first.message) if first else lines[0],
                             type=first.code if first else "does-not-fit")
     failure.text = "\n".join(lines)
     return True
@@ -129,12 +173,12 @@ def junit_suite(report: PipelineReport) -> tuple[ET.Element, int]:
     a parent's) and the number of its failed testcases."""
     mine = [d for d in unique_diagnostics(report.diagnostics) if d.severity is Severity.ERROR]
     names = [s.summary.step for s in report.steps]
-    suite = ET.Element("testsuite", name=relative_path(report.pipeline))
+    suite = ET.Element("testsuite", name=escape.xml_text(relative_path(report.pipeline)))
     failed = 0
     for step in report.steps:
         name, fits = step.summary.step, step.summary.fits
-        unfit = None if fits else (f"step '{name}' does not fit the context window"
-                                   f" (headroom {step.summary.budget.headroom})")
+        unfit = None if fits else (f"step '{escape.xml_text(name)}' does not fit the context"
+                                   f" window (headroom {step.summary.budget.headroom})")
         failed += _testcase(suite, name, [d for d in mine if d.step == name], unfit)
     failed += _testcase(suite, FILE_CASE, [d for d in mine if d.step not in names])
     suite.attrib.update(tests=str(len(names) + 1), failures=str(failed), errors="0",

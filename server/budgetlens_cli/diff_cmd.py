@@ -26,6 +26,7 @@ from pathlib import PurePosixPath
 from typing import Any, TextIO
 
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, check_pipeline
+from budgetlens.contract import escape
 from budgetlens.contract.diff import (
     BudgetDiff,
     DiffSide,
@@ -204,8 +205,8 @@ def run(args: argparse.Namespace) -> int:
         _refused(args.head, head)
     out = sys.stdout
     if args.format == "json":
-        json.dump(json_output(diff, args), out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        out.write(escape.json_text(json.dumps(json_output(diff, args), indent=2,
+                                              ensure_ascii=False)) + "\n")
     elif args.format == "markdown":
         write_markdown(out, diff, args.base, args.head)
     else:
@@ -278,7 +279,7 @@ def _field(step: StepDiff, name: str) -> str:
 
 def cause_text(change: InputChange) -> str:
     unit = " tokens" if change.kind.value != "setting" else ""
-    return f"{change.name} {_pair(change.before, change.after)}{unit}"
+    return f"{escape.text(change.name)} {_pair(change.before, change.after)}{unit}"
 
 
 def status_text(step: StepDiff) -> str:
@@ -306,15 +307,17 @@ def error_lines(before: tuple[SideError, ...],
 
 
 def error_text(label: str, e: SideError) -> str:
-    return f"{label} {e.code} {e.file}:{e.line}: {e.message}"
+    return f"{label} {escape.text(e.code)} {escape.text(e.file)}:{e.line}: {escape.text(e.message)}"
 
 
 def write_text(out: TextIO, diff: BudgetDiff, base: str, head: str) -> None:
-    out.write(f"budget diff {base} -> {head}: {summary(diff)}\n")
+    # every name from a file (or the command line) shown by escape.text: on one line, inert
+    out.write(f"budget diff {escape.text(base)} -> {escape.text(head)}: {summary(diff)}\n")
     for s in diff.steps:
         if not _shown(s):
             continue
-        out.write(f"{status_text(s)}: {s.pipeline} {s.step}: fixed {_field(s, 'fixed')},"
+        out.write(f"{status_text(s)}: {escape.text(s.pipeline)} {escape.text(s.step)}:"
+                  f" fixed {_field(s, 'fixed')},"
                   f" total {_field(s, 'total')}, headroom {_field(s, 'headroom')},"
                   f" fits {_fits_pair(s)}\n")
         for c in s.causes:
@@ -322,26 +325,29 @@ def write_text(out: TextIO, diff: BudgetDiff, base: str, head: str) -> None:
         for label, e in error_lines(s.errors_before, s.errors_after):
             out.write(f"    {error_text(label, e)}\n")
     for p in diff.pipeline_errors:
-        out.write(f"pipeline {p.pipeline} (every step):\n")
+        out.write(f"pipeline {escape.text(p.pipeline)} (every step):\n")
         for label, e in error_lines(p.before, p.after):
             out.write(f"    {error_text(label, e)}\n")
     for note in diff.notes:
-        out.write(f"note: {note}\n")
+        out.write(f"note: {escape.text(note)}\n")
 
 
 def _md_row(s: StepDiff) -> str:
     status = status_text(s)
     if s.status is StepStatus.NEWLY_FAILING:
         status = f"**{status}**"
-    causes = "<br>".join(f"`{c.name}` {_pair(c.before, c.after)}"
+    # every name from a file as escape.markdown_code writes it: one cell, no markup
+    causes = "<br>".join(f"{escape.markdown_code(c.name)} {_pair(c.before, c.after)}"
                          f"{' tokens' if c.kind.value != 'setting' else ''}" for c in s.causes)
-    cells = [status, f"`{s.pipeline}`", f"`{s.step}`", _field(s, "fixed"), _field(s, "total"),
-             _field(s, "headroom"), _fits_pair(s), causes]
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    cells = [status, escape.markdown_code(s.pipeline), escape.markdown_code(s.step),
+             _field(s, "fixed"), _field(s, "total"), _field(s, "headroom"), _fits_pair(s),
+             causes]
+    return "| " + " | ".join(cells) + " |"
 
 
 def write_markdown(out: TextIO, diff: BudgetDiff, base: str, head: str) -> None:
-    out.write(f"### budgetlens: budget diff `{base}` → `{head}`\n\n")
+    out.write(f"### budgetlens: budget diff {escape.markdown_code(base)} →"
+              f" {escape.markdown_code(head)}\n\n")
     out.write(f"{summary(diff)}.\n")
     rows = [s for s in diff.steps if _shown(s)]
     if rows:
@@ -350,24 +356,26 @@ def write_markdown(out: TextIO, diff: BudgetDiff, base: str, head: str) -> None:
         for s in rows:
             out.write(_md_row(s) + "\n")
     for name in diff.added_pipelines:
-        out.write(f"\nAdded pipeline: `{name}`\n")
+        out.write(f"\nAdded pipeline: {escape.markdown_code(name)}\n")
     for name in diff.removed_pipelines:
-        out.write(f"\nRemoved pipeline: `{name}`\n")
+        out.write(f"\nRemoved pipeline: {escape.markdown_code(name)}\n")
     _markdown_errors(out, diff)
     for note in diff.notes:
-        out.write(f"\nNote: {note}\n")
+        out.write(f"\nNote: {escape.markdown(note)}\n")
 
 
 def _markdown_errors(out: TextIO, diff: BudgetDiff) -> None:
     """The errors of each side, one list item each (``check`` fails on each of HEAD's)."""
-    items = [(f"`{s.pipeline}` step `{s.step}`", label, e) for s in diff.steps
+    md = escape.markdown_code
+    items = [(f"{md(s.pipeline)} step {md(s.step)}", label, e) for s in diff.steps
              for label, e in error_lines(s.errors_before, s.errors_after)]
-    items += [(f"`{p.pipeline}` (every step)", label, e) for p in diff.pipeline_errors
+    items += [(f"{md(p.pipeline)} (every step)", label, e) for p in diff.pipeline_errors
               for label, e in error_lines(p.before, p.after)]
     if not items:
         return
     out.write("\nErrors:\n\n")
     for where, label, e in items:
         label = f"**{label}**" if label == "new error" else label
-        out.write(f"- {label} {where}: `{e.code}` `{e.file}:{e.line}` {e.message}\n")
+        out.write(f"- {label} {where}: {md(e.code)} {md(f'{e.file}:{e.line}')}"
+                  f" {escape.markdown(e.message)}\n")
 

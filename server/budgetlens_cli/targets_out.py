@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from budgetlens.contract import escape
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.limits import unknown_model_message
 from budgetlens.contract.model import CheckOptions
@@ -60,12 +61,14 @@ def write_text(out: TextIO, found: Sequence[TargetMatrix]) -> None:
     for m in found:
         if not m.fits:
             continue
-        out.write(f"{m.pipeline}: targets (✓ fits: total / window; ≈ approximate count)\n")
+        out.write(f"{escape.text(m.pipeline)}: targets (✓ fits: total / window;"
+                  " ≈ approximate count)\n")
         steps = sorted({f.index: f.step for f in m.fits}.items())
         rows = [["step", *m.targets]]
         for index, name in steps:
             by_target = {f.target: f for f in m.for_step(index)}
-            rows.append([name, *(_cell(by_target[t]) for t in m.targets)])
+            rows.append([escape.text(name), *(escape.text(_cell(by_target[t]))
+                                              for t in m.targets)])
         widths = [max(display_width(r[c]) for r in rows) for c in range(len(rows[0]))]
         for r in rows:
             cells = [c + " " * (w - display_width(c)) for c, w in zip(r, widths, strict=True)]

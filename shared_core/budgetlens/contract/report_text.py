@@ -9,6 +9,7 @@ from __future__ import annotations
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
+from budgetlens.contract import escape
 from budgetlens.contract.enums import (
     OutputSource,
 )
@@ -55,10 +56,12 @@ def _all_ints(numbers: tuple[object, ...]) -> bool:
 def budget_table(report: PipelineReport) -> list[str]:
     if not report.steps:
         return []
-    width = max(4, *(display_width(s.step) for s in report.steps))
+    # a step id comes from the pipeline: shown on one line, its control characters escaped
+    names = [escape.text(s.step) for s in report.steps]
+    width = max(4, *(display_width(name) for name in names))
     rows = [_header(width)]
-    for s in report.steps:
-        name = s.step + " " * (width - display_width(s.step))
+    for s, shown in zip(report.steps, names, strict=True):
+        name = shown + " " * (width - display_width(shown))
         fits = "  yes" if s.fits else "  NO"
         if not (s.window.missing or s.context.missing
                 or s.output_source is OutputSource.MISSING):
