@@ -106,21 +106,30 @@ def markdown(value: str) -> str:
     (``visible``), every ASCII punctuation character backslash-escaped (``|`` cannot end
     the cell, `````, ``*``, ``_``, ``[`` start nothing), ``<``, ``>``, ``&`` as entities (no
     HTML, no ``<!--``)."""
-    shown = visible(value)
-    return _MD_SPECIAL.sub(lambda m: _MD_HTML.get(m.group(), "\\" + m.group()), shown)
+    shown = _MD_SPECIAL.sub(lambda m: _MD_HTML.get(m.group(), "\\" + m.group()), visible(value))
+    # a table cell's blanks at either end are not part of it: its own ones as entities
+    stripped = shown.strip(" ")
+    if stripped != shown:
+        lead = len(shown) - len(shown.lstrip(" "))
+        trail = len(shown) - len(shown.rstrip(" ")) if stripped else 0
+        shown = "&#32;" * lead + stripped + "&#32;" * trail
+    return shown
 
 
 def markdown_code(value: str) -> str:
     """A string shown as inline code in a table cell: a code span fenced by more backticks
     than any run inside it, ``|`` as ``\\|`` (GitHub's rule for a pipe in a cell, code spans
-    included); a string that is empty, holds a backslash or a character ``visible`` escapes
-    is ``markdown`` text instead (inside a code span a backslash escapes nothing, so
-    ``\\|`` could not be told from an escaped pipe)."""
-    if not value or "\\" in value or visible(value) != value:
+    included); a string that is empty, holds a backslash, a ``<`` or a character ``visible``
+    escapes is ``markdown`` text instead (inside a code span a backslash escapes nothing, so
+    ``\\|`` could not be told from an escaped pipe; and no ``<!--`` is written at all)."""
+    if not value or "\\" in value or "<" in value or visible(value) != value:
         return markdown(value)
     longest = max((len(run) for run in re.findall("`+", value)), default=0)
     fence = "`" * (longest + 1)
-    pad = " " if value[0] in "` " or value[-1] in "` " else ""
+    # CommonMark drops one space at each end of a code span that has one at both and is not
+    # all spaces: a pad keeps a value's own spaces, and a backtick off the fence
+    pad = " " if "`" in (value[0], value[-1]) or (
+        value[0] == value[-1] == " " and value.strip(" ")) else ""
     return f"{fence}{pad}{value.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
