@@ -94,9 +94,8 @@ class KeyPaths:
 
     def _doc(self, file: str) -> Any:
         if file not in self._docs:
-            # lazy: only the gitlab and sarif formats need it (a cached run loads no parser)
-            from budgetlens.files import DiskFiles, SourceError
-            from budgetlens.yamldoc.parse import parse_yaml
+            from budgetlens.files import DiskFiles, SourceError  # lazy: start-up speed
+            from budgetlens.yamldoc.parse import parse_yaml  # lazy: only gitlab and sarif
 
             doc = None
             if file.endswith((".yaml", ".yml", ".json")):
