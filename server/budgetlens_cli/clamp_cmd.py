@@ -39,6 +39,7 @@ from budgetlens.writes import PlannedWrite, SnapshotFiles, WriteError, write_pla
 from budgetlens_cli.check_cmd import (
     add_common_arguments,
     collect_pipelines,
+    file_text,
     full_places,
     options_from,
     parent_pointer,
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                   out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
-        out.writelines(change_line(c) + "\n" for c in changes)
+        out.writelines(file_text(change_line(c)) + "\n" for c in changes)
     for note in (n for p in plans for n in p.notes):
         print(f"budgetlens: note: {note}", file=sys.stderr)
     if listing:
@@ -201,11 +202,11 @@ def _why_not(after: list[PipelineReport], out: Any) -> None:
         out.write(f"{len(errors)} error{'s' if len(errors) != 1 else ''} the clamp cannot fix"
                   " (it only lowers budget numbers):\n")
         for d in errors:
-            out.write(f"  {place(d.file, d.range)}: error[{d.code}] {d.message}\n")
+            out.write(f"  {place(d.file, d.range)}: error[{d.code}] {file_text(d.message)}\n")
     if children:
         out.write(f"  (and {len(children)} pipeline{'s' if len(children) != 1 else ''}"
                   f" extending a parent with these errors: "
-                  + ", ".join(d.file for d in children) + ")\n")
+                  + ", ".join(file_text(d.file) for d in children) + ")\n")
     if unfit:
         out.write("still not fitting after the plan: "
-                  + ", ".join(f"{p} step {name!r}" for p, name in unfit) + "\n")
+                  + ", ".join(f"{file_text(p)} step {name!r}" for p, name in unfit) + "\n")

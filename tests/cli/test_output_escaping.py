@@ -228,6 +228,18 @@ def test_case9_gitlab_fingerprints_do_not_move_when_numbers_change(
     assert len({i["fingerprint"] for i in new}) == 2
 
 
+def test_the_clamp_listing_keeps_file_names_and_messages_inert(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_workspace(tmp_path / "ws", [("answer", "main"), ("b", f"x\n{FORGED}")],
+                    pipeline=f"p\n{SILENCE}.yaml")
+    _, out = run(capsys, "clamp", "ws")
+    assert_inert_text(out)
+    assert "ws/pipelines/p\\n::stop-commands::tok.yaml:2:23: settings.max_context_tokens" in out
+    assert "prompt file ws/prompts/x\\n::error file=README.md,line=1::forged.txt" in out
+
+
 # --------------------------------------------------------- non-UTF-8 file names
 @pytest.mark.parametrize("fmt", ["text", "github", "junit", "gitlab", "sarif", "json"])
 def test_a_file_name_that_is_not_utf8_prints_in_every_format(
