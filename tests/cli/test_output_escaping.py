@@ -153,9 +153,9 @@ def strings(value: Any) -> list[str]:
     return []
 
 
-def visible_ref(text: str) -> str:
-    """Python's ``repr`` escapes of the characters that are not printable."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+def visible_ref(text: str, keep: str = "") -> str:
+    """Python's ``repr`` escapes of the characters that are not printable (but ``keep``)."""
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in text)
 
 
 # ------------------------------------------------------------------------ case 7
@@ -329,10 +329,11 @@ def test_every_check_format_carries_only_what_budgetlens_meant(
     # github: exactly one command per diagnostic, each the one meant
     _, gh = run(capsys, *check, "github")
     commands = runner_commands(gh)
-    assert Counter((name, p.get("title"), p.get("line"), p.get("col")) for name, p, _
-                   in commands) == Counter(
-        (RUNNER_NAME[d["severity"]], d["code"], str(d["range"]["start"]["line"] + 1),
-         str(d["range"]["start"]["character"] + 1)) for d in meant)
+    assert Counter((name, p.get("title"), p.get("file"), p.get("line"), p.get("col"), data)
+                   for name, p, data in commands) == Counter(
+        (RUNNER_NAME[d["severity"]], d["code"], visible_ref(d["file"], "\r\n"),
+         str(d["range"]["start"]["line"] + 1), str(d["range"]["start"]["character"] + 1),
+         visible_ref(d["message"], "\r\n")) for d in meant)
     _, text = run(capsys, *check, "text")
     assert_inert_text(text)
     _, junit = run(capsys, *check, "junit")
