@@ -22,6 +22,7 @@ Paths are shown relative to the current folder where the file lies below it (as 
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import xml.etree.ElementTree as ET
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract import escape
-from budgetlens.source import Diagnostic, Position, Severity, unique_diagnostics
+from budgetlens.source import Diagnostic, Severity, unique_diagnostics
 
 if TYPE_CHECKING:
     from budgetlens.contract.model import PipelineReport
@@ -84,43 +85,61 @@ def fingerprint(code: str, path: str, step: str, key_path: str, occurrence: int 
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_Place = tuple[int, int]  # (line, character)
+_YamlPath = tuple[Any, ...]
+
+
 class KeyPaths:
     """The key path (``steps.2.max_output_tokens``) of the YAML node a diagnostic points at:
-    the deepest key or value holding its start; empty for a file that is not a YAML or JSON
-    mapping (a prompt) or cannot be read. Each file is parsed once."""
+    the deepest node (a mapping entry from its key to the end of its value) holding its
+    start; empty for a file that is not a YAML or JSON mapping (a prompt) or cannot be read.
+    Each file is parsed and indexed once; a look-up is a binary search, then a walk up the
+    path (the nodes nest: the node starting last at or before a place is inside the deepest
+    one holding it)."""
 
     def __init__(self) -> None:
-        self._docs: dict[str, Any] = {}
+        self._nodes: dict[str, tuple[list[tuple[_Place, int]], list[_YamlPath],
+                                     dict[_YamlPath, tuple[_Place, _Place]]] | None] = {}
 
-    def _doc(self, file: str) -> Any:
-        if file not in self._docs:
-            from budgetlens.files import DiskFiles, SourceError  # lazy: start-up speed
-            from budgetlens.yamldoc.parse import parse_yaml  # lazy: only gitlab and sarif
+    def _index(self, file: str) -> tuple[list[tuple[_Place, int]], list[_YamlPath],
+                                         dict[_YamlPath, tuple[_Place, _Place]]] | None:
+        if file in self._nodes:
+            return self._nodes[file]
+        from budgetlens.files import DiskFiles, SourceError  # lazy: start-up speed
+        from budgetlens.yamldoc.parse import parse_yaml  # lazy: only gitlab and sarif
 
-            doc = None
-            if file.endswith((".yaml", ".yml", ".json")):
-                try:
-                    doc, _ = parse_yaml(DiskFiles().read_text(Path(file)))
-                except (SourceError, OSError):  # unreadable now: no key path
-                    doc = None
-            self._docs[file] = doc
-        return self._docs[file]
+        doc = None
+        if file.endswith((".yaml", ".yml", ".json")):
+            try:
+                doc, _ = parse_yaml(DiskFiles().read_text(Path(file)))
+            except (SourceError, OSError):  # unreadable now: no key path
+                doc = None
+        found = None
+        if doc is not None:
+            spans: dict[_YamlPath, tuple[_Place, _Place]] = {}
+            for path, span in doc.spans.items():
+                start = (span.key or span.value).start
+                end = span.value.end
+                spans[path] = ((start.line, start.character), (end.line, end.character))
+            order = sorted(spans, key=lambda p: (spans[p][0], len(p)))
+            found = ([(spans[p][0], len(p)) for p in order], order, spans)
+        self._nodes[file] = found
+        return found
 
     def of(self, d: Diagnostic) -> str:
-        doc = self._doc(d.file)
-        if doc is None:
+        index = self._index(d.file)
+        if index is None:
             return ""
-        best: tuple[Any, ...] = ()
-        for path, span in doc.spans.items():
-            if len(path) > len(best) and (_holds(span.key, d.range.start)
-                                          or _holds(span.value, d.range.start)):
-                best = path
-        return ".".join(str(part) for part in best)
-
-
-def _holds(rng: Any, pos: Position) -> bool:
-    return rng is not None and (rng.start.line, rng.start.character) <= (
-        pos.line, pos.character) < (rng.end.line, rng.end.character)
+        starts, paths, spans = index
+        at = (d.range.start.line, d.range.start.character)
+        i = bisect.bisect_right(starts, (at, 1 << 30)) - 1
+        path: _YamlPath = paths[i] if i >= 0 else ()
+        while path:
+            node = spans.get(path)
+            if node is not None and node[0] <= at < node[1]:
+                break
+            path = path[:-1]
+        return ".".join(str(part) for part in path)
 
 
 def gitlab_output(diagnostics: Iterable[Diagnostic]) -> list[dict[str, Any]]:
