@@ -191,7 +191,7 @@ def test_a_deleted_prompt(monkeypatch: pytest.MonkeyPatch,
     assert ("    new error BL040 pipelines/qa.yaml:7: prompt file prompts/answer.txt of step"
             " 'answer' does not exist\n") in text
     assert ("- **new error** `pipelines/qa.yaml` step `answer`: `BL040` `pipelines/qa.yaml:7`"
-            " prompt file prompts/answer.txt of step 'answer' does not exist\n") in markdown
+            " prompt file prompts/answer\\.txt of step 'answer' does not exist\n") in markdown
 
     # the same error on both sides: listed (not new), and it fails the diff as it fails
     # check; the step is unchanged

@@ -187,7 +187,7 @@ def test_case7_diff_text_and_markdown_keep_names_inert(
     write_workspace(tmp_path / "base", steps)
     write_workspace(tmp_path / "head", steps, prompt=PROMPT + " Quote the manual." * 20)
     code, text = run(capsys, "diff", str(tmp_path / "base"), str(tmp_path / "head"))
-    assert code == 0  # every step was over budget already: none newly fails
+    assert code == 1  # every step is over budget at HEAD (already at BASE): diff fails as check
     assert_inert_text(text)
     _, md = run(capsys, "diff", str(tmp_path / "base"), str(tmp_path / "head"),
                 "--format", "markdown")
@@ -368,7 +368,9 @@ def test_the_diff_table_has_exactly_the_rows_meant(
     _, md = run(capsys, "diff", "base", "head", "--format", "markdown")
     assert "<!--" not in md
     rows = table_rows(md)
-    # every step with the grown prompt changed; "missing" (no prompt) did not
-    assert len(rows) == 2 + len(case["ids"])
+    # every step with the grown prompt changed; "missing" (no prompt) did not, but its
+    # error (BL040 on both sides) gives it a row of its own, last
+    assert len(rows) == 3 + len(case["ids"])
     assert all(len(r) == 8 for r in rows), md
-    assert [cell_text(r[2]) for r in rows[2:]] == [visible_ref(i) for i in case["ids"]]
+    assert [cell_text(r[2]) for r in rows[2:-1]] == [visible_ref(i) for i in case["ids"]]
+    assert rows[-1][0] == "unchanged" and cell_text(rows[-1][2]) == "missing"
