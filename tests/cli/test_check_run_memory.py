@@ -128,6 +128,9 @@ def test_recent_readings_are_not_searched_while_checking(
 def test_the_policy_variables_are_read_once_per_run(
         ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIPELINE_LIMITS_POLICY", "fail_fast")
+    # no user models.json to locate: the run's environment is the policy variable alone
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("HOME", raising=False)
     options = check_cmd.CheckSpec().options()
     assert options.environ == {"PIPELINE_LIMITS_POLICY": "fail_fast"}
     calls: list[dict[str, str]] = []
