@@ -14,21 +14,20 @@ MAX_INPUT_BYTES = 256 * 1024 * 1024
 MAX_LISTED_ERRORS = 20
 
 
-def read_bytes_arg(name: str) -> bytes:
+def read_bytes_arg(name: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of the file ``name`` (standard input for ``-``), without a UTF-8 BOM;
     UsageError when it is missing, a directory, not a regular file (a FIFO, a device, a
-    socket: reading one could block forever or never end), unreadable or too large."""
+    socket: reading one could block forever or never end), unreadable or larger than
+    ``limit`` bytes."""
     try:
-        if name == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        else:
-            data = _read_regular_file(name)
+        data = sys.stdin.buffer.read(limit + 1) if name == "-" else \
+            _read_regular_file(name, limit)
     except FileNotFoundError:
         raise UsageError(f"{name}: no such file") from None
     except OSError as exc:
         raise UsageError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise UsageError(f"{name}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
+    if len(data) > limit:
+        raise UsageError(f"{name}: larger than {limit / (1024 * 1024):g} MiB")
     return data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
 
 
@@ -39,7 +38,7 @@ def _check_regular(name: str, mode: int) -> None:
         raise UsageError(f"{name}: not a regular file")
 
 
-def _read_regular_file(name: str) -> bytes:
+def _read_regular_file(name: str, limit: int) -> bytes:
     """Read a regular file; anything else is refused before a byte is read. The file is
     opened without blocking (a FIFO without a writer would block ``open`` itself) and
     checked again on the open descriptor, so a path swapped in between is caught too."""
@@ -47,12 +46,13 @@ def _read_regular_file(name: str) -> bytes:
     fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     with os.fdopen(fd, "rb") as fh:
         _check_regular(name, os.fstat(fd).st_mode)
-        return fh.read(MAX_INPUT_BYTES + 1)
+        return fh.read(limit + 1)
 
 
-def read_text_arg(name: str) -> str:
-    """The UTF-8 text of the file ``name`` (or standard input for ``-``); UsageError if not."""
-    data = read_bytes_arg(name)
+def read_text_arg(name: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of the file ``name`` (or standard input for ``-``) of at most ``limit``
+    bytes; UsageError if not."""
+    data = read_bytes_arg(name, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -17,6 +17,7 @@ from typing import Any
 
 from budgetlens import DiskFiles, TokenCounter, TokenizerError, get_tokenizer
 from budgetlens.contract.config import find_config
+from budgetlens.files import MAX_FILE_BYTES
 from budgetlens.tokens.core import DEFAULT_TOKENIZER
 from budgetlens_cli.io import read_text_arg
 from budgetlens_cli.main import EXIT_OK, UsageError
@@ -89,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
     rows: list[tuple[str, int, _Choice]] = []
     for name in args.files:
         choice = tokenizers.for_file(name)
-        rows.append((name, choice.counter.count(read_text_arg(name)), choice))
+        text = read_text_arg(name, MAX_FILE_BYTES)  # the cap of a prompt file in check
+        try:
+            rows.append((name, choice.counter.count(text), choice))
+        except TokenizerError as exc:
+            raise UsageError(f"{name}: {exc}") from None
     labels = list(dict.fromkeys(c.label for _, _, c in rows))
     if args.format == "json":
         names = list(dict.fromkeys(c.counter.name for _, _, c in rows))

@@ -38,7 +38,7 @@ from budgetlens.files import (
     SourceError,
     read_text_utf8,
 )
-from budgetlens.tokens.core import TokenCounter, Tokenizer, counts_key
+from budgetlens.tokens.core import TokenCounter, Tokenizer, TokenizerError, counts_key
 
 T = TypeVar("T")
 
@@ -286,6 +286,8 @@ class BudgetCache:
                 return counter.count(text, utf8=utf8)
             except SourceError as exc:
                 return exc
+            except TokenizerError as exc:  # a native tokenizer failed on this text
+                return SourceError(path, f"{path}: {exc}")
         return self.parsed(f"tokens:{counter.key}", path, files, load)
 
     # -- templates -------------------------------------------------------------------

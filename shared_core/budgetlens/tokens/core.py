@@ -47,6 +47,7 @@ from budgetlens.tokens.counts import (
 from budgetlens.tokens.errors import TokenizerError as TokenizerError  # re-exported
 from budgetlens.tokens.errors import TokenizerUnreadable as TokenizerUnreadable
 from budgetlens.tokens.families import FAMILIES, FamilyTokenizer, family_for_model, load_family
+from budgetlens.tokens.pieces import encode_ordinary, guarded
 
 DEFAULT_TOKENIZER = "cl100k_base"
 SHIPPED_ENCODINGS = ("cl100k_base", "o200k_base")
@@ -109,7 +110,7 @@ class TiktokenTokenizer:
         return built
 
     def encode(self, text: str) -> list[int]:
-        return self._encoding.encode_ordinary(text)  # type: ignore[attr-defined, no-any-return]
+        return encode_ordinary(self._encoding, text, self.name)
 
     @property
     def keeps_counts(self) -> bool:
@@ -119,12 +120,12 @@ class TiktokenTokenizer:
     def count(self, text: str) -> int:
         store = self._counts
         if store is None:
-            return len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+            return len(self.encode(text))
         given = self._given.pair
         key = given[1] if given is not None and given[0] is text else text_digest(text)
         n = store.get(key)
         if n is None:
-            n = len(self._encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+            n = len(self.encode(text))
             store.put(key, n)
         return n
 
@@ -164,8 +165,10 @@ class HuggingFaceTokenizer:
     size: int = 0
 
     def encode(self, text: str) -> list[int]:
-        enc = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
-        return list(enc.ids)
+        def ids(text: str) -> list[int]:
+            enc = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
+            return list(enc.ids)
+        return guarded(self.name, ids, text)
 
     def count(self, text: str) -> int:
         return len(self.encode(text))

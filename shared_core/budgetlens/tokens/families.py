@@ -39,6 +39,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from budgetlens.tokens.errors import TokenizerError
+from budgetlens.tokens.pieces import guarded as _guarded
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,12 @@ class FamilyTokenizer:
     _count: Callable[[str], int] | None = None
 
     def encode(self, text: str) -> list[int]:
-        return self._encode(text)
+        return _guarded(self.name, self._encode, text)
 
     def count(self, text: str) -> int:
         if self._count is not None:
-            return self._count(text)
-        return len(self._encode(text))
+            return _guarded(self.name, self._count, text)
+        return len(self.encode(text))
 
 
 def is_exact(tokenizer: object) -> bool:
