@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from lsprotocol import types
 from pygls import uris
@@ -54,8 +55,7 @@ def uri_from_path(path: str | Path) -> str:
     """The ``file:`` URI of a path; a key that already is a URI (an untitled buffer's) stays."""
     if isinstance(path, str):
         return _uri_of_text(path)
-    uri = uris.from_fs_path(str(path))
-    return uri if uri is not None else Path(path).resolve().as_uri()
+    return _file_uri(str(path))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -64,7 +64,18 @@ def _uri_of_text(path: str) -> str:
     config and base files in every dependent's related information)."""
     if _SCHEME.match(path) and not os.path.isabs(path):
         return path
-    uri = uris.from_fs_path(path)
+    return _file_uri(path)
+
+
+def _file_uri(path: str) -> str:
+    """pygls's URI of ``path``; for a name that is not valid UTF-8 (its bytes kept as
+    surrogate escapes, as ``os.listdir`` gives them) each byte is percent-encoded, so
+    ``bad\\xff.yaml`` is ``bad%FF.yaml`` and :func:`path_from_uri` gives the same bytes back."""
+    try:
+        uri = uris.from_fs_path(path)
+    except UnicodeEncodeError:
+        quoted = quote(os.fsencode(path), safe="/")
+        return "file://" + (quoted if quoted.startswith("/") else "/" + quoted)
     return uri if uri is not None else Path(path).resolve().as_uri()
 
 
@@ -73,6 +84,10 @@ def path_from_uri(uri: str) -> Path | None:
     if not uri.startswith("file:"):
         return None
     path = uris.to_fs_path(uri)
+    if path and "\ufffd" in path and os.name != "nt":
+        parts = urlsplit(uri)
+        if not parts.netloc:  # maybe bytes that are not UTF-8 (_file_uri): decoded as names are
+            path = os.fsdecode(unquote_to_bytes(parts.path))
     return Path(path) if path else None
 
 

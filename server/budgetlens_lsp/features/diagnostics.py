@@ -185,7 +185,11 @@ def publish_params(index: WorkspaceIndex,
     conv = index.converter()  # one for the batch: a shared prompt is indexed once
     out = []
     for path in sorted(changed):
-        uri = snap.open_uris.get(path) or uri_from_path(path)
+        try:
+            uri = snap.open_uris.get(path) or uri_from_path(path)
+        except Exception:  # no URI for this one file: the others are still published
+            log.exception("no URI for %r: its diagnostics are not published", path)
+            continue
         out.append(types.PublishDiagnosticsParams(
             uri=uri, version=snap.versions.get(uri),
             diagnostics=to_lsp(index, changed[path], conv)))

@@ -112,7 +112,9 @@ def write_view(view: View, folder: Path | None = None) -> Path:
     target = folder / f"{view.kind}-{stem}-{digest}{view.suffix}"
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".view-", suffix=view.suffix)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        # a name that is not UTF-8 (surrogate escapes) is shown escaped, as \udcff
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace",
+                       newline="\n") as fh:
             fh.write(view.text)
         os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP)
         if target.exists():
