@@ -19,7 +19,7 @@ from budgetlens import codes
 from budgetlens.contract.near_miss import check_mapping, model_keys, near_miss_diagnostic, suggest
 from budgetlens.contract.shapes import Shape, count, flag, nested, text, texts
 from budgetlens.contract.validation import validate_lenient
-from budgetlens.files import FileMissing, FileSource, SourceError
+from budgetlens.files import FileMissing, FileSource, SourceError, within
 from budgetlens.source import Diagnostic, LineIndex, Location, Range, Severity
 from budgetlens.yamldoc.parse import YamlDocument, parse_yaml
 
@@ -328,7 +328,7 @@ def find_config(start_dir: str, files: FileSource, *, stop_at: str | None = None
         absolute = os.path.abspath(current)
         if (stop is not None and absolute == stop) or os.path.dirname(absolute) == absolute:
             break
-        if stop is not None and not (absolute + os.sep).startswith(stop + os.sep):
+        if stop is not None and not within(absolute, stop):  # stop may be "/"
             break
         current = os.path.normpath(os.path.join(current, os.pardir))
     return None, probed
