@@ -137,3 +137,70 @@ def test_tokens_refuses_a_file_over_the_prompt_cap(tmp_path: Path) -> None:
     done = _cli("tokens", "big.txt", cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == "budgetlens: error: big.txt: larger than 8 MiB\n"
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HUGE = 10**400
+
+
+@pytest.mark.parametrize("where", [("tokens_used_before",), ("model_context_window",),
+                                   ("policy", "min_knowledge_card_tokens"),
+                                   ("policy", "min_bucket_tokens")],
+                         ids=".".join)
+def test_inject_refuses_a_huge_integer_naming_the_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        where: tuple[str, ...]) -> None:
+    """10^400 was an OverflowError in the budget arithmetic: "internal error ... (a bug)"."""
+    from budgetlens_cli.main import main
+
+    plan = json.loads((EXAMPLES / "injection" / "plan.json").read_text("utf-8"))
+    target = plan
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = HUGE
+    (tmp_path / "plan.json").write_text(json.dumps(plan), "utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main(["inject", "plan.json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == ("budgetlens: error: plan.json: invalid plan:\n"
+                   f"  {'.'.join(where)}: input should be less than or equal to"
+                   " 1000000000000000\n")
+
+
+def test_pack_takes_a_huge_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """pack's numbers: a cap of 10^400 keeps everything (no overflow)."""
+    from budgetlens_cli.main import main
+
+    monkeypatch.chdir(EXAMPLES / "packing")
+    for option in ("--max-chars", "--max-tokens"):
+        code = main(["pack", "docs.json", "--intent", "general", option, str(HUGE),
+                     "--format", "json"])
+        out, _ = capsys.readouterr()
+        assert code == 0
+        doc = json.loads(out)
+        assert doc[option[2:].replace("-", "_")] == HUGE
+        assert doc["chars"] > 0
+
+
+def test_check_refuses_a_huge_injection_minimum_naming_the_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same policy in a pipeline's settings.injection: an internal error before."""
+    from budgetlens_cli.main import main
+
+    ws = make_workspace(tmp_path / "ws", config={"model_context_window": 8192,
+                                                 "model_max_tokens": 100,
+                                                 "developement": True},
+                        pipelines={"p.yaml": PIPELINE.replace(
+                            "  max_history_tokens: 0\n",
+                            "  max_history_tokens: 0\n  injection:\n"
+                            f"    min_knowledge_card_tokens: {HUGE}\n")},
+                        prompts={"spaces.txt": "You answer."})
+    code = main(["check", str(ws), "--format", "json", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "internal error" not in err
+    (diag,) = json.loads(out)["diagnostics"]
+    assert diag["code"] == "BL102"
+    assert diag["message"].startswith("settings.injection.min_knowledge_card_tokens: input"
+                                      " should be less than or equal to 1000000000000000")

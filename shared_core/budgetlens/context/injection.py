@@ -51,6 +51,7 @@ from budgetlens.context.unified_budget import (
     UnifiedContextBudgetPolicy,
     compute_unified_budget,
 )
+from budgetlens.context.unified_policy import MAX_TOKEN_COUNT
 from budgetlens.serialize import to_jsonable
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 
@@ -187,8 +188,8 @@ class InjectionRequest(BaseModel):
     trace_id: Str120 = ""
     timestamp: datetime | None = Field(default=None, strict=False)
     """ISO 8601, stamped on the manifest; default: the time of the call (UTC)."""
-    model_context_window: int = Field(gt=0)
-    tokens_used_before: int = Field(ge=0)
+    model_context_window: int = Field(gt=0, le=MAX_TOKEN_COUNT)
+    tokens_used_before: int = Field(ge=0, le=MAX_TOKEN_COUNT)
     bucket_is_direct_target: bool = False
     """The user referenced a bucket or its content: the split shifts to 0.20 / 0.80."""
     policy: UnifiedContextBudgetPolicy = Field(default_factory=UnifiedContextBudgetPolicy)

@@ -10,12 +10,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The largest token count an input may give (10^15: far above any window, and exact in the
+#: floats the budget arithmetic computes shares with; a larger one is refused, naming its
+#: field, instead of overflowing that arithmetic).
+MAX_TOKEN_COUNT = 10**15
+
 
 class UnifiedContextBudgetPolicy(BaseModel):
     """How much of the remaining context window injected context may take, and how it splits.
 
     Fields, defaults and bounds are those of the unified context budget governance policy
-    (schema_version 1). Integers must be whole numbers >= 0; shares and percentages lie in
+    (schema_version 1). Integers must be whole numbers >= 0 (the minimums at most
+    ``MAX_TOKEN_COUNT``; a larger cap is no cap); shares and percentages lie in
     [0, 1]. Unknown keys are rejected.
     """
 
@@ -37,9 +43,10 @@ class UnifiedContextBudgetPolicy(BaseModel):
     interaction_policy_sub_budget_pct: float = Field(default=0.10, ge=0, le=1, description=(
         "At most this fraction of the knowledge card budget goes to ``interaction_policy``"
         " cards."))
-    min_knowledge_card_tokens: int = Field(default=500, ge=0, description=(
+    min_knowledge_card_tokens: int = Field(default=500, ge=0, le=MAX_TOKEN_COUNT,
+                                           description=(
         "Guaranteed knowledge card budget when both sources have content (scaled if needed)."))
-    min_bucket_tokens: int = Field(default=500, ge=0, description=(
+    min_bucket_tokens: int = Field(default=500, ge=0, le=MAX_TOKEN_COUNT, description=(
         "Guaranteed bucket budget when both sources have content (scaled if needed)."))
     schema_version: Literal[1] = Field(default=1, description=(
         "Version of the policy format; 1 is the only one."))
