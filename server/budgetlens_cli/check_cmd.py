@@ -18,6 +18,7 @@ import contextlib
 import gc
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from budgetlens.tokens.core import (
     TokenizerError,
     get_tokenizer,
     tokenizer_file,
+    tokenizer_path,
 )
 from budgetlens_cli import cache as result_cache
 from budgetlens_cli import ci_formats
@@ -105,14 +107,43 @@ def check_usage(args: argparse.Namespace) -> None:
     command line does: it is made absolute here, so the file this check reads is the one
     the pipelines are counted with (config.json's own ``tokenizer`` is relative to its
     folder; the option was too, while this check read it from the current folder)."""
+    named = [*getattr(args, "paths", ()), *([args.config] if args.config else [])]
+    spec = tokenizer_path(args.tokenizer) if args.tokenizer is not None else None
+    _current_folder_exists([*named, *([str(spec)] if spec is not None else [])])
     if args.tokenizer is not None:
         args.tokenizer = tokenizer_file(args.tokenizer) or args.tokenizer
         try:
             get_tokenizer(args.tokenizer)
         except TokenizerError as exc:
             raise UsageError(f"--tokenizer: {exc}") from None
-    if args.config is not None and not Path(args.config).is_file():
-        raise UsageError(f"--config {args.config}: no such file")
+    if args.config is not None:
+        _config_file(args.config)
+
+
+def _current_folder_exists(names: list[str]) -> None:
+    """UsageError when a relative path is given (``.`` by default) and the current folder
+    was deleted: it names nothing (every later step would fail on it)."""
+    if all(os.path.isabs(name) for name in names):
+        return
+    try:
+        os.getcwd()
+    except OSError:
+        raise UsageError("the current folder no longer exists (deleted or moved): cd to a"
+                         " folder that exists, or give absolute paths") from None
+
+
+def _config_file(name: str) -> None:
+    """UsageError unless ``--config`` names a regular file (saying what it names instead)."""
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"--config {name}: no such file") from None
+    except OSError as exc:
+        raise UsageError(f"--config {name}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"--config {name}: is a directory, expected a config.json file")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--config {name}: not a regular file")
 
 
 def options_from(args: argparse.Namespace) -> CheckOptions:

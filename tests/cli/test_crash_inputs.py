@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,64 @@ def test_check_refuses_a_huge_injection_minimum_naming_the_key(
     assert diag["code"] == "BL102"
     assert diag["message"].startswith("settings.injection.min_knowledge_card_tokens: input"
                                       " should be less than or equal to 1000000000000000")
+
+
+def test_check_in_a_deleted_current_folder_is_one_line_of_usage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It was "internal error: FileNotFoundError ... (a bug)"."""
+    from budgetlens_cli.main import main
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    for command in (["check"], ["clamp"], ["check", "ws", "--config", "c.json"]):
+        code = main(command)
+        out, err = capsys.readouterr()
+        assert code == 2 and out == ""
+        assert err == ("budgetlens: error: the current folder no longer exists (deleted or"
+                       " moved): cd to a folder that exists, or give absolute paths\n")
+
+
+@pytest.mark.parametrize(("config", "why"), [("/dev/null", "not a regular file"),
+                                             ("ws", "is a directory, expected a config.json"
+                                                    " file"),
+                                             ("nope.json", "no such file")])
+def test_config_option_says_what_it_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        config: str, why: str) -> None:
+    """``--config /dev/null`` said "no such file"."""
+    from budgetlens_cli.main import main
+
+    shutil.copytree(EXAMPLES, tmp_path / "ws", ignore=shutil.ignore_patterns(".budgetlens*"))
+    monkeypatch.chdir(tmp_path)
+    code = main(["check", "ws", "--config", config])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == f"budgetlens: error: --config {config}: {why}\n"
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_config_outside_the_pipelines_tree_keeps_in_repo_extends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        absolute: bool) -> None:
+    """A shared config.json kept beside the repository (``--config ../shared/config.json``)
+    made every in-repo ``extends`` BL022 (outside the workspace root, which was the config's
+    folder). docs/cli.md: the root is the folder common to that config and the pipeline.
+    examples/ then has its one error: long_report.yaml's BL050."""
+    from budgetlens_cli.main import main
+
+    shutil.copytree(EXAMPLES, tmp_path / "ws", ignore=shutil.ignore_patterns(".budgetlens*"))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shutil.copy(tmp_path / "ws" / "config.json", shared / "config.json")
+    shutil.copytree(tmp_path / "ws" / "prompts", shared / "prompts")
+    monkeypatch.chdir(tmp_path / "ws")
+    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
+    config = str(shared / "config.json") if absolute else "../shared/config.json"
+    code = main(["check", ".", "--config", config, "--format", "json", "--no-cache"])
+    out, _ = capsys.readouterr()
+    assert [(d["code"], d["step"]) for d in json.loads(out)["diagnostics"]] == \
+        [("BL050", "write_report")]
+    assert code == 1

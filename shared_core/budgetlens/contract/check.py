@@ -530,9 +530,16 @@ class _Planner:
                               lambda: file_settings(pf, depth))
 
     def root(self, config: LoadedConfig | None) -> str:
+        """The workspace root: the option's, else the folder of config.json (of a config
+        named by ``config_path``: the folder common to it and the pipeline, so a shared
+        config kept elsewhere leaves the pipeline's own tree inside), else the pipeline's."""
         if self.options.workspace_root is not None:
             return os.path.normpath(str(self.options.workspace_root))
-        return config.directory if config is not None else os.path.dirname(self.pipe) or "."
+        if config is None:
+            return os.path.dirname(self.pipe) or "."
+        if self.options.config_path is None:
+            return config.directory
+        return _common_folder(config.directory, os.path.dirname(self.pipe) or ".")
 
     def policy(self, config: LoadedConfig | None, head: Location) -> PolicyChoice:
         cfg = config.config if config is not None else None
@@ -556,7 +563,7 @@ class _Planner:
         steps, shared = self.steps(chain, shared, settings)
         prompt_root = (str(self.options.workspace_root)
                        if self.options.workspace_root is not None
-                       else config.directory if config is not None else ".")
+                       else self.root(config) if config is not None else ".")
         return _Plan(
             deps=self.files.seen, inputs=frozenset(self.inputs), context_diags=context_diags,
             shared=shared, context=context,
@@ -1091,6 +1098,19 @@ def _clamp_text(index: int, clamp: ClampValues) -> str:
         if c.index == index:
             parts.append(f"this step's output {c.before} -> {c.after}")
     return " and ".join(parts) if parts else "nothing"
+
+
+def _common_folder(a: str, b: str) -> str:
+    """The deepest folder holding both ``a`` and ``b``: relative when both are (and neither
+    climbs with ``..``), else absolute; ``a`` when there is none (another drive)."""
+    a, b = os.path.normpath(a), os.path.normpath(b)
+    climbs = any(p == os.pardir or p.startswith(os.pardir + os.sep) for p in (a, b))
+    if not os.path.isabs(a) and not os.path.isabs(b) and not climbs:
+        return os.path.commonpath([a, b]) or "."
+    try:
+        return os.path.commonpath([os.path.abspath(a), os.path.abspath(b)])
+    except (OSError, ValueError):  # the current folder deleted; paths on two drives
+        return a
 
 
 def _folder_if_relative(pipe: str, options: CheckOptions) -> str | None:
