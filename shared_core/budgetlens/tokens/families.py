@@ -39,6 +39,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from budgetlens.tokens.errors import TokenizerError
+from budgetlens.tokens.pieces import encode_ordinary as _encode_ordinary
 from budgetlens.tokens.pieces import guarded as _guarded
 
 
@@ -185,7 +186,7 @@ def _load_qwen2(family: Family) -> FamilyTokenizer:
 
     def encode(text: str) -> list[int]:
         # Qwen's tokenizer normalises to NFC before it splits (its tokenizer.json normalizer).
-        return encoding.encode_ordinary(unicodedata.normalize("NFC", text))  # type: ignore[attr-defined, no-any-return]
+        return _encode_ordinary(encoding, unicodedata.normalize("NFC", text), family.name)
     return FamilyTokenizer(family.name, True, encode)
 
 
@@ -211,7 +212,8 @@ def _load_mistral_tekken(family: Family) -> FamilyTokenizer:
     # Tekken ids are the ranks shifted past the special tokens; counts do not depend on it.
     shift = int(config["default_num_special_tokens"])
     return FamilyTokenizer(family.name, True,
-                           lambda text: [t + shift for t in encoding.encode_ordinary(text)])  # type: ignore[attr-defined]
+                           lambda text: [t + shift for t in
+                                         _encode_ordinary(encoding, text, family.name)])
 
 
 _LOADERS: dict[str, Callable[[Family], FamilyTokenizer]] = {

@@ -6,7 +6,9 @@ of the text is matched by ``\\s+(?!\\S)``; on a run of about a million character
 engine's backtracking stack overflows and tiktoken panics (``pyo3_runtime.PanicException``,
 a ``BaseException``). ``encode_ordinary`` here cuts such runs out of the text and merges them
 on their own, so the ids (and counts) are those tiktoken would give, and it turns any other
-failure of the native code into a ``TokenizerError``.
+failure of the native code into a ``TokenizerError``. The Qwen 2 and Mistral Tekken families
+(tiktoken over their own vocabularies) split with the same whitespace branches and use it
+too.
 
 Why the ids do not change. Let ``R = text[s:e]`` be a maximal run of whitespace without
 ``\\r``/``\\n`` (every character of ``R`` is in ``\\s``; ``text[s-1]`` is a newline or not
@@ -83,13 +85,18 @@ def cuts(text: str, pattern: re.Pattern[str] = _LONG) -> list[tuple[int, int]]:
 
 
 def encode_ordinary(encoding: object, text: str, name: str, *,
-                    pattern: re.Pattern[str] = _LONG) -> list[int]:
-    """``encoding.encode_ordinary(text)`` (a tiktoken ``Encoding`` of ``cl100k_base`` or
-    ``o200k_base``), with long whitespace runs merged on their own (see the module
-    docstring); raises ``TokenizerError`` instead of a native failure."""
+                    pattern: re.Pattern[str] | None = None) -> list[int]:
+    """``encoding.encode_ordinary(text)`` (a tiktoken ``Encoding`` whose split pattern ends
+    in ``\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`` and takes no whitespace after a non-space
+    except newlines: ``cl100k_base``, ``o200k_base``, Qwen 2's and Mistral Tekken's), with
+    long whitespace runs merged on their own (see the module docstring); raises
+    ``TokenizerError`` instead of a native failure. ``pattern``: the runs to cut (default
+    those of :data:`LONG_RUN` characters or more)."""
     enc: Callable[[str], list[int]] = encoding.encode_ordinary  # type: ignore[attr-defined]
-    if len(text) < LONG_RUN and pattern is _LONG:
-        return guarded(name, enc, text)
+    if pattern is None:
+        if len(text) < LONG_RUN:
+            return guarded(name, enc, text)
+        pattern = _LONG
     pieces = cuts(text, pattern)
     if not pieces:
         return guarded(name, enc, text)

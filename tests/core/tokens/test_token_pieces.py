@@ -110,3 +110,24 @@ def test_native_failure_is_a_tokenizer_error() -> None:
 
     with pytest.raises(KeyboardInterrupt):
         pieces.guarded("cl100k_base", interrupted, "x")
+
+
+@pytest.mark.parametrize("family", ["qwen2", "mistral_tekken"])
+def test_families_on_tiktoken_cut_runs_with_the_same_ids(
+        family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Qwen 2 and Mistral Tekken split with the same whitespace branches (pieces.py): their
+    ids with every run of 2+ cut equal tiktoken's own (texts under LONG_RUN: uncut)."""
+    from budgetlens.tokens.families import available, load_family
+
+    if not available(family):
+        pytest.skip(f"the {family} extra is not installed")
+    tok = load_family(family)
+    rng = random.Random(7)
+    texts = [t for t in (_random_text(rng) for _ in range(600)) if len(t) < pieces.LONG_RUN]
+    expected = [tok.encode(t) for t in texts]
+    monkeypatch.setattr(pieces, "LONG_RUN", 2)
+    monkeypatch.setattr(pieces, "_LONG", EVERY_RUN)
+    assert [tok.encode(t) for t in texts] == expected
+    monkeypatch.undo()
+    big = " " * 1_000_000 + "hello"  # tiktoken panics on it
+    assert tok.count(big) == len(tok.encode(big)) > 7000
