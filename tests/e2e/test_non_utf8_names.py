@@ -1,4 +1,4 @@
-"""A pipeline whose file name is not valid UTF-8 (issue 30, case 11).
+"""Inputs that silenced the language server (issue 30, cases 11 and 10).
 
 On Linux a file name is bytes; ``pipelines/bad\\xff.yaml`` is a legal name. Building its URI
 raised UnicodeEncodeError and failed the whole publish batch: the server published no
@@ -46,3 +46,23 @@ async def test_a_non_utf8_pipeline_name_does_not_silence_the_others(workspace: P
         odd_report = await _run(ed, "budgetlens.showBudgetReport", {"uri": odd})
         [pipeline] = odd_report["pipelines"]
         assert os.fsencode(pipeline["pipeline"]).endswith(b"/pipelines/bad\xff.yaml")
+
+
+async def test_a_megabyte_of_spaces_in_a_prompt_is_counted_in_the_editor(
+        workspace: Path) -> None:
+    """Issue 30, case 10: tiktoken panicked on the prompt (a BaseException the analysis did
+    not catch) and the editor kept showing the previous "fits". Expected numbers from
+    tiktoken directly: a text of spaces only is one piece, merged by tiktoken itself."""
+    from budgetlens.tokens.core import get_tokenizer
+
+    spaces = 1_000_000
+    (workspace / "prompts" / "report.txt").write_text(" " * spaces, "utf-8")
+    enc = get_tokenizer("cl100k_base")._encoding  # type: ignore[attr-defined]
+    system = len(enc._encode_single_piece(b" " * spaces))
+    async with running_server(workspace) as ed:
+        uri = ed.open("pipelines/long_report.yaml")
+        # the prompt alone takes 95% of the 8,192 window: no clamp can fit the steps
+        diags = await ed.wait_diagnostics(uri, lambda ds: "BL052" in codes_of(ds))
+        assert codes_of(diags) == ["BL052", "BL052"]
+        assert all(f"system prompt {system} is 95% of the 8192 window" in d.message
+                   for d in diags), [d.message for d in diags]
