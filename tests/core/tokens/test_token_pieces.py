@@ -131,3 +131,13 @@ def test_families_on_tiktoken_cut_runs_with_the_same_ids(
     monkeypatch.undo()
     big = " " * 1_000_000 + "hello"  # tiktoken panics on it
     assert tok.count(big) == len(tok.encode(big)) > 7000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(WHITESPACE), st.sampled_from(OTHERS)), max_size=80),
+       st.integers(min_value=2, max_value=12))
+def test_quick_look_never_misses_a_long_run(parts: list[str], length: int) -> None:
+    """The block test that skips the scan for ordinary texts is never wrong about a run."""
+    text = "".join(parts)
+    if pieces._long_runs(length).search(text):
+        assert pieces._may_hold_run(text, length)
