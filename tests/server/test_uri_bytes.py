@@ -29,3 +29,37 @@ def test_uri_round_trip_keeps_the_bytes(raw: bytes, uri: str) -> None:
     assert uri_from_path(Path(path)) == uri
     back = path_from_uri(uri)
     assert back is not None and os.fsencode(back) == raw
+
+
+def test_a_file_without_a_uri_does_not_drop_the_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One file whose URI cannot be built is left out of the publish batch; the others are
+    in it (it was the whole batch that failed, case 11)."""
+    import shutil
+
+    from budgetlens_lsp.features import diagnostics as diagnostics_module
+    from budgetlens_lsp.features.context import Analysis
+    from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    shutil.copytree(examples, tmp_path / "ws")
+    root = norm(tmp_path / "ws")
+    analysis = Analysis()
+    results = diagnostics_module.update(analysis, Snapshot(roots=(root,)), frozenset(),
+                                        IndexMode.FULL)
+    prompt = norm(Path(root) / "prompts/report.txt")  # the over-budget step shows there too
+    long_report = norm(Path(root) / "pipelines/long_report.yaml")
+    assert {prompt, long_report} <= set(results.publish)
+    real = diagnostics_module.uri_from_path
+
+    def failing(path: str | Path) -> str:
+        if str(path) == prompt:
+            raise UnicodeEncodeError("utf-8", "x", 0, 1, "surrogates not allowed")
+        return real(path)
+
+    monkeypatch.setattr(diagnostics_module, "uri_from_path", failing)
+    batch = diagnostics_module.publish_params(analysis.index, results.publish)
+    uris = {p.uri: p for p in batch}
+    assert real(prompt) not in uris
+    assert [d.code for d in uris[real(long_report)].diagnostics] == ["BL050"]
+    assert len(batch) == len(results.publish) - 1
