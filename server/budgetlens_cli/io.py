@@ -14,11 +14,12 @@ MAX_INPUT_BYTES = 256 * 1024 * 1024
 MAX_LISTED_ERRORS = 20
 
 
-def read_bytes_arg(name: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+def read_bytes_arg(name: str, limit: int | None = None) -> bytes:
     """The bytes of the file ``name`` (standard input for ``-``), without a UTF-8 BOM;
     UsageError when it is missing, a directory, not a regular file (a FIFO, a device, a
     socket: reading one could block forever or never end), unreadable or larger than
-    ``limit`` bytes."""
+    ``limit`` bytes (default :data:`MAX_INPUT_BYTES`)."""
+    limit = MAX_INPUT_BYTES if limit is None else limit
     try:
         data = sys.stdin.buffer.read(limit + 1) if name == "-" else \
             _read_regular_file(name, limit)
@@ -27,7 +28,7 @@ def read_bytes_arg(name: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     except OSError as exc:
         raise UsageError(f"{name}: cannot read ({exc.strerror or exc})") from None
     if len(data) > limit:
-        raise UsageError(f"{name}: larger than {limit / (1024 * 1024):g} MiB")
+        raise UsageError(f"{name}: larger than {limit // (1024 * 1024)} MiB")
     return data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
 
 
@@ -49,7 +50,7 @@ def _read_regular_file(name: str, limit: int) -> bytes:
         return fh.read(limit + 1)
 
 
-def read_text_arg(name: str, limit: int = MAX_INPUT_BYTES) -> str:
+def read_text_arg(name: str, limit: int | None = None) -> str:
     """The UTF-8 text of the file ``name`` (or standard input for ``-``) of at most ``limit``
     bytes; UsageError if not."""
     data = read_bytes_arg(name, limit)
