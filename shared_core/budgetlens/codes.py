@@ -80,7 +80,8 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(INVALID_VALUE, _E, "a value has the wrong type or range"),
     Code(DUPLICATE_KEY, _W, "duplicate mapping key; the last one wins"),
     Code(PIPELINE_UNREADABLE, _E, "pipeline file cannot be read"),
-    Code(NEAR_MISS_KEY, _W, "unknown key (or step type) close to a known one: probably a typo"),
+    Code(NEAR_MISS_KEY, _W, "unknown key (or step type) close to a known one: probably a typo"
+                            " (an error when the key sets a budget term)"),
     Code(INTERNAL_ERROR, _E, "budgetlens could not check this file (an internal failure)"),
     Code(CONFIG_MISSING, _E, "no config.json at or above the pipeline"),
     Code(CONFIG_INVALID, _E, "config.json is not a valid JSON object"),

@@ -55,9 +55,11 @@ async def test_rename_fix_renames_the_key_and_the_budget_uses_its_value(
         uri = ed.open(CHILD)
         diags = await ed.wait_diagnostics(uri, lambda ds: "BL008" in codes_of(ds))
         [warning] = [d for d in diags if d.code == "BL008"]
-        assert warning.severity == types.DiagnosticSeverity.Warning
+        # a near miss of a key that sets a budget term is an error (issue 30, case 15)
+        assert warning.severity == types.DiagnosticSeverity.Error
         assert warning.message == ("unknown key 'max_context_token': did you mean"
-                                   " 'max_context_tokens'?")
+                                   " 'max_context_tokens'? It sets a budget term: until it is"
+                                   " renamed, the budget ignores this value")
         assert warning.range == types.Range(start=types.Position(line=3, character=2),
                                             end=types.Position(line=3, character=19))
         # the typo is ignored: the inherited 4096 is what the budget uses

@@ -277,20 +277,37 @@ _NO_DEVELOPMENT = (" Until then development mode is not set: the policy is auto_
                    " PIPELINE_LIMITS_POLICY or APP_DEVELOPMENT says otherwise")
 
 
+#: The keys of config.json that set a budget term (the window, an output limit, the counts,
+#: the clamp's floors): a near miss of one is an error (BL008). ``development`` chooses the
+#: policy and ``targets`` the extra models checked: a near miss of those is a warning.
+BUDGET_KEYS = frozenset({
+    "model", "model_context_window", "model_max_tokens", "model_max_output_tokens",
+    "prompts_dir", "format_overhead_tokens", "tokenizer", "min_context_tokens",
+    "min_output_tokens", "serving"})
+
+
 def _near_miss_keys(path: str, doc: YamlDocument | None,
                     data: dict[str, Any]) -> list[Diagnostic]:
-    """BL008 for each top-level key that misspells a config key (others are allowed)."""
+    """BL008 for each key of config.json and of its ``serving`` that misspells a key read
+    there (others are allowed)."""
     known = model_keys(WorkspaceConfig)
     extra = ({} if any(k in data for k in _DEVELOPMENT_KEYS)
              else dict.fromkeys(_DEVELOPMENT_KEYS, _NO_DEVELOPMENT))
+    serving_keys = model_keys(ServingLimits)
     if doc is not None and isinstance(doc.value, dict):
-        return check_mapping(path, doc, (), known, extra=extra)
+        return (check_mapping(path, doc, (), known, extra=extra, budget=BUDGET_KEYS)
+                + check_mapping(path, doc, ("serving",), serving_keys, budget=serving_keys))
     out = []  # JSON that YAML cannot read (e.g. a "\/" escape): no positions
-    for key in data:
-        suggestion = suggest(key, known)
-        if suggestion is not None:
-            out.append(near_miss_diagnostic(path, key, suggestion, None,
-                                            extra=extra.get(suggestion, "")))
+    serving = data.get("serving")
+    for keys, mapping, budget in ((known, data, BUDGET_KEYS),
+                                  (serving_keys, serving if isinstance(serving, dict) else {},
+                                   frozenset(serving_keys))):
+        for key in mapping:
+            suggestion = suggest(key, keys)
+            if suggestion is not None:
+                out.append(near_miss_diagnostic(
+                    path, key, suggestion, None, extra=extra.get(suggestion, ""),
+                    budget=suggestion in budget and suggestion not in mapping))
     return out
 def _inside(inner: Range, outer: Range) -> bool:
     """``inner`` starts in ``outer`` (a stand-in ``null`` spans 4 characters of the number)."""

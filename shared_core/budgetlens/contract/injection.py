@@ -40,6 +40,7 @@ from budgetlens.contract.model import (
     StepInjection,
     injection_label,
 )
+from budgetlens.contract.near_miss import suggest
 from budgetlens.contract.pipeline import PipelineFile, load_pipeline_text, read_pipeline
 from budgetlens.files import FileSource
 from budgetlens.source import Diagnostic, Location, Related, Severity
@@ -188,10 +189,12 @@ def _block_values(pf: PipelineFile, block: dict[Any, Any], pipeline: str,
     for key, value in block.items():
         key_text = str(key)
         if key_text not in fields:
+            meant = suggest(key_text, fields)
+            hint = f"did you mean {meant!r}?" if meant else f"known keys: {', '.join(fields)}"
             diags.append(_diag(pf.key_location((*_BLOCK, key)), Severity.ERROR,
                                INJECTION_UNKNOWN_KEY,
-                               f"settings.injection: unknown key {key_text!r}; known keys: "
-                               f"{', '.join(fields)}", pipeline))
+                               f"settings.injection: unknown key {key_text!r}; {hint}",
+                               pipeline))
             continue
         problem = _field_problem(key_text, value)
         if problem is not None:

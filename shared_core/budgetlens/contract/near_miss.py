@@ -10,12 +10,20 @@ default value is used instead. ``suggest`` decides "close" (see docs/diagnostics
    (``max_context_token``, ``prompt_dir``);
 3. the known key without its unit suffix ``_tokens`` (``budget_safety_margin``), when the
    key has at least two words;
-4. an optimal-string-alignment (Damerau-Levenshtein with adjacent transpositions) distance
+4. the same number of words (at least two), all equal but one, which abbreviates the other
+   (one is a prefix of the other, of three or more characters: ``max_model_length`` for
+   ``max_model_len``, ``max_out_tokens``), or is its usual short form (``ctx`` for
+   ``context``: ``num_context`` for ``num_ctx``);
+5. an optimal-string-alignment (Damerau-Levenshtein with adjacent transpositions) distance
    within a budget that grows with the known key's length: 0 below 4 characters, 1 below 12,
    else 2 (``max_histroy_tokens``, ``templte``, ``develpment``); ``min`` for ``max`` (or the
    other way) is a different key, not a typo (``min_output_tokens``).
 
 Among several candidates the closest wins, then the first in the known list.
+A near miss of a key that sets a budget term (``max_output_token``, ``max-model-len``) is an
+error, not a warning (``check_mapping(budget=...)``): the budget checked is not the one
+written. When the key it misses is in the same mapping too, the budget uses the value written
+under the right name, and the near miss stays a warning.
 ``key_name_range`` gives the range of a key's own characters (inside its quotes), which is
 what a diagnostic points at and what the rename quick-fix replaces.
 """
@@ -23,7 +31,7 @@ what a diagnostic points at and what the rename quick-fix replaces.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +91,24 @@ def _same_words_but_s(a: str, b: str) -> bool:
 _OPPOSITES = ({"min", "max"},)
 
 
+#: Usual short forms of a word in keys of model servers (``num_ctx``, ``max_model_len``).
+_SHORT_FORMS = ({"ctx", "context"}, {"len", "length"}, {"num", "number"})
+
+
+def _abbreviates(x: str, y: str) -> bool:
+    short, long = sorted((x, y), key=len)
+    return (len(short) >= 3 and long.startswith(short)) or {x, y} in _SHORT_FORMS
+
+
+def _one_word_abbreviated(a: str, b: str) -> bool:
+    """``a`` and ``b`` have the same two or more words but one, which abbreviates the other."""
+    wa, wb = a.split("_"), b.split("_")
+    if len(wa) != len(wb) or len(wa) < 2:
+        return False
+    differ = [(x, y) for x, y in zip(wa, wb, strict=True) if x != y]
+    return len(differ) == 1 and _abbreviates(*differ[0])
+
+
 def _opposite_words(a: str, b: str) -> bool:
     wa, wb = a.split("_"), b.split("_")
     return len(wa) == len(wb) and any({x, y} in _OPPOSITES for x, y in zip(wa, wb, strict=True))
@@ -96,6 +122,8 @@ def _score(key: str, known: str) -> int | None:
     if _same_words_but_s(k, n):
         return 1
     if k.count("_") >= 1 and (k + UNIT_SUFFIX == n or _same_words_but_s(k + UNIT_SUFFIX, n)):
+        return 1
+    if _one_word_abbreviated(k, n):
         return 1
     limit = allowed_distance(len(n))
     if limit == 0 or _opposite_words(k, n):
@@ -196,19 +224,30 @@ def rename_data(old: str, new: str, spot: TextSpot, *, blocked: bool = False
                        "new_text": new if fixable else None}}
 
 
+#: What a near miss of a budget key costs (the end of its BL008 error).
+BUDGET_NOTE = " It sets a budget term: until it is renamed, the budget ignores this value"
+
+
 def near_miss_diagnostic(file: str, key: str, suggestion: str, spot: TextSpot | None,
-                         *, extra: str = "", blocked: bool = False) -> Diagnostic:
-    """The BL008 warning for ``key``: ``unknown key 'k': did you mean 's'?`` (+ ``extra``)."""
+                         *, extra: str = "", blocked: bool = False,
+                         budget: bool = False) -> Diagnostic:
+    """The BL008 warning for ``key``: ``unknown key 'k': did you mean 's'?`` (+ ``extra``);
+    an error (with ``BUDGET_NOTE``) when ``budget``: ``suggestion`` sets a budget term and
+    is not in the mapping."""
     rng = spot.range if spot is not None else Range.at(0, 0)
     data = rename_data(key, suggestion, spot, blocked=blocked) if spot is not None else None
-    return Diagnostic(file, rng, Severity.WARNING, codes.NEAR_MISS_KEY,
-                      f"unknown key {key!r}: did you mean {suggestion!r}?{extra}", data=data)
+    severity = Severity.ERROR if budget else Severity.WARNING
+    return Diagnostic(file, rng, severity, codes.NEAR_MISS_KEY,
+                      f"unknown key {key!r}: did you mean {suggestion!r}?{extra}"
+                      + (BUDGET_NOTE if budget else ""), data=data)
 
 
 def check_mapping(file: str, doc: YamlDocument | None, path: YamlPath,
-                  known: Sequence[str], *, extra: dict[str, str] | None = None
-                  ) -> list[Diagnostic]:
-    """A BL008 warning for each key of the mapping at ``path`` that misspells a known key.
+                  known: Sequence[str], *, extra: dict[str, str] | None = None,
+                  budget: Collection[str] = ()) -> list[Diagnostic]:
+    """A BL008 warning for each key of the mapping at ``path`` that misspells a known key;
+    an error when the key it misses is one of ``budget`` (it sets a budget term) and is not
+    in the mapping too.
 
     ``extra`` maps a suggestion to more text for its message (what the typo costs).
     """
@@ -227,5 +266,6 @@ def check_mapping(file: str, doc: YamlDocument | None, path: YamlPath,
         spot = key_name_range(doc, (*path, key))
         out.append(near_miss_diagnostic(file, key, suggestion, spot,
                                         extra=(extra or {}).get(suggestion, ""),
-                                        blocked=suggestion in node))
+                                        blocked=suggestion in node,
+                                        budget=suggestion in budget and suggestion not in node))
     return out

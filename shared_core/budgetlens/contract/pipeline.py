@@ -203,6 +203,12 @@ def load_pipeline_text(path: str, text: str) -> PipelineFile:
 
 #: ``settings.injection`` is read by pipeline_injection.py, not by the Settings model.
 SETTINGS_EXTRA_KEYS = ("injection",)
+#: A step's ``model`` is read by the check (limits.step_limits), not by the Step model.
+STEP_EXTRA_KEYS = ("model",)
+#: The keys whose near miss is an error (BL008), as they set a budget term: every key of
+#: the top level, settings and user_parts; of a step, all but its name and type.
+_STEP_BUDGET_KEYS = frozenset({"prompt_key", "user_parts", "max_output_tokens", "max_tokens",
+                               "use_history", "model"})
 _NO_TYPE = " Without a type the step is not a call_model step and is left out of the budget"
 _NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
 
@@ -212,17 +218,19 @@ def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
     """Near-miss keys of a call_model step and of its user_parts. A mapping whose keys are
     all known has none (most steps): it is not looked at key by key."""
     out: list[Diagnostic] = []
-    if not raw.keys() <= _known(Step):
-        out += check_mapping(path, doc, base, model_keys(Step))
+    if not raw.keys() <= _known(Step, *STEP_EXTRA_KEYS):
+        out += check_mapping(path, doc, base, model_keys(Step, *STEP_EXTRA_KEYS),
+                             budget=_STEP_BUDGET_KEYS)
     parts = raw.get("user_parts")
     if isinstance(parts, dict) and not parts.keys() <= _known(UserParts):
-        out += check_mapping(path, doc, (*base, "user_parts"), model_keys(UserParts))
+        keys = model_keys(UserParts)
+        out += check_mapping(path, doc, (*base, "user_parts"), keys, budget=keys)
     return out
 
 
 @functools.lru_cache(maxsize=8)
-def _known(model: type[Shape]) -> frozenset[str]:
-    return frozenset(model_keys(model))
+def _known(model: type[Shape], *extra: str) -> frozenset[str]:
+    return frozenset(model_keys(model, *extra))
 
 
 def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
@@ -231,8 +239,9 @@ def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:
 
     Other unknown keys are allowed: pipelines carry keys of their runtime.
     """
-    out = check_mapping(path, doc, (), model_keys(Pipeline))
-    out += check_mapping(path, doc, ("settings",), model_keys(Settings, *SETTINGS_EXTRA_KEYS))
+    top, settings = model_keys(Pipeline), model_keys(Settings, *SETTINGS_EXTRA_KEYS)
+    out = check_mapping(path, doc, (), top, budget=top)
+    out += check_mapping(path, doc, ("settings",), settings, budget=settings)
     steps = doc.node(("steps",))
     if not isinstance(steps, list):
         return out

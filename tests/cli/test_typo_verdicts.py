@@ -1,0 +1,125 @@
+"""Typos and values that changed the verdict of ``budgetlens check`` (issue 30, cases 14-17
+and the minor ones): each reproduced on a workspace on disk, through the CLI.
+
+The prompts are empty and ``format_overhead_tokens`` is 10, so a step's fixed cost is 10 and
+its total is 10 + context + output + margin (128 by default), summed by hand below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from budgetlens_cli.main import main
+from tests.core.contract.helpers import make_workspace
+
+POLICIES = ("fail_fast", "auto_clamp")
+BUDGET_NOTE = " It sets a budget term: until it is renamed, the budget ignores this value"
+
+
+@pytest.fixture(autouse=True)
+def _no_policy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
+    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(["check", "--no-cache", *argv])
+    return code, capsys.readouterr().out
+
+
+# ------------------------------------------------------------- case 14: serving keys
+# 10 + 3000 + 1000 + 128 = 4138: fits gpt-4o's 128,000, not a server limit of 4,096
+SERVED = """\
+settings:
+  max_context_tokens: 3000
+steps:
+  - id: answer
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 1000
+"""
+
+
+def _served(root: Path, key: str) -> Path:
+    make_workspace(root, config={"model": "gpt-4o", "format_overhead_tokens": 10,
+                                 "serving": {key: 4096}},
+                   pipelines={"p.yaml": SERVED}, prompts={"sys.txt": ""})
+    return root / "pipelines" / "p.yaml"
+
+
+@pytest.mark.parametrize(("key", "meant"), [
+    ("max-model-len", "max_model_len"),  # vLLM's flag, spelt as on the command line
+    ("max_model_length", "max_model_len"),
+    ("num-ctx", "num_ctx"),
+    ("num_context", "num_ctx"),
+])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_misspelt_serving_key_is_an_error_naming_the_key_meant(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, meant: str,
+        policy: str) -> None:
+    pipeline = _served(tmp_path, key)
+    code, out = _run(capsys, str(pipeline), "--policy", policy)
+    assert code == 1
+    # config.json as make_workspace writes it (indent 2): "serving" on line 4, the key on 5
+    config = tmp_path / "config.json"
+    line = config.read_text("utf-8").splitlines().index(f'    "{key}": 4096') + 1
+    assert (f"{config}:{line}:6: error[BL008] unknown key {key!r}: did you mean {meant!r}?"
+            + BUDGET_NOTE) in out
+
+
+def test_the_serving_key_spelt_right_binds_the_window(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pipeline = _served(tmp_path, "max_model_len")
+    code, out = _run(capsys, str(pipeline), "--policy", "fail_fast", "--format", "json")
+    assert code == 1
+    [step] = json.loads(out)["steps"]
+    assert (step["budget"]["window"], step["budget"]["total"]) == (4096, 4138)
+    assert "BL008" not in out
+
+
+# --------------------------------------------------- case 15: a budget key's near miss
+# as written: 10 + 2000 + 2048 + 128 = 4186 > 4096; with model_max_tokens 500 it "fits"
+OUTPUT_TYPO = """\
+settings:
+  max_context_tokens: 2000
+steps:
+  - id: answer
+    type: call_model
+    prompt_key: sys
+    max_output_token: 2048
+"""
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_near_miss_of_an_output_limit_is_an_error_under_both_policies(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str) -> None:
+    make_workspace(tmp_path, config={"model_context_window": 4096, "model_max_tokens": 500,
+                                     "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": OUTPUT_TYPO}, prompts={"sys.txt": ""})
+    pipeline = tmp_path / "pipelines" / "p.yaml"
+    code, out = _run(capsys, str(pipeline), "--policy", policy)
+    assert code == 1
+    assert (f"{pipeline}:7:5: error[BL008] unknown key 'max_output_token': did you mean"
+            " 'max_output_tokens'?" + BUDGET_NOTE) in out
+    # renamed, the step is over budget as written (4186 > 4096)
+    pipeline.write_text(OUTPUT_TYPO.replace("max_output_token:", "max_output_tokens:"),
+                        "utf-8")
+    code, out = _run(capsys, str(pipeline), "--policy", policy, "--format", "json")
+    [step] = json.loads(out)["steps"]
+    assert (step["budget"]["total"], step["fits"]) == (4186, False)
+
+
+def test_a_near_miss_of_a_key_that_sets_no_budget_term_stays_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = OUTPUT_TYPO.replace("max_output_token: 2048", "nmae: first")
+    make_workspace(tmp_path, config={"model_context_window": 4096, "model_max_tokens": 500,
+                                     "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": text}, prompts={"sys.txt": ""})
+    pipeline = tmp_path / "pipelines" / "p.yaml"
+    code, out = _run(capsys, str(pipeline), "--policy", "fail_fast")
+    assert code == 0
+    assert (f"{pipeline}:7:5: warning[BL008] unknown key 'nmae': did you mean 'name'?\n"
+            in out)
