@@ -123,3 +123,72 @@ def test_a_near_miss_of_a_key_that_sets_no_budget_term_stays_a_warning(
     assert code == 0
     assert (f"{pipeline}:7:5: warning[BL008] unknown key 'nmae': did you mean 'name'?\n"
             in out)
+
+
+# ------------------------------------- case 16: an anchor outside settings is not lowered
+# 10 + 990 + 400 + 128 = 1528 > 1500: auto_clamp wants max_context_tokens 962
+ANCHORED_OUTSIDE = """\
+defaults: &lim 990
+retry:
+  timeout_ms: *lim
+settings:
+  max_context_tokens: *lim
+steps:
+  - id: a
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 400
+"""
+ANCHORED_INSIDE = """\
+settings:
+  defaults: &lim 990
+  max_context_tokens: *lim
+retry:
+  timeout_ms: *lim
+steps:
+  - id: a
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 400
+"""
+
+
+def _anchored(root: Path, text: str) -> Path:
+    make_workspace(root, config={"model_context_window": 1500, "model_max_tokens": 300,
+                                 "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": text}, prompts={"sys.txt": ""})
+    return root / "pipelines" / "p.yaml"
+
+
+@pytest.mark.parametrize(("text", "line", "holder"), [
+    (ANCHORED_OUTSIDE, 1, "defaults"),  # the issue's case
+    (ANCHORED_INSIDE, 2, "settings.defaults"),  # the documented one, refused before too
+    # the anchor in settings, read by a runtime value nested elsewhere
+    (ANCHORED_OUTSIDE.replace("defaults: &lim 990\n", "").replace(
+        "max_context_tokens: *lim", "max_context_tokens: &lim 990").replace(
+        "retry:\n  timeout_ms: *lim\n", "") + "retry:\n  timeout_ms: *lim\n", 2,
+     "retry.timeout_ms"),
+])
+def test_clamp_write_refuses_a_shared_anchor_that_sets_another_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: int,
+        holder: str) -> None:
+    pipeline = _anchored(tmp_path, text)
+    before = pipeline.read_bytes()
+    code = main(["clamp", str(pipeline), "--write", "--policy", "auto_clamp"])
+    captured = capsys.readouterr()
+    assert code == 1  # still not fitting: nothing was lowered
+    assert pipeline.read_bytes() == before
+    assert (f"settings.max_context_tokens not lowered to 962: the value comes from anchor"
+            f" &lim at line {line}, which also sets {holder}; change it there by hand"
+            ) in captured.err
+    assert "0 changes applied in 0 files" in captured.out
+
+
+def test_clamp_still_lowers_an_anchor_whose_other_users_are_holders(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = ANCHORED_OUTSIDE.replace("defaults: &lim 990\nretry:\n  timeout_ms: *lim\n", "")
+    text = text.replace("max_context_tokens: *lim", "max_context_tokens: &lim 990")
+    text += "x-limit: *lim\n"  # a top-level holder the contract does not read
+    pipeline = _anchored(tmp_path, text)
+    assert main(["clamp", str(pipeline), "--write", "--policy", "auto_clamp"]) == 0
+    assert pipeline.read_text("utf-8") == text.replace("&lim 990", "&lim 962")

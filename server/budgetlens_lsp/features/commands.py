@@ -230,10 +230,12 @@ async def on_clamp_all(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, A
     plan = await _query(ctx, clamp_all_plan, ctx.index, path, uri, arg)
     _refuse_outside(ctx, plan)
     changes = [to_jsonable(c) for c in plan.changes]
-    if plan.empty:
-        message = "nothing to clamp: every step fits" + (
-            f" ({'; '.join(plan.notes)})" if plan.notes else "")
+    if plan.empty and plan.notes:  # something to lower that the core refused to edit
+        message = f"budgetlens: nothing clamped: {'; '.join(plan.notes)}"
+        ctx.message(message)
         return {"applied": False, "changes": [], "message": message}
+    if plan.empty:
+        return {"applied": False, "changes": [], "message": "nothing to clamp: every step fits"}
     if not ctx.client.apply_edit:
         message = ("budgetlens: this editor cannot apply workspace edits"
                    " (workspace.applyEdit); use the quick-fixes or `budgetlens clamp"

@@ -19,8 +19,10 @@ applied in memory and parsed again, and the data must equal the original's with 
 planned values set; the pipeline must then use them. A replacement covers a number's own
 characters only, so anchors (``&ctx 8000``), tags (``!!int``), quotes, commas and comments
 stay. One scalar shared through an anchor, an alias or a ``<<`` merge key gets one edit, the
-lowest value its users need, when every other user is a step's output limit or a top-level
-holder the contract does not read; otherwise that file is not edited and a note names the
+lowest value its users need, when every other user is a step's output limit, the same entry
+merged from a defaults mapping, or a top-level holder of an alias the contract does not
+read; otherwise (an anchor outside the contract's blocks read through an alias, a value
+nested elsewhere such as ``retry.timeout_ms``) that file is not edited and a note names the
 anchor's line. Inherited steps whose text uses aliases defined elsewhere are copied with
 their values written out. A file whose edits fail any check gets none, and a note says where
 to change it by hand.
@@ -123,12 +125,45 @@ def _output_path_key(path: YamlPath) -> bool:
             and path[2] in ("max_output_tokens", "max_tokens"))
 
 
-def _fit_safe(path: YamlPath) -> bool:
+_CONTRACT_BLOCKS = ("settings", "steps", "extends")
+
+
+def _key_span(f: YamlText, path: YamlPath) -> tuple[int, int] | None:
+    span = f.doc.span(path)
+    if span is None or span.key_start is None or span.key_end is None:
+        return None
+    return span.key_start, span.key_end
+
+
+def _home_key(f: YamlText, users: list[YamlPath]) -> tuple[int, int] | None:
+    """The key a shared scalar is written under (its anchor's key): the last key before the
+    scalar in the text. A ``<<`` merge copies that key; an alias has its own key, later."""
+    span = f.doc.span(users[0]) if users else None
+    keys = [k for k in (_key_span(f, u) for u in users)
+            if k is not None and span is not None and k[1] <= span.start]
+    return max(keys, key=lambda k: k[1]) if keys else None
+
+
+def _fit_safe(f: YamlText, path: YamlPath, wants: set[YamlPath], users: list[YamlPath]
+              ) -> bool:
     """Whether lowering the value at ``path`` (a second user of a shared scalar) keeps the
-    pipeline fitting and its meaning: a step's output limit only makes the step smaller, and
-    a top-level key the contract does not read (``x-defaults: &d``) is only a holder."""
-    return _output_path_key(path) or (bool(path) and path[0] not in
-                                      ("settings", "steps", "extends"))
+    pipeline fitting and its meaning: a step's output limit only makes the step smaller; the
+    same entry merged (``<<``) into the contract's block from a defaults mapping
+    (``x-d: &d {max_context_tokens: 3800}``) is the value itself; a top-level key the
+    contract does not read (``x-c: *c``) is only a holder, unless the scalar is written
+    there and the contract reads it through an alias: a value defined outside the
+    contract's blocks (``defaults: &lim 990``) may be read by anything, so it is not
+    lowered. Any other value (``retry.timeout_ms: *lim``, another setting) is not."""
+    if _output_path_key(path):
+        return True
+    key = _key_span(f, path)
+    want_keys = {_key_span(f, w) for w in wants}
+    if key is not None and key in want_keys:
+        return True  # one entry merged into the contract's block
+    if len(path) != 1 or path[0] in _CONTRACT_BLOCKS:
+        return False
+    home = _home_key(f, users)
+    return key != home or home in want_keys
 
 
 def _change_key(path: YamlPath) -> str:
@@ -260,8 +295,9 @@ class _Builder:
         another user could not take the lower value."""
         value = min(w.after for w in wants)
         mine = {w.path for w in wants}
-        others = [u for u in f.users(wants[0].path) if u not in mine]
-        bad = [u for u in others if not _fit_safe(u)]
+        users = f.users(wants[0].path)
+        others = [u for u in users if u not in mine]
+        bad = [u for u in others if not _fit_safe(f, u, mine, users)]
         source = f.anchor_text(wants[0].path)
         if bad:
             for w in wants:
