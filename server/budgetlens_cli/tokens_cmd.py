@@ -2,7 +2,8 @@
 
 Each file is counted with the tokenizer ``check`` would use for it: the ``tokenizer`` of the
 config.json found at or above the file (standard input: at or above the current folder),
-else ``cl100k_base``; ``--tokenizer`` overrides it for every file. The output says which
+else the tokenizer of the registry model its ``model`` names, else ``cl100k_base``;
+``--tokenizer`` overrides it for every file. The output says which
 tokenizer counted and where it came from.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from budgetlens import DiskFiles, TokenCounter, TokenizerError, get_tokenizer
 from budgetlens.contract.config import find_config
+from budgetlens.contract.limits import config_limits
 from budgetlens.files import MAX_FILE_BYTES
 from budgetlens.tokens.core import DEFAULT_TOKENIZER
 from budgetlens_cli.io import read_text_arg
@@ -41,6 +43,7 @@ def register(sub: Any) -> None:
 class _Choice:
     counter: TokenCounter
     source: str  # "--tokenizer", "ws/config.json", or "default"
+    model: str | None = None  # the registry model of config.json that chose the tokenizer
 
     @property
     def label(self) -> str:
@@ -48,6 +51,8 @@ class _Choice:
             return f"{self.counter.name} (default: no tokenizer in a config.json at or above)"
         if self.source == "--tokenizer":
             return f"{self.counter.name} (--tokenizer)"
+        if self.model is not None:
+            return f"{self.counter.name} (model {self.model} of {self.source})"
         return f"{self.counter.name} (tokenizer of {self.source})"
 
 
@@ -59,9 +64,10 @@ class _Tokenizers:
         self._by_config: dict[str | None, _Choice] = {}
         self._files = DiskFiles()
 
-    def _make(self, spec: str | None, source: str, base_dir: Path | None) -> _Choice:
+    def _make(self, spec: str | None, source: str, base_dir: Path | None,
+              model: str | None = None) -> _Choice:
         try:
-            return _Choice(TokenCounter(get_tokenizer(spec, base_dir=base_dir)), source)
+            return _Choice(TokenCounter(get_tokenizer(spec, base_dir=base_dir)), source, model)
         except TokenizerError as exc:
             where = "--tokenizer" if source == "--tokenizer" else f"{source}: tokenizer"
             raise UsageError(f"{where}: {exc}") from None
@@ -74,6 +80,13 @@ class _Tokenizers:
         start = "." if name == "-" else (os.path.dirname(name) or ".")
         loaded, _ = find_config(start, self._files)
         cfg = loaded.config if loaded is not None else None
+        if loaded is not None and cfg is not None and cfg.tokenizer is None and cfg.model:
+            limits = config_limits(loaded)  # the model's tokenizer, as check counts with
+            if limits.tokenizer is not None and limits.model is not None:
+                if loaded.path not in self._by_config:
+                    self._by_config[loaded.path] = self._make(
+                        limits.tokenizer, loaded.path, None, limits.model.name)
+                return self._by_config[loaded.path]
         if loaded is None or cfg is None or cfg.tokenizer is None:
             key = "default"
             if key not in self._by_config:

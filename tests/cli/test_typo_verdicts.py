@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from budgetlens.tokens.core import get_tokenizer
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
 
@@ -192,3 +193,30 @@ def test_clamp_still_lowers_an_anchor_whose_other_users_are_holders(
     pipeline = _anchored(tmp_path, text)
     assert main(["clamp", str(pipeline), "--write", "--policy", "auto_clamp"]) == 0
     assert pipeline.read_text("utf-8") == text.replace("&lim 990", "&lim 962")
+
+
+# --------------------------------------- case 17: tokens counts with the model's tokenizer
+PROMPT = "Привет, мир! こんにちは世界。 Überprüfung der Größenordnung."
+
+
+def test_tokens_counts_with_the_tokenizer_of_the_config_model_as_check_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    o200k, cl100k = (get_tokenizer(name).count(PROMPT) for name in ("o200k_base",
+                                                                      "cl100k_base"))
+    assert o200k != cl100k  # the two tokenizers tell apart on this text
+    make_workspace(tmp_path, config={"model": "gpt-4o", "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": SERVED}, prompts={"sys.txt": PROMPT})
+    prompt = tmp_path / "prompts" / "sys.txt"
+    assert main(["tokens", str(prompt)]) == 0
+    out = capsys.readouterr().out
+    assert out == (f"{o200k}  {prompt}\n"
+                   f"tokenizer: o200k_base (model gpt-4o of {tmp_path / 'config.json'})\n")
+    _, out = _run(capsys, str(tmp_path / "pipelines" / "p.yaml"), "--format", "json")
+    [step] = json.loads(out)["steps"]
+    assert step["budget"]["system_prompt"] == o200k  # what check counts
+    # a tokenizer in config.json still wins over the model's
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model": "gpt-4o", "tokenizer": "cl100k_base"}), "utf-8")
+    assert main(["tokens", str(prompt), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["tokenizer"], data["total"]) == ("cl100k_base", cl100k)
