@@ -220,3 +220,23 @@ def test_tokens_counts_with_the_tokenizer_of_the_config_model_as_check_does(
     assert main(["tokens", str(prompt), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["tokenizer"], data["total"]) == ("cl100k_base", cl100k)
+
+
+# -------------------------------------------------- minor: a nested field in a format spec
+@pytest.mark.parametrize(("template", "filled"), [
+    ("Q: {q:>{w}}!", "Q: !"),  # str.format("Q: {q:>{w}}!", q="", w="") by hand
+    ("{q:{fill}^{width}} end", " end"),
+])
+def test_a_nested_field_in_a_format_spec_is_a_valid_template(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], template: str,
+        filled: str) -> None:
+    assert template.format(q="", w="", fill="", width="") == filled
+    text = SERVED + f"    user_parts:\n      template: {json.dumps(template)}\n"
+    make_workspace(tmp_path, config={"model_context_window": 8192, "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": text}, prompts={"sys.txt": ""})
+    code, out = _run(capsys, str(tmp_path / "pipelines" / "p.yaml"), "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert [d["code"] for d in data["diagnostics"]] == []
+    [step] = data["steps"]
+    assert step["budget"]["template"] == get_tokenizer("cl100k_base").count(filled)

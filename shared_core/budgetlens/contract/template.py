@@ -4,10 +4,12 @@ A template is filled with ``str.format(**values)``, so a placeholder follows ``s
 replacement-field syntax, filled by name: ``{name}``, where ``name`` is a Python identifier in
 any script (``{question}``, ``{質問}``), optionally followed by attribute and index parts
 (``{user.name}``, ``{items[0]}``), a conversion (``!r``, ``!s``, ``!a``) and a format spec
-(``{score:>6}``). ``{{`` and ``}}`` are literal braces. A positional field (``{}``, ``{0}``) is
+(``{score:>6}``), whose spec may hold nested fields one level deep (``{q:>{w}}``), as in
+``str.format``. ``{{`` and ``}}`` are literal braces. A positional field (``{}``, ``{0}``) is
 an error: nothing fills it by position. The fixed cost of a template is the token count of its
 text with every placeholder filled with the empty string (a conversion or format spec applied
-to it, so ``{x:>6}`` costs its six blanks) and the escapes unescaped: what the template costs
+to it, so ``{x:>6}`` costs its six blanks; a nested field is filled with the empty string
+too, so ``{q:>{w}}`` costs nothing) and the escapes unescaped: what the template costs
 before anything is put into it.
 
 >>> parse_template("Q: {question}\\nJSON: {{}}").emptied
@@ -101,6 +103,75 @@ def _emptied(content: str) -> str:
         return ""
 
 
+def _nested_field_end(text: str, start: int) -> int | None:
+    """The index of the ``}`` that closes the field opening at ``start`` when its format spec
+    holds nested fields (``{q:>{w}}``, one level deep, as ``str.format`` allows); None when
+    the field has none, or nests deeper."""
+    depth, spec, index = 0, False, False
+    for j in range(start + 1, len(text)):
+        c = text[j]
+        if c == "{":
+            if depth == 1 or not spec:
+                return None
+            depth = 1
+        elif c == "}":
+            if depth == 0:
+                return j
+            depth = 0
+        elif depth == 0 and not spec:
+            if c == "[":
+                index = True
+            elif c == "]":
+                index = False
+            elif c == ":" and not index:
+                spec = True
+    return None
+
+
+def _nested_field(text: str, start: int, end: int
+                  ) -> tuple[str | None, str, list[Placeholder]]:
+    """The problem, emptied text and nested placeholders of the field ``text[start:end+1]``
+    whose spec holds nested fields: each is a named field filled with the empty string."""
+    content = text[start + 1:end]
+    spec_at = content.find(":")
+    problem = _field_problem(content[:spec_at])
+    nested: list[Placeholder] = []
+    filled = content[:spec_at + 1]
+    for m in re.finditer(r"\{([^{}]*)\}|[^{}]+", content[spec_at + 1:]):
+        inner = m.group(1)
+        if inner is None:
+            filled += m.group(0)
+            continue
+        problem = problem or _field_problem(inner)
+        name = re.split(r"[.\[!:]", inner, maxsplit=1)[0]
+        at = start + 1 + spec_at + 1 + m.start()
+        nested.append(Placeholder(name, at, at + len(m.group(0))))
+    return problem, _emptied(filled), nested
+
+
+def _nested_placeholder(text: str, start: int, placeholders: list[Placeholder]
+                        ) -> tuple[str, int] | None:
+    """The emptied text of a valid field opening at ``start`` whose spec holds nested fields,
+    and the index after it (its placeholders added); None for anything else."""
+    end = _nested_field_end(text, start)
+    if end is None:
+        return None
+    problem, emptied, nested = _nested_field(text, start, end)
+    if problem is not None:
+        return None
+    name = re.split(r"[.\[!:]", text[start + 1:end], maxsplit=1)[0]
+    placeholders += [Placeholder(name, start, end + 1), *nested]
+    return emptied, end + 1
+
+
+def _closing_brace(text: str, i: int, problems: list[TemplateProblem]) -> int:
+    """The index after the ``}`` at ``i``: ``}}`` is a literal brace, a single one a problem."""
+    if text.startswith("}}", i):
+        return i + 2
+    problems.append(TemplateProblem(i, i + 1, "single '}': write '}}' for a literal brace"))
+    return i + 1
+
+
 def parse_template(text: str) -> ParsedTemplate:
     """Find the placeholders and the syntax errors of a template.
 
@@ -124,6 +195,12 @@ def parse_template(text: str) -> ParsedTemplate:
                 # would else be read to that '}' from each (quadratic)
                 close = text.find("}", i + 1)
             brace = text.find("{", i + 1)
+            nested = _nested_placeholder(text, i, placeholders) if close != -1 and \
+                brace != -1 and brace < close else None
+            if nested is not None:
+                out.append(nested[0])
+                i = nested[1]
+                continue
             if close == -1 or (brace != -1 and brace < close):
                 problems.append(TemplateProblem(i, i + 1, "unclosed '{': close the placeholder"
                                                 " with '}' or write '{{' for a literal brace"))
@@ -145,14 +222,8 @@ def parse_template(text: str) -> ParsedTemplate:
             i = close + 1
             continue
         if ch == "}":
-            if text.startswith("}}", i):
-                out.append("}")
-                i += 2
-                continue
-            problems.append(TemplateProblem(i, i + 1, "single '}': write '}}' for a literal"
-                                            " brace"))
             out.append("}")
-            i += 1
+            i = _closing_brace(text, i, problems)
             continue
         j = i
         while j < n and text[j] not in "{}":
