@@ -240,3 +240,26 @@ def test_a_nested_field_in_a_format_spec_is_a_valid_template(
     assert [d["code"] for d in data["diagnostics"]] == []
     [step] = data["steps"]
     assert step["budget"]["template"] == get_tokenizer("cl100k_base").count(filled)
+
+
+# ----------------------------------- minor: BL030 on an unquoted number with a leading zero
+@pytest.mark.parametrize(("written", "hint"), [
+    # yaml.safe_load("a: 0990") == {"a": "0990"}: not octal, so a string, quotes or not
+    ("0990", "(it is not quoted: YAML reads a number with a leading zero as octal, and 0990"
+             " is not octal, so it reads a string; write 990)"),
+    # unquoted, 0777 would be 511 (octal): removing the quotes alone is wrong too
+    ('"0777"', "(write 777 without the quotes and the leading zero: unquoted, YAML reads"
+               " 0777 as the octal number 511)"),
+    ('"990"', "(remove the quotes)"),
+])
+def test_bl030_on_digits_read_as_a_string_says_what_yaml_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], written: str, hint: str) -> None:
+    text = SERVED.replace("max_context_tokens: 3000", f"max_context_tokens: {written}")
+    make_workspace(tmp_path, config={"model_context_window": 8192, "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": text}, prompts={"sys.txt": ""})
+    pipeline = tmp_path / "pipelines" / "p.yaml"
+    code, out = _run(capsys, str(pipeline), "--no-table")
+    assert code == 1
+    shown = written.strip('"')
+    assert (f"{pipeline}:2:23: error[BL030] settings.max_context_tokens: expected an integer,"
+            f" got the string {shown!r} {hint}\n") in out

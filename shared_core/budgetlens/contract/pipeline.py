@@ -192,13 +192,41 @@ def load_pipeline_text(path: str, text: str) -> PipelineFile:
         while where and doc.span(where) is None:
             where = where[:-1]
         rng = doc.value_range(where) or Range.at(0, 0)
-        diags.append(Diagnostic(path, rng, Severity.ERROR, _field_code(err.path), err.message,
+        diags.append(Diagnostic(path, rng, Severity.ERROR, _field_code(err.path),
+                                _value_message(doc, err.path, err.message),
                                 step=_step_of(doc.value, err.path)))
         invalid.add(err.path)
     if model is None:  # pragma: no cover - every Pipeline field is optional
         model = Pipeline.model_validate({})
     diags.extend(key_diagnostics(path, doc))
     return PipelineFile(path, doc, model, tuple(diags), frozenset(invalid))
+
+
+_REMOVE_QUOTES = " (remove the quotes)"
+
+
+def _value_message(doc: YamlDocument, where: YamlPath, message: str) -> str:
+    """``message`` of a value error, its hint corrected for digits with a leading zero: YAML
+    1.1 reads an unquoted ``0777`` as the octal number 511 and an unquoted ``0990`` (not
+    octal) as a string, so "remove the quotes" is wrong for both."""
+    value = doc.node(where)
+    span = doc.span(where)
+    if not message.endswith(_REMOVE_QUOTES) or not isinstance(value, str) or span is None:
+        return message
+    text = value.strip()
+    digits = text.lstrip("+-").replace("_", "")
+    if len(digits) < 2 or digits[0] != "0" or not digits.isdigit():
+        return message
+    number = int(text.replace("_", ""))
+    if span.style is None:  # plain: not octal, so a string
+        hint = (f" (it is not quoted: YAML reads a number with a leading zero as octal, and"
+                f" {text} is not octal, so it reads a string; write {number})")
+    elif set(digits) <= set("01234567"):
+        hint = (f" (write {number} without the quotes and the leading zero: unquoted, YAML"
+                f" reads {text} as the octal number {int(text.replace('_', ''), 8)})")
+    else:
+        hint = f" (write {number}, without the quotes and the leading zero)"
+    return message[:-len(_REMOVE_QUOTES)] + hint
 
 
 #: ``settings.injection`` is read by pipeline_injection.py, not by the Settings model.
