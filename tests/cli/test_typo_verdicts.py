@@ -11,8 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from budgetlens.tokens.core import get_tokenizer
+from budgetlens.yamldoc import incremental
+from budgetlens.yamldoc import parse as yaml_parse
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
 
@@ -263,3 +266,27 @@ def test_bl030_on_digits_read_as_a_string_says_what_yaml_read(
     shown = written.strip('"')
     assert (f"{pipeline}:2:23: error[BL030] settings.max_context_tokens: expected an integer,"
             f" got the string {shown!r} {hint}\n") in out
+
+
+# ---------------------------------------------- minor: the verdict does not depend on libyaml
+LOADERS = {"python": yaml.SafeLoader}
+if getattr(yaml, "__with_libyaml__", False):
+    LOADERS["libyaml"] = yaml.CSafeLoader
+
+
+@pytest.mark.parametrize("loader", sorted(LOADERS))
+def test_a_tab_after_a_colon_is_refused_as_yaml_safe_load_refuses_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        loader: str) -> None:
+    monkeypatch.setattr(yaml_parse, "_LOADER", LOADERS[loader])
+    incremental.clear()
+    text = SERVED.replace("max_context_tokens: 3000", "max_context_tokens:\t3000")
+    with pytest.raises(yaml.YAMLError):  # what a runner reading it with safe_load gets
+        yaml.safe_load(text)
+    make_workspace(tmp_path, config={"model_context_window": 8192, "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": text}, prompts={"sys.txt": ""})
+    pipeline = tmp_path / "pipelines" / "p.yaml"
+    code, out = _run(capsys, str(pipeline), "--no-table")
+    assert code == 1
+    assert (f"{pipeline}:2:22: error[BL001] YAML syntax error: while scanning for the next"
+            " token found character '\\t' that cannot start any token\n") in out

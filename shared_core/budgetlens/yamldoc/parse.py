@@ -445,11 +445,15 @@ def parse_yaml(text: str) -> tuple[YamlDocument | None, list[YamlProblem]]:
         return None, [YamlProblem(YAML_LIMIT, Range.at(0, 0),
                                   f"YAML file of {len(text)} characters is above the"
                                   f" {MAX_YAML_CHARS} character cap; refused")]
+    # libyaml takes a tab where PyYAML's Python scanner (``yaml.safe_load``, what a runner
+    # most likely reads the file with) finds no token (``key:\t600``): a text with a tab is
+    # read by the Python parser, so the verdict is the same with or without libyaml
+    loader = _LOADER if "\t" not in text else yaml.SafeLoader
     try:
         try:
-            return _read(text, shift, index, _LOADER)
+            return _read(text, shift, index, loader)
         except yaml.MarkedYAMLError as exc:
-            if _LOADER is yaml.SafeLoader or exc.problem != _LIBYAML_NEST_LIMIT:
+            if loader is yaml.SafeLoader or exc.problem != _LIBYAML_NEST_LIMIT:
                 raise
         # libyaml (0.2.6 on: PyYAML 6.0.4's wheels) stops at 1,000 nested flow levels while it
         # scans ahead, before its parser gives the events MAX_DEPTH refuses at: the Python

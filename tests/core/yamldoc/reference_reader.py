@@ -188,6 +188,8 @@ def parse_yaml_reference(text: str, loader: Any) -> tuple[YamlDocument | None, l
         return None, [YamlProblem(YAML_LIMIT, Range.at(0, 0),
                                   f"YAML file of {len(text)} characters is above the"
                                   f" {MAX_YAML_CHARS} character cap; refused")]
+    if "\t" in text:  # issue 30: a text with a tab reads as yaml.safe_load (Python) reads it
+        loader = yaml.SafeLoader
     try:
         root = yaml.compose(text[shift:], Loader=loader)
     except yaml.MarkedYAMLError as exc:
