@@ -8,6 +8,9 @@ its total is 10 + context + output + margin (128 by default), summed by hand bel
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -290,3 +293,54 @@ def test_a_tab_after_a_colon_is_refused_as_yaml_safe_load_refuses_it(
     assert code == 1
     assert (f"{pipeline}:2:22: error[BL001] YAML syntax error: while scanning for the next"
             " token found character '\\t' that cannot start any token\n") in out
+
+
+# ------------------------------ minor: a step whose own model counts approximately shows ≈
+STEP_MODELS = SERVED + """\
+  - id: claude
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 1000
+    model: claude-sonnet-4-5
+  - id: llama
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 1000
+    model: llama-3.1-8b-instruct
+"""
+# a user without the llama extra: quicktok cannot be found (as when it is not installed)
+WITHOUT_LLAMA = """\
+import sys
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "quicktok":
+            raise ImportError("not installed")
+        return None
+sys.meta_path.insert(0, Hide())
+from budgetlens_cli.main import main
+sys.exit(main(["check", "--no-cache", "pipelines/p.yaml"]))
+"""
+
+
+def test_approximate_step_counts_show_and_say_how_to_count_exactly(tmp_path: Path) -> None:
+    make_workspace(tmp_path, config={"model": "gpt-4o", "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": STEP_MODELS}, prompts={"sys.txt": ""})
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT")}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_LLAMA], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    # 10 + 3000 + 1000 + 128 = 4138 in every row; windows 128,000, 200,000 and 131,072
+
+    def row(*cells: object) -> str:
+        return "  " + f"{cells[0]:<6}" + "".join(f"{c:>10}" for c in cells[1:-1]) + \
+            f"  {cells[-1]}"
+    assert done.stdout.splitlines()[1:7] == [
+        row("step", "fixed", "history", "context", "output", "margin", "total", "window",
+            "headroom", "fits"),
+        row("answer", 10, 0, 3000, 1000, 128, 4138, 128000, 123862, "yes"),
+        row("claude", "≈10", 0, 3000, 1000, 128, "≈4138", 200000, "≈195862", "yes"),
+        row("llama", "≈10", 0, 3000, 1000, 128, "≈4138", 131072, "≈126934", "yes"),
+        "  ≈ approximate counts (claude-sonnet-4-5: no exact offline tokenizer exists for it)",
+        "  ≈ approximate counts (llama-3.1-8b-instruct: its tokenizer (llama3) is not"
+        " installed: pip install 'budgetlens[llama]' counts it exactly)"]

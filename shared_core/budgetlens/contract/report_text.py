@@ -53,6 +53,21 @@ def _all_ints(numbers: tuple[object, ...]) -> bool:
     return set(map(type, numbers)) == _INT
 
 
+def _approximate_notes(report: PipelineReport) -> list[str]:
+    """One line per model whose counts are approximate (a ``≈`` in its steps' rows): why,
+    and the ``pip install`` that makes them exact when there is one."""
+    from budgetlens.models.registry import load_registry  # start-up speed: only when ≈
+
+    names = dict.fromkeys(s.model or report.model for s in report.steps if s.approximate)
+    out = []
+    for name in names:
+        info = load_registry().get(name) if name else None
+        why = info.approximate_why if info is not None else None
+        out.append(f"  ≈ approximate counts ({name}: {why})" if name and why else
+                   "  ≈ approximate counts")
+    return out
+
+
 def budget_table(report: PipelineReport) -> list[str]:
     if not report.steps:
         return []
@@ -63,7 +78,7 @@ def budget_table(report: PipelineReport) -> list[str]:
     for s, shown in zip(report.steps, names, strict=True):
         name = shown + " " * (width - display_width(shown))
         fits = "  yes" if s.fits else "  NO"
-        if not (s.window.missing or s.context.missing
+        if not (s.approximate or s.window.missing or s.context.missing
                 or s.output_source is OutputSource.MISSING):
             # every number known (nearly every step of a run): the columns of ``COLUMNS``
             # in their order, in one %-format when they are all ints (``%10d`` is what
@@ -87,5 +102,10 @@ def budget_table(report: PipelineReport) -> list[str]:
         for column, missing in unknown.items():
             if missing:
                 b[column] = b["total"] = b["headroom"] = "?"
+        if s.approximate:  # the counted terms (and what follows from them) are estimates
+            for column in ("fixed", "total", "headroom"):
+                b[column] = f"≈{b[column]}" if b[column] != "?" else "?"
         rows.append("  " + name + "".join(f"{b[c]:>10}" for c in COLUMNS) + fits)
+    if any(s.approximate for s in report.steps):
+        rows += _approximate_notes(report)
     return rows

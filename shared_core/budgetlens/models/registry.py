@@ -100,18 +100,40 @@ class ModelInfo:
         return counting_encoding(self.tokenizer, self.name)
 
     @property
+    def missing_extra(self) -> str | None:
+        """The extra (``llama``, ``qwen``, ...) whose tokenizer would count this model
+        exactly when it is not installed; None when counts are exact or no extra helps."""
+        if self.exact:
+            return None
+        tokens = _TOKENS_FAMILY.get(self.tokenizer)
+        family = FAMILIES.get(tokens) if tokens is not None else None
+        if family is not None and family.exact and family.extra and \
+                family_for_model(self.name) == tokens:
+            return family.extra
+        return None
+
+    @property
     def counting(self) -> str:
         """How counts are made, for a listing: ``o200k_base (exact)``, ``≈ claude_approx``,
         or ``≈ cl100k_base (exact with budgetlens[llama])`` when an exact tokenizer exists
         for the model but its extra is not installed."""
         if self.exact:
             return f"{self.encoding} (exact)"
-        tokens = _TOKENS_FAMILY.get(self.tokenizer)
-        family = FAMILIES.get(tokens) if tokens else None
-        if family is not None and family.exact and family.extra and \
-                family_for_model(self.name) == tokens:
-            return f"≈ {self.encoding} (exact with budgetlens[{family.extra}])"
-        return f"≈ {self.encoding}"
+        extra = self.missing_extra
+        return f"≈ {self.encoding} (exact with budgetlens[{extra}])" if extra else \
+            f"≈ {self.encoding}"
+
+    @property
+    def approximate_why(self) -> str | None:
+        """Why this model's counts are approximate, and the ``pip install`` that makes them
+        exact when there is one; None when they are exact."""
+        if self.exact:
+            return None
+        extra = self.missing_extra
+        if extra:
+            return (f"its tokenizer ({_TOKENS_FAMILY.get(self.tokenizer)}) is not installed:"
+                    f" pip install 'budgetlens[{extra}]' counts it exactly")
+        return "no exact offline tokenizer exists for it"
 
     @property
     def registry_label(self) -> str:
