@@ -344,3 +344,30 @@ def test_approximate_step_counts_show_and_say_how_to_count_exactly(tmp_path: Pat
         "  ≈ approximate counts (claude-sonnet-4-5: no exact offline tokenizer exists for it)",
         "  ≈ approximate counts (llama-3.1-8b-instruct: its tokenizer (llama3) is not"
         " installed: pip install 'budgetlens[llama]' counts it exactly)"]
+
+
+# ---------------------------------------- case 14: every block where a key is read
+def test_a_misspelt_step_model_is_an_error_naming_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # modle: gpt-4 is ignored: the step would be checked with gpt-4o's window, not gpt-4's
+    text = SERVED + "    modle: gpt-4\n"
+    make_workspace(tmp_path, config={"model": "gpt-4o", "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": text}, prompts={"sys.txt": ""})
+    pipeline = tmp_path / "pipelines" / "p.yaml"
+    code, out = _run(capsys, str(pipeline), "--no-table")
+    assert code == 1
+    assert (f"{pipeline}:8:5: error[BL008] unknown key 'modle': did you mean 'model'?"
+            + BUDGET_NOTE) in out
+
+
+def test_a_misspelt_injection_key_says_which_key_was_meant(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = SERVED.replace("  max_context_tokens: 3000\n", "  max_context_tokens: 3000\n"
+                          "  injection:\n    min_knowledge_card_token: 100\n")
+    make_workspace(tmp_path, config={"model": "gpt-4o", "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": text}, prompts={"sys.txt": ""})
+    pipeline = tmp_path / "pipelines" / "p.yaml"
+    code, out = _run(capsys, str(pipeline), "--no-table")
+    assert code == 1
+    assert (f"{pipeline}:4:5: error[BL101] settings.injection: unknown key"
+            " 'min_knowledge_card_token'; did you mean 'min_knowledge_card_tokens'?\n") in out
