@@ -44,6 +44,7 @@ class _Choice:
     counter: TokenCounter
     source: str  # "--tokenizer", "ws/config.json", or "default"
     model: str | None = None  # the registry model of config.json that chose the tokenizer
+    approximate: bool = False  # that model's counts are approximate (docs/models.md)
 
     @property
     def label(self) -> str:
@@ -52,7 +53,8 @@ class _Choice:
         if self.source == "--tokenizer":
             return f"{self.counter.name} (--tokenizer)"
         if self.model is not None:
-            return f"{self.counter.name} (model {self.model} of {self.source})"
+            approximate = "; ≈ approximate counts" if self.approximate else ""
+            return f"{self.counter.name} (model {self.model} of {self.source}{approximate})"
         return f"{self.counter.name} (tokenizer of {self.source})"
 
 
@@ -65,9 +67,10 @@ class _Tokenizers:
         self._files = DiskFiles()
 
     def _make(self, spec: str | None, source: str, base_dir: Path | None,
-              model: str | None = None) -> _Choice:
+              model: str | None = None, approximate: bool = False) -> _Choice:
         try:
-            return _Choice(TokenCounter(get_tokenizer(spec, base_dir=base_dir)), source, model)
+            return _Choice(TokenCounter(get_tokenizer(spec, base_dir=base_dir)), source, model,
+                           approximate)
         except TokenizerError as exc:
             where = "--tokenizer" if source == "--tokenizer" else f"{source}: tokenizer"
             raise UsageError(f"{where}: {exc}") from None
@@ -85,7 +88,8 @@ class _Tokenizers:
             if limits.tokenizer is not None and limits.model is not None:
                 if loaded.path not in self._by_config:
                     self._by_config[loaded.path] = self._make(
-                        limits.tokenizer, loaded.path, None, limits.model.name)
+                        limits.tokenizer, loaded.path, None, limits.model.name,
+                        limits.approximate)
                 return self._by_config[loaded.path]
         if loaded is None or cfg is None or cfg.tokenizer is None:
             key = "default"

@@ -371,3 +371,16 @@ def test_a_misspelt_injection_key_says_which_key_was_meant(
     assert code == 1
     assert (f"{pipeline}:4:5: error[BL101] settings.injection: unknown key"
             " 'min_knowledge_card_token'; did you mean 'min_knowledge_card_tokens'?\n") in out
+
+
+def test_tokens_says_when_the_config_model_counts_approximately(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_workspace(tmp_path, config={"model": "claude-sonnet-4-5"},
+                   prompts={"sys.txt": PROMPT})
+    prompt = tmp_path / "prompts" / "sys.txt"
+    assert main(["tokens", str(prompt)]) == 0
+    # claude_approx counts with o200k_base (docs/tokenizers.md, approximate families)
+    assert capsys.readouterr().out == (
+        f"{get_tokenizer('o200k_base').count(PROMPT)}  {prompt}\n"
+        f"tokenizer: claude_approx (model claude-sonnet-4-5 of {tmp_path / 'config.json'};"
+        " ≈ approximate counts)\n")
