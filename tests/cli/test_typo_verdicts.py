@@ -384,3 +384,19 @@ def test_tokens_says_when_the_config_model_counts_approximately(
         f"{get_tokenizer('o200k_base').count(PROMPT)}  {prompt}\n"
         f"tokenizer: claude_approx (model claude-sonnet-4-5 of {tmp_path / 'config.json'};"
         " ≈ approximate counts)\n")
+
+
+def test_clamp_write_refuses_an_output_limit_anchored_outside_the_steps(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the context may not go lower (its floor is 990): 10 + 990 + 400 + 128 = 1528, so the
+    # clamp wants the output at 400 - 28 = 372, which defaults and retry.timeout_ms share
+    text = ("defaults: &out 400\nretry:\n  timeout_ms: *out\nsettings:\n"
+            "  max_context_tokens: 990\n  min_context_tokens: 990\nsteps:\n  - id: a\n"
+            "    type: call_model\n    prompt_key: sys\n    max_output_tokens: *out\n")
+    pipeline = _anchored(tmp_path, text)
+    code = main(["clamp", str(pipeline), "--write", "--policy", "auto_clamp"])
+    assert code == 1
+    assert pipeline.read_text("utf-8") == text
+    assert ("steps[0].max_output_tokens not lowered to 372: the value comes from anchor &out"
+            " at line 1, which also sets defaults; change it there by hand"
+            ) in capsys.readouterr().err
