@@ -51,6 +51,8 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "serve": "run the language server (stdio by default)",
     "schema": "print the JSON Schema of pipeline files",
     "models": "list the model registry's models, or check it (--doctor)",
+    "rule": "explain a diagnostic code (meaning and fix), or list them all",
+    "mcp": "run the MCP server for coding agents (stdio; needs budgetlens[mcp])",
 }
 SUBCOMMANDS: tuple[str, ...] = tuple(SUBCOMMAND_HELP)
 
