@@ -7,7 +7,6 @@ every code offline; tests/core/test_rules.py keeps the two equal.
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,10 +43,34 @@ def get_rule(code: str) -> Rule | None:
     return all_rules().get(code.strip().upper())
 
 
+#: Letters typed for the digits they look like (``BL05O``).
+_LOOKALIKES = str.maketrans("OIL", "011")
+
+
 def close_codes(code: str) -> list[str]:
-    """Known codes that look like ``code`` (for "did you mean"), closest first."""
+    """At most three known codes that look like ``code`` (for "did you mean"), closest first:
+    a number alone (``50``) is that code, letters that look like digits are read as them,
+    then the codes within two edits, the longest common start first."""
+    from budgetlens.contract.near_miss import osa_distance  # lazy: only for a miss
+
     wanted = code.strip().upper()
-    if wanted.isdigit():  # "50" or "050": the code with that number
+    if wanted.isdigit():
         wanted = "BL" + wanted.zfill(3)
-    known = list(all_rules())
-    return difflib.get_close_matches(wanted, known, n=3, cutoff=0.6)
+    elif wanted.startswith("BL"):
+        wanted = "BL" + wanted[2:].translate(_LOOKALIKES)
+    rules = all_rules()
+    if wanted in rules:
+        return [wanted]
+    scored = sorted((osa_distance(wanted, known, 2), -_common_start(wanted, known), known)
+                    for known in rules)
+    return [known for distance, _, known in scored[:3] if distance <= 2]
+
+
+def _common_start(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
