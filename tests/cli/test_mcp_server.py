@@ -305,3 +305,28 @@ def test_root_that_is_not_a_folder_is_bad_usage(tmp_path: Path) -> None:
     proc = cli(tmp_path, "mcp", "--root", str(tmp_path / "missing"))
     assert proc.returncode == 2
     assert "not a folder" in proc.stderr
+
+
+async def test_an_internal_failure_is_shown_not_swallowed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug in a tool (here: the core's get_contexts raising) reaches the client as the CLI's
+    one line, with its type and message, not the SDK's bare "Error executing tool"; its
+    traceback goes to standard error (in process: the SDK's in-memory client)."""
+    from mcp import Client
+
+    from budgetlens_cli.mcp_server import Root, build_server
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom in the core")
+
+    monkeypatch.setattr(budgetlens, "get_contexts", broken)
+    server = build_server(Root(str(tmp_path)))
+    with anyio.fail_after(HANG_GUARD):
+        async with Client(server) as client:
+            result = await client.call_tool("hierarchy_context", {"text": "{"})
+    assert result.is_error
+    message = text_of(result)
+    assert "budgetlens: internal error: RuntimeError: boom in the core" in message
+    assert "a bug: please report it" in message
+    assert "boom in the core" in capsys.readouterr().err  # the traceback
