@@ -40,6 +40,7 @@ from budgetlens import __version__
 from budgetlens.continuation.contexts import DEFAULT_BUDGET, DEFAULT_MARKER, DEFAULT_OVERLAP_CHARS
 from budgetlens.serialize import to_jsonable
 from budgetlens_cli.main import UsageError, build_parser, internal_error_line
+from budgetlens_cli.rule_cmd import find_rule
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,8 +160,6 @@ def explain_tool() -> Callable[..., CallToolResult]:
         """Explain a budgetlens diagnostic code (BLxxx), as `budgetlens rule CODE` does: its
         severity, its title, what it means and how to fix it (the code's section of
         docs/diagnostics.md). An unknown code is an error naming the codes it may be."""
-        from budgetlens_cli.rule_cmd import find_rule
-
         try:
             rule = find_rule(code)
         except UsageError as exc:
