@@ -28,7 +28,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -131,9 +131,9 @@ def build_server(root: Root) -> MCPServer:
 
 def check_tool(root: Root) -> Callable[..., CallToolResult]:
     def check(path: PathArg = ".",
-              policy: Annotated[str | None, Field(
-                  description="fail_fast or auto_clamp (default: the workspace's policy)")
-              ] = None) -> CallToolResult:
+              policy: Annotated[Literal["fail_fast", "auto_clamp"] | None, Field(
+                  description="Override the policy (default: the workspace's: development"
+                              " true in config.json is fail_fast)")] = None) -> CallToolResult:
         """Check pipelines against the token budget contract, as `budgetlens check --format
         json` does: every diagnostic (code, severity, message, range, where each budget term
         comes from) and every call_model step's budget (fixed, history, context, output,
