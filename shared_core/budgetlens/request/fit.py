@@ -1,0 +1,424 @@
+"""Fitting one concrete chat request into its model: count it, clamp the output limit, trim
+the history, or refuse.
+
+``fit_request(model, messages, ...)`` counts the request (``count_request``: messages with
+their chat framing, tool definitions, response schema; see ``request.framing``) and fits it:
+
+1. the input (with the margin) must stay within the model's input limit and leave at least
+   ``min_output`` tokens of the window (``serving`` may lower it) for the reply;
+2. if it does not, history is trimmed: whole turns, oldest first (a turn is a user message
+   and every message up to the next one: the assistant's replies, its tool calls and their
+   results go together). System (and developer) messages and the last user turn, with
+   whatever follows it, are always kept;
+3. the output limit is then clamped to what the window leaves (and to the model's output
+   ceiling): ``max_tokens`` when given, else the room left is reported;
+4. when even the kept messages leave less than ``min_output`` tokens, ``RequestDoesNotFit``
+   is raised; it carries the result (``.fit``) with the breakdown of every message.
+
+Each clamp and each trim is logged as a warning on the ``budgetlens`` logger: what changed,
+from what, to what, and why. ``check_request(step, messages, ...)`` does the same with the
+model, tokenizer, output limit, history budget and window (serving included) of a step
+``check_pipeline`` checked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from budgetlens.request.framing import (
+    Message,
+    MessageCost,
+    message_cost,
+    schema_tokens,
+    tools_tokens,
+)
+from budgetlens.request.limits import (
+    Margin,
+    RequestLimits,
+    UnknownModel,
+    parse_margin,
+    request_limits,
+)
+from budgetlens.tokens.core import TokenCounter, get_tokenizer
+
+if TYPE_CHECKING:  # annotations only
+    from budgetlens.contract.model import PipelineReport, StepBudget
+
+log = logging.getLogger("budgetlens")
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where a request's input tokens go. ``total`` = the messages + tools + schema +
+    reply priming; ``framing`` is the part of it that is chat framing (in the messages and
+    the reply priming)."""
+
+    system: int
+    """System and developer messages, their framing included."""
+    messages: tuple[MessageCost, ...]
+    tools: int
+    schema: int
+    reply: int
+    """The tokens that prime the reply."""
+
+    @property
+    def framing(self) -> int:
+        return sum(m.framing for m in self.messages) + self.reply
+
+    @property
+    def total(self) -> int:
+        return sum(m.total for m in self.messages) + self.tools + self.schema + self.reply
+
+    def line(self) -> str:
+        """``system 120 + 6 messages 4,210 + tools 88 + schema 40 + reply 3 = 4,461``."""
+        rest = sum(m.total for m in self.messages if m.role not in _SYSTEM_ROLES)
+        others = sum(1 for m in self.messages if m.role not in _SYSTEM_ROLES)
+        parts = [f"system {self.system:,}", f"{others} messages {rest:,}"]
+        parts += [f"tools {self.tools:,}"] if self.tools else []
+        parts += [f"schema {self.schema:,}"] if self.schema else []
+        return " + ".join([*parts, f"reply {self.reply}"]) + f" = {self.total:,}"
+
+
+@dataclass(frozen=True)
+class RequestCount:
+    """The input tokens of a request and where they go."""
+
+    tokens: int
+    breakdown: Breakdown
+    approximate: bool
+    """Not exact: the model's tokenizer or chat framing is approximated (≈)."""
+    tokenizer: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class RequestFit:
+    """``fit_request``'s answer: what to send and why."""
+
+    model: str
+    messages: tuple[Message, ...]
+    """The messages to send (history trimmed when it had to be)."""
+    dropped: tuple[Message, ...]
+    """History messages left out, oldest first."""
+    input_tokens: int
+    output_tokens: int
+    """The output limit to send: ``max_tokens`` clamped, or the room left when none was given."""
+    requested_output: int | None
+    output_param: str
+    """``max_tokens``, ``max_completion_tokens`` or ``max_output_tokens``."""
+    window: int
+    max_input: int | None
+    margin: int
+    margin_rule: str
+    fits: bool
+    over_by: int
+    """Tokens over (0 when it fits)."""
+    breakdown: Breakdown
+    """Of the messages sent (``messages``)."""
+    approximate: bool
+    tokenizer: str
+    message: str
+    clamped: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def trimmed(self) -> bool:
+        return bool(self.dropped)
+
+    def request_kwargs(self) -> dict[str, Any]:
+        """``{"messages": [...], <output_param>: output_tokens}``: the keyword arguments to
+        send (the output limit only when one was asked for or clamped)."""
+        out: dict[str, Any] = {"messages": list(self.messages)}
+        if self.requested_output is not None:
+            out[self.output_param] = self.output_tokens
+        return out
+
+
+class RequestDoesNotFit(ValueError):
+    """No trim and no clamp makes the request fit; ``fit`` holds the numbers (its
+    ``breakdown`` covers every message of the request as given)."""
+
+    def __init__(self, fit: RequestFit) -> None:
+        super().__init__(fit.message)
+        self.fit = fit
+
+    @property
+    def breakdown(self) -> Breakdown:
+        return self.fit.breakdown
+
+
+class _Counting:
+    """Counts texts with a ``TokenCounter`` (the caller's cache, if any); short texts
+    (roles, names) memoised here for the duration of one request."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.short: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        if len(text) > 32:
+            return self.counter.count(text)
+        n = self.short.get(text)
+        if n is None:
+            n = self.short[text] = self.counter.count(text)
+        return n
+
+
+def _counter_for(limits: RequestLimits, counter: TokenCounter | None) -> TokenCounter:
+    if counter is not None:
+        return counter
+    return TokenCounter(get_tokenizer(limits.tokenizer))
+
+
+def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[Any] | None,
+           response_format: Any, counter: TokenCounter) -> RequestCount:
+    framing, count = limits.framing, _Counting(counter)
+    costs = tuple(message_cost(i, m, framing, count) for i, m in enumerate(messages))
+    tool_n, tools_exact = tools_tokens(tools or (), framing, count)
+    schema_n, schema_exact = schema_tokens(response_format, framing, count)
+    breakdown = Breakdown(sum(c.total for c in costs if c.role in _SYSTEM_ROLES), costs,
+                          tool_n, schema_n, framing.reply)
+    exact = (limits.tokenizer_exact and framing.exact and tools_exact and schema_exact
+             and all(c.exact for c in costs))
+    return RequestCount(breakdown.total, breakdown, not exact, limits.tokenizer, framing.rule)
+
+
+def count_request(model: str, messages: Sequence[Message], *,
+                  tools: Sequence[Any] | None = None, response_format: Any = None,
+                  counter: TokenCounter | None = None,
+                  tokenizer: str | None = None) -> RequestCount:
+    """The input tokens of a chat request to ``model`` (see ``request.framing`` for the
+    rules). ``counter``: a ``TokenCounter`` you keep between requests (a repeated system
+    prompt is then counted once); ``tokenizer``: a tokenizer name instead of the model's.
+    A model the registry does not know is counted with the tokenizer its name implies."""
+    try:
+        limits = request_limits(model, tokenizer=tokenizer)
+    except UnknownModel:
+        limits = request_limits(model, window=1, tokenizer=tokenizer)
+    return _count(limits, messages, tools, response_format, _counter_for(limits, counter))
+
+
+# ------------------------------------------------------------------------------ fitting
+def _turns(messages: Sequence[Message]) -> list[list[int]]:
+    """The history that may be dropped, as turns (lists of message indices), oldest first:
+    every message before the last user message but system and developer ones; a turn
+    starts at a user message (messages before the first one make a turn of their own)."""
+    roles = [m.get("role") for m in messages]
+    last_user = max((i for i, r in enumerate(roles) if r == "user"), default=len(messages))
+    turns: list[list[int]] = []
+    for i in range(last_user):
+        if roles[i] in _SYSTEM_ROLES:
+            continue
+        if roles[i] == "user" or not turns:
+            turns.append([])
+        turns[-1].append(i)
+    return turns
+
+
+@dataclass
+class _Sizes:
+    """The numbers a fit is decided by (input ``tokens`` changes as turns are dropped)."""
+
+    limits: RequestLimits
+    margin: Margin
+    floor: int
+    cap: int | None  # the output limit wanted: max_tokens and the ceiling, whichever is lower
+    tokens: int
+
+    def room(self) -> int:
+        """Output tokens the window leaves after the input and its margin."""
+        return self.limits.window - self.tokens - self.margin.of(self.tokens)
+
+    def over(self) -> int:
+        """Tokens over: the window with ``floor`` output tokens, or the input limit."""
+        over = self.floor - self.room()
+        if self.limits.max_input is not None:
+            over = max(over, self.tokens + self.margin.of(self.tokens) - self.limits.max_input)
+        return max(over, 0)
+
+
+def _drop_turns(sizes: _Sizes, costs: Sequence[int], turns: list[list[int]],
+                budget: int | None = None) -> set[int]:
+    """The indices of the oldest turns to drop until the request fits (``budget``: until
+    the history costs at most that many tokens); ``sizes.tokens`` follows."""
+    dropped: set[int] = set()
+    history = sum(costs[i] for turn in turns for i in turn)
+    for turn in turns:
+        if (sizes.over() == 0) if budget is None else history <= budget:
+            break
+        cost = sum(costs[i] for i in turn)
+        sizes.tokens -= cost
+        history -= cost
+        dropped.update(turn)
+    return dropped
+
+
+def _trim(label: str, messages: Sequence[Message], costs: Sequence[int], dropped: set[int],
+          before: int, after: int, why: str) -> None:
+    if not dropped:
+        return
+    turns = sum(1 for i in dropped if messages[i].get("role") == "user") or 1
+    log.warning("%s: history trimmed: dropped the %d oldest turn(s), %d of %d messages"
+                " (%s tokens); input %s -> %s tokens: %s", label, turns, len(dropped),
+                len(messages), f"{sum(costs[i] for i in dropped):,}", f"{before:,}",
+                f"{after:,}", why,
+                extra={"budgetlens": {"event": "trim", "model": label, "before": before,
+                                      "after": after, "messages_dropped": len(dropped),
+                                      "reason": why}})
+
+
+def _output(sizes: _Sizes, requested: int | None, label: str, param: str) -> tuple[int, bool]:
+    """The output limit that fits, and whether a requested one was clamped (logged)."""
+    room = max(sizes.room(), 0)
+    out = room if sizes.cap is None else min(room, sizes.cap)
+    if requested is None or out >= requested:
+        return out, False
+    limits = sizes.limits
+    if sizes.cap is not None and out == sizes.cap and sizes.cap < requested:
+        why = f"{label}'s output ceiling is {sizes.cap:,} tokens"
+    else:
+        why = (f"input {sizes.tokens:,} + margin {sizes.margin.of(sizes.tokens):,} leave"
+               f" {room:,} of the {limits.window:,}-token window ({limits.window_source})")
+    log.warning("%s: %s clamped from %s to %s: %s", label, param, f"{requested:,}",
+                f"{out:,}", why,
+                extra={"budgetlens": {"event": "clamp", "model": label, "parameter": param,
+                                      "before": requested, "after": out, "reason": why}})
+    return out, True
+
+
+# long-function: one request's decisions in order: count, history budget, trim, clamp, refuse
+def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[Any] | None,
+         response_format: Any, max_tokens: int | None, margin: int | str | Margin | None,
+         counter: TokenCounter | None, min_output: int | None, trim: bool,
+         history_budget: int | None, label: str) -> RequestFit:
+    if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+    counted = _count(limits, messages, tools, response_format, _counter_for(limits, counter))
+    rule = parse_margin(margin, counted.approximate)
+    caps = [c for c in (max_tokens, limits.max_output) if c is not None]
+    cap = min(caps) if caps else None
+    if min_output is not None:
+        floor = min_output
+    else:  # half of the output limit asked for, as the contract's clamp (min_output_tokens)
+        floor = max(1, (cap or 2) // 2) if max_tokens is not None else 1
+    sizes = _Sizes(limits, rule, min(floor, cap) if cap else floor, cap, counted.tokens)
+    costs = [c.total for c in counted.breakdown.messages]
+    turns = _turns(messages) if trim or history_budget is not None else []
+    dropped: set[int] = set()
+    if history_budget is not None:
+        dropped = _drop_turns(sizes, costs, turns, history_budget)
+        _trim(label, messages, costs, dropped, counted.tokens, sizes.tokens,
+              f"the history is over the step's max_history_tokens ({history_budget:,})")
+        turns = [t for t in turns if t[0] not in dropped]
+    if trim and sizes.over():
+        before = sizes.tokens
+        more = _drop_turns(sizes, costs, turns)
+        if sizes.over() == 0:
+            _trim(label, messages, costs, more, before, sizes.tokens, _why(sizes))
+            dropped |= more
+        else:
+            sizes.tokens = before
+    base: dict[str, Any] = dict(model=label, window=limits.window, max_input=limits.max_input,
+                margin_rule=str(rule), approximate=counted.approximate,
+                tokenizer=counted.tokenizer, requested_output=max_tokens,
+                output_param=limits.output_param)
+    if sizes.over():
+        return _refusal(sizes, counted, messages, len(turns), base)
+    kept = tuple(m for i, m in enumerate(messages) if i not in dropped)
+    breakdown = counted.breakdown if not dropped else replace(
+        counted.breakdown, messages=tuple(c for c in counted.breakdown.messages
+                                          if c.index not in dropped),
+        system=counted.breakdown.system)
+    out, clamped = _output(sizes, max_tokens, label, limits.output_param)
+    approx = "≈" if counted.approximate else ""
+    text = (f"{label}: input {approx}{sizes.tokens:,} tokens + margin"
+            f" {rule.of(sizes.tokens):,} + output {out:,} fit the {limits.window:,}-token"
+            f" window" + (f"; {len(dropped)} history message(s) dropped" if dropped else "")
+            + (f"; {limits.output_param} clamped from {max_tokens:,} to {out:,}" if clamped and
+               max_tokens else ""))
+    return RequestFit(messages=kept, dropped=tuple(messages[i] for i in sorted(dropped)),
+                      input_tokens=sizes.tokens, output_tokens=out, margin=rule.of(sizes.tokens),
+                      fits=True, over_by=0, breakdown=breakdown, message=text, clamped=clamped,
+                      **base)
+
+
+def _why(sizes: _Sizes) -> str:
+    limits = sizes.limits
+    return (f"to leave at least {sizes.floor:,} output tokens in the {limits.window:,}-token"
+            f" window ({limits.window_source})" + (
+                f" and stay within the {limits.max_input:,}-token input limit"
+                if limits.max_input is not None else ""))
+
+
+def _refusal(sizes: _Sizes, counted: RequestCount, messages: Sequence[Message],
+             droppable: int, base: dict[str, Any]) -> RequestFit:
+    """The unfit result: raised as ``RequestDoesNotFit``."""
+    limits, n = sizes.limits, sizes.tokens
+    kept = (f" even with all {droppable} history turn(s) dropped" if droppable else "")
+    text = (f"{base['model']}: the request does not fit{kept}: input {n:,} tokens"
+            f" ({counted.breakdown.line()}) + margin {sizes.margin.of(n):,} + at least"
+            f" {sizes.floor:,} output tokens > the {limits.window:,}-token window"
+            f" ({limits.window_source})" + (f" or the {limits.max_input:,}-token input limit"
+                                            if limits.max_input is not None else "")
+            + f", by {sizes.over():,}")
+    fit = RequestFit(messages=tuple(messages), dropped=(), input_tokens=counted.tokens,
+                     output_tokens=max(sizes.room(), 0), margin=sizes.margin.of(n), fits=False,
+                     over_by=sizes.over(), breakdown=counted.breakdown, message=text, **base)
+    raise RequestDoesNotFit(fit)
+
+
+def fit_request(model: str, messages: Sequence[Message], *,
+                tools: Sequence[Any] | None = None, response_format: Any = None,
+                max_tokens: int | None = None, serving: Mapping[str, object] | None = None,
+                margin: int | str | Margin | None = None, counter: TokenCounter | None = None,
+                min_output: int | None = None, trim: bool = True,
+                window: int | None = None, max_output: int | None = None,
+                tokenizer: str | None = None) -> RequestFit:
+    """Fit a chat request to ``model`` (see the module docstring): the messages to send,
+    the output limit, and why; ``RequestDoesNotFit`` when nothing makes it fit.
+
+    - ``max_tokens``: the output limit you would send (clamped); ``min_output``: the least
+      output worth sending (default half of ``max_tokens``, else 1 token); ``trim=False``
+      refuses instead of trimming the history;
+    - ``serving``: the server's limit (``{"max_model_len": 8192}``, ``{"num_ctx": 8192}``);
+      ``margin``: tokens or ``"2% + 128"`` (default: 0 when exact, ``"2% + 128"`` when ≈);
+    - ``counter``: a ``TokenCounter`` you keep between requests: a text counted before (a
+      repeated system prompt, the history) is not encoded again;
+    - ``window``, ``max_output``, ``tokenizer``: for a model the registry does not know (or
+      to override it).
+    """
+    limits = request_limits(model, serving=serving, window=window, max_output=max_output,
+                            tokenizer=tokenizer)
+    return _fit(limits, messages, tools=tools, response_format=response_format,
+                max_tokens=max_tokens, margin=margin, counter=counter, min_output=min_output,
+                trim=trim, history_budget=None, label=limits.model)
+
+
+def check_request(step: StepBudget, messages: Sequence[Message], *,
+                  report: PipelineReport | None = None, tools: Sequence[Any] | None = None,
+                  response_format: Any = None, max_tokens: int | None = None,
+                  margin: int | str | Margin | None = None,
+                  counter: TokenCounter | None = None, min_output: int | None = None,
+                  trim: bool = True) -> RequestFit:
+    """``fit_request`` for a step of a checked pipeline (``check_pipeline(...).steps[i]``):
+    its model (the step's own, else ``report.model``) and that model's tokenizer (the
+    pipeline's, ``report.tokenizer``, for the pipeline's model), its window (``serving``
+    included), output ceiling and output limit (``max_tokens`` unless given), its margin
+    (unless 0: then the default) and, with ``use_history``, its ``max_history_tokens``: the
+    history is first trimmed to that budget."""
+    model = step.model or (report.model if report is not None else None) or "unknown"
+    tokenizer = None if step.model else (report.tokenizer if report is not None else None)
+    ceiling = step.ceiling or (report.output_ceiling if report is not None else None)
+    limits = request_limits(model, window=step.window.value, tokenizer=tokenizer,
+                            max_output=ceiling.value if ceiling is not None else None)
+    limits = replace(limits, window_source=step.window.source or limits.window_source)
+    return _fit(limits, messages, tools=tools, response_format=response_format,
+                max_tokens=max_tokens if max_tokens is not None else step.output.value or None,
+                margin=margin if margin is not None else step.margin.value or None,
+                counter=counter, min_output=min_output, trim=trim,
+                history_budget=step.history.value if step.use_history else None,
+                label=f"step {step.step!r} ({limits.model})")
