@@ -13,6 +13,10 @@ takes and returns plain typed data.
 - context at run time: ``compute_unified_budget`` (``UnifiedContextBudgetPolicy`` ->
   ``UnifiedBudget``), ``plan_injection`` (``InjectionRequest`` -> ``InjectionPlan``),
   ``pack_context`` (``PackResult``), ``trim_history`` (``HistoryTrim``);
+- request time: ``fit_request`` and ``check_request`` (-> ``RequestFit``, with its
+  ``Breakdown``; ``RequestDoesNotFit``), ``count_request`` (``RequestCount``),
+  ``continue_json_chat`` and ``continue_json_chat_async`` (``ChatContinuationResult``,
+  ``ChatCall``), ``read_reply`` and ``stopped_at_length`` for response dicts;
 - tokens: ``get_tokenizer`` (``TokenizerError``), ``TokenCounter``, ``TokenizerLike`` (what
   every ``tokenizer`` argument accepts).
 
@@ -27,6 +31,8 @@ Everything else stays importable from the subpackage that owns it:
   (``loop``);
 - ``budgetlens.context``: the unified budget, bucket overlap (``overlap``), injection plans,
   the context packer (``packer``, with the intent map), history trimming, input errors;
+- ``budgetlens.request``: chat framing per family (``framing``), a request's limits and
+  margin (``limits``), fitting (``fit``) and the chat continuation loop (``chat_loop``);
 - ``budgetlens.tokens``: tokenizers and ``TokenCounter`` (``tokens.core``);
 - ``budgetlens.yamldoc``: positioned YAML and the verification of text edits;
 - ``budgetlens.source`` (positions, ranges, diagnostics, text edits), ``budgetlens.codes``
@@ -73,13 +79,33 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time see __geta
     from budgetlens.contract.model import CheckOptions, ClampValues, PipelineReport
     from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
     from budgetlens.files import DiskFiles
+    from budgetlens.request.chat_loop import (
+        ChatCall,
+        ChatContinuationResult,
+        continue_json_chat,
+        continue_json_chat_async,
+        read_reply,
+        stopped_at_length,
+    )
+    from budgetlens.request.fit import (
+        Breakdown,
+        RequestCount,
+        RequestDoesNotFit,
+        RequestFit,
+        check_request,
+        count_request,
+        fit_request,
+    )
     from budgetlens.source import Diagnostic
     from budgetlens.tokens.core import TokenCounter, TokenizerError, TokenizerLike, get_tokenizer
 
 #: Each public name and the module that defines it (imported on first use, for start-up speed).
 _EXPORTS: dict[str, str] = {
+    "Breakdown": "budgetlens.request.fit",
     "BudgetCache": "budgetlens.contract.cache",
     "Case": "budgetlens.continuation.loop",
+    "ChatCall": "budgetlens.request.chat_loop",
+    "ChatContinuationResult": "budgetlens.request.chat_loop",
     "CheckOptions": "budgetlens.contract.model",
     "ClampPlan": "budgetlens.contract.plan",
     "ClampValues": "budgetlens.contract.model",
@@ -96,6 +122,9 @@ _EXPORTS: dict[str, str] = {
     "Outcome": "budgetlens.continuation.loop",
     "PackResult": "budgetlens.context.packer",
     "PipelineReport": "budgetlens.contract.model",
+    "RequestCount": "budgetlens.request.fit",
+    "RequestDoesNotFit": "budgetlens.request.fit",
+    "RequestFit": "budgetlens.request.fit",
     "TokenCounter": "budgetlens.tokens.core",
     "TokenizerError": "budgetlens.tokens.core",
     "TokenizerLike": "budgetlens.tokens.core",
@@ -103,15 +132,22 @@ _EXPORTS: dict[str, str] = {
     "UnifiedContextBudgetPolicy": "budgetlens.context.unified_budget",
     "apply_plan": "budgetlens.contract.plan",
     "check_pipeline": "budgetlens.contract.check",
+    "check_request": "budgetlens.request.fit",
     "clamp_plan": "budgetlens.contract.plan",
     "compute_unified_budget": "budgetlens.context.unified_budget",
     "continue_json": "budgetlens.continuation.loop",
     "continue_json_async": "budgetlens.continuation.loop",
+    "continue_json_chat": "budgetlens.request.chat_loop",
+    "continue_json_chat_async": "budgetlens.request.chat_loop",
+    "count_request": "budgetlens.request.fit",
+    "fit_request": "budgetlens.request.fit",
     "get_contexts": "budgetlens.continuation.contexts",
     "get_tokenizer": "budgetlens.tokens.core",
     "merge_with_overlap": "budgetlens.continuation.merge",
     "pack_context": "budgetlens.context.packer",
     "plan_injection": "budgetlens.context.injection",
+    "read_reply": "budgetlens.request.chat_loop",
+    "stopped_at_length": "budgetlens.request.chat_loop",
     "trim_history": "budgetlens.context.history",
 }
 
@@ -120,8 +156,11 @@ _EXPORTS: dict[str, str] = {
 __version__ = "0.1.0"
 
 __all__ = [
+    "Breakdown",
     "BudgetCache",
     "Case",
+    "ChatCall",
+    "ChatContinuationResult",
     "CheckOptions",
     "ClampPlan",
     "ClampValues",
@@ -138,6 +177,9 @@ __all__ = [
     "Outcome",
     "PackResult",
     "PipelineReport",
+    "RequestCount",
+    "RequestDoesNotFit",
+    "RequestFit",
     "TokenCounter",
     "TokenizerError",
     "TokenizerLike",
@@ -145,15 +187,22 @@ __all__ = [
     "UnifiedContextBudgetPolicy",
     "apply_plan",
     "check_pipeline",
+    "check_request",
     "clamp_plan",
     "compute_unified_budget",
     "continue_json",
     "continue_json_async",
+    "continue_json_chat",
+    "continue_json_chat_async",
+    "count_request",
+    "fit_request",
     "get_contexts",
     "get_tokenizer",
     "merge_with_overlap",
     "pack_context",
     "plan_injection",
+    "read_reply",
+    "stopped_at_length",
     "trim_history",
 ]
 

@@ -35,6 +35,8 @@ CORE_LAYERS: dict[str, int] = {
     "budgetlens.continuation": 30, "budgetlens.context": 30,
     # 4. (may import context for the unified budget)
     "budgetlens.contract": 40,
+    # request time: one request fitted with the registry's and a checked step's limits
+    "budgetlens.request": 40,
     # 5. the public API: budgetlens/__init__.py itself
     "budgetlens": 50,
 }
