@@ -139,8 +139,9 @@ class RequestFit:
 
 
 class RequestDoesNotFit(ValueError):
-    """No trim and no clamp makes the request fit; ``fit`` holds the numbers (its
-    ``breakdown`` covers every message of the request as given)."""
+    """No trim and no clamp makes the request fit; ``fit`` holds the numbers: its
+    ``breakdown`` covers every message of the request as given, its ``input_tokens`` and
+    ``over_by`` are those left once every history turn it may drop is dropped."""
 
     def __init__(self, fit: RequestFit) -> None:
         super().__init__(fit.message)
@@ -320,14 +321,12 @@ def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[
         if sizes.over() == 0:
             _trim(label, messages, costs, more, before, sizes.tokens, _why(sizes))
             dropped |= more
-        else:
-            sizes.tokens = before
     base: dict[str, Any] = dict(model=label, window=limits.window, max_input=limits.max_input,
                 margin_rule=str(rule), approximate=counted.approximate,
                 tokenizer=counted.tokenizer, requested_output=max_tokens,
                 output_param=limits.output_param)
-    if sizes.over():
-        return _refusal(sizes, counted, messages, len(turns), base)
+    if sizes.over():  # sizes: the request with every turn it may drop dropped
+        return _refusal(sizes, counted, messages, len(turns) if trim else 0, base)
     kept = tuple(m for i, m in enumerate(messages) if i not in dropped)
     breakdown = counted.breakdown if not dropped else replace(
         counted.breakdown, messages=tuple(c for c in counted.breakdown.messages
@@ -356,16 +355,19 @@ def _why(sizes: _Sizes) -> str:
 
 def _refusal(sizes: _Sizes, counted: RequestCount, messages: Sequence[Message],
              droppable: int, base: dict[str, Any]) -> RequestFit:
-    """The unfit result: raised as ``RequestDoesNotFit``."""
+    """The unfit result, raised as ``RequestDoesNotFit``: ``over_by`` and the input are those
+    of the request with every history turn it may drop dropped (``droppable``); the
+    breakdown is of the whole request."""
     limits, n = sizes.limits, sizes.tokens
-    kept = (f" even with all {droppable} history turn(s) dropped" if droppable else "")
-    text = (f"{base['model']}: the request does not fit{kept}: input {n:,} tokens"
-            f" ({counted.breakdown.line()}) + margin {sizes.margin.of(n):,} + at least"
-            f" {sizes.floor:,} output tokens > the {limits.window:,}-token window"
+    kept = (f" even with all {droppable} history turn(s) dropped ({n:,} of"
+            f" {counted.tokens:,} input tokens left)" if droppable else "")
+    text = (f"{base['model']}: the request does not fit{kept}: input"
+            f" ({counted.breakdown.line()}) {n:,} tokens + margin {sizes.margin.of(n):,} +"
+            f" at least {sizes.floor:,} output tokens > the {limits.window:,}-token window"
             f" ({limits.window_source})" + (f" or the {limits.max_input:,}-token input limit"
                                             if limits.max_input is not None else "")
             + f", by {sizes.over():,}")
-    fit = RequestFit(messages=tuple(messages), dropped=(), input_tokens=counted.tokens,
+    fit = RequestFit(messages=tuple(messages), dropped=(), input_tokens=n,
                      output_tokens=max(sizes.room(), 0), margin=sizes.margin.of(n), fits=False,
                      over_by=sizes.over(), breakdown=counted.breakdown, message=text, **base)
     raise RequestDoesNotFit(fit)
