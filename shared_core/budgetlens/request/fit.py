@@ -24,10 +24,11 @@ model, tokenizer, output limit, history budget and window (serving included) of 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from budgetlens.contract.frozen import quick_init
 from budgetlens.request.framing import (
     Message,
     MessageCost,
@@ -51,6 +52,7 @@ log = logging.getLogger("budgetlens")
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
+@quick_init
 @dataclass(frozen=True)
 class Breakdown:
     """Where a request's input tokens go. ``total`` = the messages + tools + schema +
@@ -83,6 +85,7 @@ class Breakdown:
         return " + ".join([*parts, f"reply {self.reply}"]) + f" = {self.total:,}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class RequestCount:
     """The input tokens of a request and where they go."""
@@ -95,6 +98,7 @@ class RequestCount:
     rule: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class RequestFit:
     """``fit_request``'s answer: what to send and why."""
@@ -153,30 +157,31 @@ class RequestDoesNotFit(ValueError):
 
 
 class _Counting:
-    """Counts texts with a ``TokenCounter`` (the caller's cache, if any); short texts
-    (roles, names) memoised here for the duration of one request."""
+    """Counts texts with the caller's ``TokenCounter`` (its cache), else with the model's
+    tokenizer (a shipped encoding answers a text it counted before in this process from its
+    count store); short texts (roles, names) memoised here for one request."""
 
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self.count = count
         self.short: dict[str, int] = {}
 
     def __call__(self, text: str) -> int:
         if len(text) > 32:
-            return self.counter.count(text)
+            return self.count(text)
         n = self.short.get(text)
         if n is None:
-            n = self.short[text] = self.counter.count(text)
+            n = self.short[text] = self.count(text)
         return n
 
 
-def _counter_for(limits: RequestLimits, counter: TokenCounter | None) -> TokenCounter:
+def _counter_for(limits: RequestLimits, counter: TokenCounter | None) -> Callable[[str], int]:
     if counter is not None:
-        return counter
-    return TokenCounter(get_tokenizer(limits.tokenizer))
+        return counter.count
+    return get_tokenizer(limits.tokenizer).count
 
 
 def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[Any] | None,
-           response_format: Any, counter: TokenCounter) -> RequestCount:
+           response_format: Any, counter: Callable[[str], int]) -> RequestCount:
     framing, count = limits.framing, _Counting(counter)
     costs = tuple(message_cost(i, m, framing, count) for i, m in enumerate(messages))
     tool_n, tools_exact = tools_tokens(tools or (), framing, count)

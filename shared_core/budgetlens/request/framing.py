@@ -44,6 +44,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from budgetlens.contract.frozen import quick_init
+
 #: A message of a chat request (OpenAI's shape: ``role``, ``content``, ``name``,
 #: ``tool_calls``, ``tool_call_id``).
 Message = Mapping[str, Any]
@@ -133,6 +135,7 @@ def openai_framing(model: str, encoding: str) -> Framing:
 
 
 # ------------------------------------------------------------------------------ messages
+@quick_init  # one per message of every request: its fields set in one call
 @dataclass(frozen=True)
 class MessageCost:
     """What one message costs: its text and its framing."""

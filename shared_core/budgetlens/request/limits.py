@@ -16,6 +16,7 @@ the margin, and the name of the output-limit parameter.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -156,13 +157,24 @@ def _tokenizer_of(model: str, info: ModelInfo | None, given: str | None) -> tupl
     return tok.name, is_exact(tok)
 
 
+@functools.lru_cache(maxsize=256)
+def _model_limits(model: str, tokenizer: str | None) -> tuple[
+        ModelInfo | None, str, bool, Framing, str]:
+    """What a model's name decides (the registry read once per name: a memo, as in
+    ``models.registry``): its entry, tokenizer and exactness, framing, output parameter."""
+    info = _lookup(model)
+    name, exact = _tokenizer_of(model, info, tokenizer)
+    return (info, name, exact, _framing(model, info, name),
+            output_param(model, info.provider if info is not None else ""))
+
+
 def request_limits(model: str, *, serving: Mapping[str, object] | None = None,
                    window: int | None = None, max_output: int | None = None,
                    tokenizer: str | None = None) -> RequestLimits:
     """The limits of a request to ``model``: the registry's, lowered by ``serving``;
     ``window`` / ``max_output`` / ``tokenizer`` given here win (a model the registry does not
     know needs ``window``, else ``UnknownModel``)."""
-    info = _lookup(model)
+    info, name, exact, framing, param = _model_limits(model, tokenizer)
     if window is None and info is None:
         raise UnknownModel(unknown_model_message(model, then=": pass window=..."))
     base = window if window is not None else info.window if info is not None else 0
@@ -172,13 +184,10 @@ def request_limits(model: str, *, serving: Mapping[str, object] | None = None,
     if served is not None and served[0] < base:
         base, source = served[0], f"serving {served[1]}, below {source}: {base:,}"
     max_input = info.max_input if info is not None else None
-    name, exact = _tokenizer_of(model, info, tokenizer)
-    framing = _framing(model, info, name)
     return RequestLimits(
         model=info.name if info is not None else model, info=info, window=base,
         window_source=source,
         max_input=max_input if max_input is not None and max_input < base else None,
         max_output=max_output if max_output is not None else
         info.max_output if info is not None else None,
-        tokenizer=name, tokenizer_exact=exact, framing=framing,
-        output_param=output_param(model, info.provider if info is not None else ""))
+        tokenizer=name, tokenizer_exact=exact, framing=framing, output_param=param)
