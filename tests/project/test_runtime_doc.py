@@ -169,3 +169,49 @@ def test_model_reply_error_is_exported_and_typed() -> None:
     result = budgetlens.continue_json(lambda prompt: '{"a": 1}', "p")
     assert isinstance(result, ContinuationResult) and result.outcome is Outcome.COMPLETE
     assert result.iterations[0].case is Case.PARSED
+
+
+# The "Fitting a request" example (a ``py`` block, so the example above stays the page's
+# one ``python`` block). The numbers, by the cookbook's rules over plain tiktoken o200k_base
+# (checked in the test below): the six messages cost 1,048 tokens; the 1,000-token server
+# window needs 300 output tokens (half of max_tokens 600), so the oldest turn (570 tokens)
+# goes, 478 are left and max_tokens is clamped to 1,000 - 478 = 522; the refused request
+# costs 14 + 6,006 + 3 = 6,023, and 6,023 + 500 - 4,096 = 2,427 over.
+FIT_EXPECTED = """\
+gpt-4o: input 1,048 tokens + margin 0 + output 1,000 fit the 128,000-token window
+gpt-4o: input 478 tokens + margin 0 + output 522 fit the 1,000-token window; 2 history \
+message(s) dropped; max_tokens clamped from 600 to 522
+['system', 'user', 'assistant', 'user'] 522
+['messages', 'max_completion_tokens']
+refused: over by 2427 | system 14 + 1 message 6,006 + reply 3 = 6,023
+complete [('json', 'completion_tokens'), ()]
+{"parcel": 1042, "events": ["left the warehouse", "in transit", "out for delivery"]}
+"""
+
+
+def test_the_fitting_example_runs_and_prints_what_the_doc_shows() -> None:
+    section = RUNTIME.split("## 5. Fitting a request", 1)[1]
+    (code,) = re.findall(r"```py\n(.*?)```", section, re.S)
+    (shown,) = re.findall(r"This prints \(.*?\):\n\n```text\n(.*?)```", section, re.S)
+    assert _run(code) == FIT_EXPECTED
+    assert shown == FIT_EXPECTED
+    for name in ("fit_request", "check_request", "count_request", "RequestFit",
+                 "RequestDoesNotFit", "continue_json_chat", "read_reply", "stopped_at_length"):
+        assert name in budgetlens.__all__ and f"`{name}" in RUNTIME, name
+
+
+def test_the_fitting_examples_numbers_follow_the_cookbook() -> None:
+    from tests.core.request.reference import encoding, messages_tokens
+
+    enc = encoding("o200k_base")
+    system = {"role": "system", "content": "You are the support assistant of a parcel service."}
+    turns = [{"role": "user", "content": "Where is parcel 1042? " * 40},
+             {"role": "assistant", "content": "It left the warehouse on Tuesday. " * 40},
+             {"role": "user", "content": "And parcel 1043? " * 40},
+             {"role": "assistant", "content": "It arrives tomorrow morning. " * 40}]
+    question = {"role": "user", "content": "Can I change the delivery address?"}
+    assert messages_tokens([system, *turns, question], enc) == 1048
+    assert messages_tokens([system, *turns[2:], question], enc) == 478
+    assert 1000 - 1048 < 300 <= 1000 - 478  # one turn dropped is enough, none is not
+    summary = {"role": "user", "content": "summarise this " * 2000}
+    assert messages_tokens([system, summary], enc) == 6023

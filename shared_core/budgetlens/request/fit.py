@@ -79,7 +79,8 @@ class Breakdown:
         """``system 120 + 6 messages 4,210 + tools 88 + schema 40 + reply 3 = 4,461``."""
         rest = sum(m.total for m in self.messages if m.role not in _SYSTEM_ROLES)
         others = sum(1 for m in self.messages if m.role not in _SYSTEM_ROLES)
-        parts = [f"system {self.system:,}", f"{others} messages {rest:,}"]
+        parts = [f"system {self.system:,}",
+                 f"{others} message{'' if others == 1 else 's'} {rest:,}"]
         parts += [f"tools {self.tools:,}"] if self.tools else []
         parts += [f"schema {self.schema:,}"] if self.schema else []
         return " + ".join([*parts, f"reply {self.reply}"]) + f" = {self.total:,}"
