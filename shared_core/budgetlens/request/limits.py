@@ -22,12 +22,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from budgetlens.contract.limits import SERVING_KEYS, unknown_model_message
 from budgetlens.models.registry import ModelInfo, load_registry
 from budgetlens.request.framing import FRAMINGS, Framing, bare_name, openai_framing
 from budgetlens.tokens.core import TokenizerError, get_tokenizer
 from budgetlens.tokens.families import family_for_model, is_exact
 
+#: The server limits a ``serving`` block may set: config.json's keys (``contract.limits``
+#: has the same; not imported from there, as that loads config.json's validation).
+SERVING_KEYS = ("max_model_len", "num_ctx")
 DEFAULT_APPROX_MARGIN = "2% + 128"
 _MARGIN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*%)?\s*(?:\+?\s*(\d+))?\s*$")
 #: The registry's tokenizer family -> the chat framing its models are counted with.
@@ -176,7 +178,10 @@ def request_limits(model: str, *, serving: Mapping[str, object] | None = None,
     know needs ``window``, else ``UnknownModel``)."""
     info, name, exact, framing, param = _model_limits(model, tokenizer)
     if window is None and info is None:
-        raise UnknownModel(unknown_model_message(model, then=": pass window=..."))
+        registry = load_registry()
+        close = registry.suggest(model)
+        raise UnknownModel(f"model {model!r} is not in the model registry ({registry.date}):"
+                           " pass window=..." + (f"; did you mean {close!r}?" if close else ""))
     base = window if window is not None else info.window if info is not None else 0
     source = "given" if window is not None else \
         f"{info.name if info else model}, {info.registry_label if info else 'registry'}"

@@ -245,3 +245,17 @@ def test_other_families_are_approximate_with_a_proportional_margin() -> None:
     # a model the cookbook does not name: the same rule, marked ≈
     gpt5 = count_request("gpt-5", [{"role": "user", "content": "hello world"}])
     assert gpt5.tokens == 9 and gpt5.approximate is True
+
+
+def test_an_open_family_counts_with_its_own_tokenizer_and_a_documented_overhead() -> None:
+    from ..tokens.references import reference
+
+    llama = reference("llama3")
+    messages = [{"role": "system", "content": "Réponds en français."},
+                {"role": "user", "content": "Où est mon colis 1042 ?"}]
+    counted = count_request("llama-3.1-8b-instruct", messages)
+    # ≈ Llama 3 template: per message <|start_header_id|> role <|end_header_id|> \n\n ...
+    # <|eot_id|> (4 + role), the reply's header (4) and <|begin_of_text|> (1)
+    expected = sum(4 + len(llama(m["role"])) + len(llama(m["content"])) for m in messages) + 5
+    assert counted.tokens == expected and counted.tokenizer == "llama3"
+    assert counted.approximate is True  # the chat template itself is not applied yet
