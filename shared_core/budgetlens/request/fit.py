@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.frozen import quick_init
@@ -97,6 +97,8 @@ class RequestCount:
     """Not exact: the model's tokenizer or chat framing is approximated (≈)."""
     tokenizer: str
     rule: str
+    notes: tuple[str, ...] = ()
+    """What the count leaves out (``message 2: 1 non-text part not counted``)."""
 
 
 @quick_init
@@ -128,7 +130,8 @@ class RequestFit:
     tokenizer: str
     message: str
     clamped: bool = False
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
+    """What the count leaves out (``RequestCount.notes``)."""
 
     @property
     def trimmed(self) -> bool:
@@ -191,7 +194,10 @@ def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[A
                           tool_n, schema_n, framing.reply)
     exact = (limits.tokenizer_exact and framing.exact and tools_exact and schema_exact
              and all(c.exact for c in costs))
-    return RequestCount(breakdown.total, breakdown, not exact, limits.tokenizer, framing.rule)
+    notes = tuple(f"message {c.index}: {c.uncounted} non-text part(s) not counted"
+                  for c in costs if c.uncounted)
+    return RequestCount(breakdown.total, breakdown, not exact, limits.tokenizer, framing.rule,
+                        notes)
 
 
 def count_request(model: str, messages: Sequence[Message], *,
@@ -328,7 +334,7 @@ def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[
             _trim(label, messages, costs, more, before, sizes.tokens, _why(sizes))
             dropped |= more
     base: dict[str, Any] = dict(model=label, window=limits.window, max_input=limits.max_input,
-                margin_rule=str(rule), approximate=counted.approximate,
+                margin_rule=str(rule), approximate=counted.approximate, notes=counted.notes,
                 tokenizer=counted.tokenizer, requested_output=max_tokens,
                 output_param=limits.output_param)
     if sizes.over():  # sizes: the request with every turn it may drop dropped

@@ -147,15 +147,18 @@ class MessageCost:
     framing: int
     """Tokens of its framing (per message, per name, per tool call)."""
     exact: bool = True
+    uncounted: int = 0
+    """Content parts that are not text (images, audio): not counted (≈)."""
 
     @property
     def total(self) -> int:
         return self.content + self.framing
 
 
-def _parts_tokens(parts: Sequence[Any], count: Count) -> tuple[int, bool]:
-    """The tokens of a content list: its text parts summed; exact only for one text part."""
-    total, texts, other = 0, 0, False
+def _parts_tokens(parts: Sequence[Any], count: Count) -> tuple[int, int, int]:
+    """The tokens of a content list (its text parts summed), its text parts, and the other
+    parts (images, audio: not counted)."""
+    total, texts, other = 0, 0, 0
     for part in parts:
         if isinstance(part, str):
             total += count(part)
@@ -164,8 +167,8 @@ def _parts_tokens(parts: Sequence[Any], count: Count) -> tuple[int, bool]:
             total += count(part["text"])
             texts += 1
         else:
-            other = True
-    return total, texts <= 1 and not other
+            other += 1
+    return total, texts, other
 
 
 def _calls_tokens(calls: Any, framing: Framing, count: Count) -> tuple[int, int]:
@@ -187,7 +190,7 @@ def _calls_tokens(calls: Any, framing: Framing, count: Count) -> tuple[int, int]
 
 def message_cost(index: int, message: Message, framing: Framing, count: Count) -> MessageCost:
     """The tokens of ``message`` under ``framing`` (the rules of the module docstring)."""
-    text, frame, exact = 0, framing.per_message, framing.exact
+    text, frame, exact, uncounted = 0, framing.per_message, framing.exact, 0
     role = message.get("role")
     for key, value in message.items():
         if isinstance(value, str):
@@ -197,16 +200,17 @@ def message_cost(index: int, message: Message, framing: Framing, count: Count) -
             if key == "name":
                 frame += framing.per_name
         elif key == "content" and isinstance(value, Sequence):
-            tokens, parts_exact = _parts_tokens(value, count)
+            tokens, texts, uncounted = _parts_tokens(value, count)
             text += tokens
-            exact = exact and parts_exact
+            exact = exact and texts <= 1 and not uncounted
         elif key in ("tool_calls", "function_call") and value:
             calls = [{"function": value}] if key == "function_call" else value
             tokens, more = _calls_tokens(calls, framing, count)
             text, frame, exact = text + tokens, frame + more, False
     if role == "tool" or role == "function":
         exact = False
-    return MessageCost(index, role if isinstance(role, str) else "", text, frame, exact)
+    return MessageCost(index, role if isinstance(role, str) else "", text, frame, exact,
+                       uncounted)
 
 
 # ------------------------------------------------------------------------------ tools, schema

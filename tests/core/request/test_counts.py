@@ -93,6 +93,8 @@ def test_content_as_text_parts() -> None:
         {"type": "text", "text": "what is this?"},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}])
     assert image.tokens == 3 + 1 + n("what is this?", O200K) + 3 and image.approximate
+    assert image.notes == ("message 0: 1 non-text part(s) not counted",)
+    assert one.notes == two.notes == ()
 
 
 def test_a_repeated_system_prompt_is_counted_once_with_the_callers_counter() -> None:

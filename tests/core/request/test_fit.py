@@ -158,6 +158,10 @@ def test_the_input_limit_below_the_window_is_enforced() -> None:
 
 
 def test_bad_settings_are_errors_not_silence() -> None:
+    from budgetlens.contract.limits import SERVING_KEYS
+    from budgetlens.request.limits import SERVING_KEYS as REQUEST_SERVING_KEYS
+
+    assert REQUEST_SERVING_KEYS == SERVING_KEYS  # config.json's serving keys, the same
     with pytest.raises(ValueError, match="did you mean 'max_model_len'"):
         fit_request("gpt-4o", [], serving={"max_modle_len": 8192})
     with pytest.raises(ValueError, match="did you mean 'num_ctx'"):
