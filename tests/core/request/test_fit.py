@@ -200,3 +200,28 @@ def test_check_request_uses_the_steps_model_tokenizer_window_and_history(
     [trim] = _records(caplog, "trim")
     assert "max_history_tokens (1,200)" in trim["reason"]
     assert _records(caplog, "clamp") == []
+
+
+def test_check_request_counts_a_llama_step_with_the_llama_tokenizer(tmp_path: Path) -> None:
+    from ..tokens.references import reference
+
+    make_workspace(tmp_path, config={"model": "gpt-4o", "serving": {"num_ctx": 8192},
+                                     "format_overhead_tokens": 0},
+                   pipelines={"p.yaml": "settings:\n  max_context_tokens: 100\n"
+                              "  budget_safety_margin_tokens: 0\nsteps:\n"
+                              "  - id: route\n    type: call_model\n    prompt_key: sys\n"
+                              "    model: llama-3.1-8b-instruct\n    max_output_tokens: 16\n"},
+                   prompts={"sys.txt": "Route."})
+    report = check(tmp_path / "pipelines" / "p.yaml")
+    [step] = report.steps
+    assert report.tokenizer == "o200k_base" and step.model == "llama-3.1-8b-instruct"
+    messages = [{"role": "system", "content": "Route."},
+                {"role": "user", "content": "Wo ist mein Paket? 📦"}]
+    fit = check_request(step, messages, report=report)
+    llama = reference("llama3")
+    # ≈ Llama 3 framing: 4 + role per message, 5 for the reply and <|begin_of_text|>
+    assert fit.input_tokens == sum(4 + len(llama(m["role"])) + len(llama(m["content"]))
+                                   for m in messages) + 5
+    assert fit.tokenizer == "llama3" and fit.approximate is True
+    assert fit.window == 8192 and fit.output_tokens == 16
+    assert fit.margin == -(-fit.input_tokens * 2 // 100) + 128  # the step's margin is 0: 2% + 128
