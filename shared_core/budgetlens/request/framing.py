@@ -33,8 +33,9 @@ definitions and its response schema.
 **Other families** (≈ always; no chat template is implemented here yet): each message costs
 a documented overhead plus its role's tokens where the template writes the role, the reply
 a priming overhead (see ``FRAMINGS``); tool definitions and a response schema cost the
-tokens of their compact JSON text (Claude: plus the 346-token tool-use system prompt
-Anthropic's pricing page lists for ``tool_choice: auto``).
+tokens of their compact JSON text. Claude adds a tool-use system prompt when tools are given;
+Anthropic's "tool use pricing and tokens" page lists 159 to 530 tokens by model and
+``tool_choice``: the largest, 530, is counted (an upper bound).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ FRAMINGS: dict[str, Framing] = {f.family: f for f in (
     Framing("openai", 3, 1, 3, True, True, f"{_COOKBOOK}: 3 per message, +1 per name,"
             " 3 to prime the reply", ToolConstants(7), True),
     Framing("claude", 3, 0, 3, True, False, "≈ Anthropic publishes no framing: 3 per message,"
-            " 3 for the reply", tool_prompt=346),
+            " 3 for the reply", tool_prompt=530),
     Framing("gemini", 3, 0, 3, True, False, "≈ Google publishes no framing: 3 per message,"
             " 3 for the reply"),
     Framing("llama3", 4, 0, 5, True, False, "≈ Llama 3 template: <|start_header_id|>role"

@@ -261,3 +261,11 @@ def test_an_open_family_counts_with_its_own_tokenizer_and_a_documented_overhead(
     expected = sum(4 + len(llama(m["role"])) + len(llama(m["content"])) for m in messages) + 5
     assert counted.tokens == expected and counted.tokenizer == "llama3"
     assert counted.approximate is True  # the chat template itself is not applied yet
+
+
+def test_claude_tools_cost_their_json_and_the_largest_published_tool_prompt() -> None:
+    counted = count_request("claude-sonnet-4-5", WEATHER, tools=WEATHER_TOOLS)
+    text = json.dumps(WEATHER_TOOLS[0], ensure_ascii=False, separators=(",", ":"))
+    # Anthropic's tool-use pricing page: 159 to 530 tokens of tool-use system prompt
+    assert counted.breakdown.tools == 530 + n(text, O200K)
+    assert counted.approximate is True
