@@ -162,8 +162,7 @@ class RequestDoesNotFit(ValueError):
 
 class _Counting:
     """Counts texts with the caller's ``TokenCounter`` (its cache), else with the model's
-    tokenizer (a shipped encoding answers a text it counted before in this process from its
-    count store); short texts (roles, names) memoised here for one request."""
+    tokenizer; short texts (roles, names) memoised here for one request."""
 
     def __init__(self, count: Callable[[str], int]) -> None:
         self.count = count
@@ -179,9 +178,15 @@ class _Counting:
 
 
 def _counter_for(limits: RequestLimits, counter: TokenCounter | None) -> Callable[[str], int]:
+    """The caller's counter (its cache), else the tokenizer's plain encoding: no hashing,
+    no cache (what is not asked for is not kept)."""
     if counter is not None:
         return counter.count
-    return get_tokenizer(limits.tokenizer).count
+    encode = get_tokenizer(limits.tokenizer).encode
+
+    def count(text: str) -> int:
+        return len(encode(text))
+    return count
 
 
 def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[Any] | None,
@@ -401,7 +406,8 @@ def fit_request(model: str, messages: Sequence[Message], *,
     - ``serving``: the server's limit (``{"max_model_len": 8192}``, ``{"num_ctx": 8192}``);
       ``margin``: tokens or ``"2% + 128"`` (default: 0 when exact, ``"2% + 128"`` when ≈);
     - ``counter``: a ``TokenCounter`` you keep between requests: a text counted before (a
-      repeated system prompt, the history) is not encoded again;
+      repeated system prompt, the history) is not encoded again (without one, every text
+      is encoded and nothing is kept);
     - ``window``, ``max_output``, ``tokenizer``: for a model the registry does not know (or
       to override it).
     """
