@@ -223,10 +223,12 @@ def count_request(model: str, messages: Sequence[Message], *,
 # ------------------------------------------------------------------------------ fitting
 def _turns(messages: Sequence[Message]) -> list[list[int]]:
     """The history that may be dropped, as turns (lists of message indices), oldest first:
-    every message before the last user message but system and developer ones; a turn
-    starts at a user message (messages before the first one make a turn of their own)."""
+    every message before the last user message (the last message when there is no user
+    message) but system and developer ones; a turn starts at a user message (messages
+    before the first one make a turn of their own)."""
     roles = [m.get("role") for m in messages]
-    last_user = max((i for i, r in enumerate(roles) if r == "user"), default=len(messages))
+    last_user = max((i for i, r in enumerate(roles) if r == "user"),
+                    default=len(messages) - 1)
     turns: list[list[int]] = []
     for i in range(last_user):
         if roles[i] in _SYSTEM_ROLES:

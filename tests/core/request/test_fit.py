@@ -225,3 +225,11 @@ def test_check_request_counts_a_llama_step_with_the_llama_tokenizer(tmp_path: Pa
     assert fit.tokenizer == "llama3" and fit.approximate is True
     assert fit.window == 8192 and fit.output_tokens == 16
     assert fit.margin == -(-fit.input_tokens * 2 // 100) + 128  # the step's margin is 0: 2% + 128
+
+
+def test_without_a_user_message_the_last_message_is_kept() -> None:
+    messages = [SYSTEM, {"role": "assistant", "content": "Hello! " * 300},
+                {"role": "assistant", "content": "How can I help?"}]
+    window = messages_tokens([SYSTEM, messages[2]], O200K) + 10
+    fit = fit_request("gpt-4o", messages, serving={"num_ctx": window})
+    assert list(fit.messages) == [SYSTEM, messages[2]] and fit.output_tokens == 10
