@@ -25,7 +25,11 @@ PUBLIC = {
     "PipelineReport", "TokenCounter", "TokenizerError", "TokenizerLike", "UnifiedBudget",
     "UnifiedContextBudgetPolicy", "apply_plan", "check_pipeline", "clamp_plan",
     "compute_unified_budget", "continue_json", "continue_json_async", "get_contexts",
-    "get_tokenizer", "merge_with_overlap", "pack_context", "plan_injection", "trim_history"}
+    "get_tokenizer", "merge_with_overlap", "pack_context", "plan_injection", "trim_history",
+    # request time (docs/runtime.md, "Fitting a request")
+    "Breakdown", "ChatCall", "ChatContinuationResult", "RequestCount", "RequestDoesNotFit",
+    "RequestFit", "check_request", "continue_json_chat", "continue_json_chat_async",
+    "count_request", "fit_request", "read_reply", "stopped_at_length"}
 
 
 def _modules_after(code: str, cwd: Path | None = None,
@@ -61,7 +65,7 @@ def test_each_name_loads_its_module_on_first_use() -> None:
 
 
 def test_the_public_names_all_resolve_and_stay_listed() -> None:
-    assert set(budgetlens.__all__) == PUBLIC and len(budgetlens.__all__) == 35
+    assert set(budgetlens.__all__) == PUBLIC and len(budgetlens.__all__) == 48
     assert set(dir(budgetlens)) >= PUBLIC
     for name in PUBLIC:
         assert getattr(budgetlens, name) is not None
