@@ -1,0 +1,90 @@
+"""GitHub Models prompt files (``*.prompt.yml``, ``*.prompt.yaml``).
+
+Read by ``actions/ai-inference`` and ``gh models run|eval``: ``messages`` (``role``,
+``content`` with ``{{name}}`` placeholders), ``model`` (``openai/gpt-4o-mini``),
+``modelParameters`` (``maxCompletionTokens`` preferred; ``max_tokens``; ``maxTokens``,
+deprecated), ``responseFormat`` + ``jsonSchema``, ``tools``, ``testData``, ``evaluators``.
+
+The placeholders are replaced the way both runners replace them: each ``{{name}}`` (no
+spaces, no sections, no escaping) by the value's text. A mustache library would read
+``{{#name}}`` as a section and escape HTML; the runners do neither, so the reader does
+not use one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from budgetlens.formats.common import check_completion_tokens, located, output_limit
+from budgetlens.formats.frontmatter import FileYaml, read_yaml
+from budgetlens.formats.model import Message, Problem, ProblemKind, PromptFile, Step
+from budgetlens.formats.templates import placeholder_variables, render_placeholders
+from budgetlens.source import LineIndex, Range
+
+FORMAT = "github-models"
+#: The output limit each key sets, in the order the runner prefers them.
+OUTPUT_KEYS = (("modelParameters", "maxCompletionTokens"), ("modelParameters", "max_tokens"),
+               ("modelParameters", "maxTokens"))
+#: What actions/ai-inference sends when the file sets no output limit.
+RUNNER_DEFAULT_OUTPUT = 200
+
+
+def is_github_models(path: str) -> bool:
+    return path.endswith((".prompt.yml", ".prompt.yaml"))
+
+
+def read(text: str, path: str = "", inputs: Mapping[str, Any] | None = None) -> PromptFile:
+    """The file's one step; with ``inputs`` the messages are rendered with them."""
+    problems: list[Problem] = []
+    index = LineIndex(text)
+    fy = read_yaml(text, 0, index, problems)
+    result = PromptFile(path, FORMAT, [], problems)
+    if fy is None:
+        return result
+    if not isinstance(fy.value, dict) or not isinstance(fy.get("messages"), list):
+        problems.append(Problem(ProblemKind.NOT_A_PROMPT, "no 'messages' list",
+                                fy.whole()))
+        return result
+    result.steps.append(_step(fy, path, inputs, problems))
+    return result
+
+
+def _step(fy: FileYaml, path: str, inputs: Mapping[str, Any] | None,
+          problems: list[Problem]) -> Step:
+    model = located(fy, "model")
+    output = output_limit(fy, OUTPUT_KEYS, OUTPUT_KEYS[0])
+    if output.value is None:
+        problems.append(Problem(
+            ProblemKind.OUTPUT_DEFAULT,
+            f"no output limit: the runner sends {RUNNER_DEFAULT_OUTPUT} output tokens"
+            " (set modelParameters.maxCompletionTokens)",
+            fy.key_range("model") or fy.whole()))
+    check_completion_tokens(model, output, problems)
+    name = fy.get("name")
+    samples = [dict(case) for case in fy.get("testData") or [] if isinstance(case, dict)]
+    return Step(
+        name=name if isinstance(name, str) else path,
+        messages=_messages(fy, inputs),
+        model=model,
+        output=output,
+        tools=located(fy, "tools"),
+        output_schema=located(fy, "jsonSchema") or located(fy, "responseFormat"),
+        samples=samples,
+        budgetlens=located(fy, "metadata", "budgetlens"),
+    )
+
+
+def _messages(fy: FileYaml, inputs: Mapping[str, Any] | None) -> list[Message]:
+    out: list[Message] = []
+    for i, entry in enumerate(fy.get("messages")):
+        if not isinstance(entry, dict):
+            continue
+        content = entry.get("content")
+        template = content if isinstance(content, str) else ""
+        rng: Range = fy.range("messages", i, "content") or fy.range("messages", i) \
+            or fy.whole()
+        out.append(Message(role=str(entry.get("role") or "user"),
+                           text=render_placeholders(template, inputs),
+                           variables=tuple(placeholder_variables(template)), range=rng))
+    return out
