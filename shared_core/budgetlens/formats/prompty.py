@@ -76,6 +76,9 @@ def read(text: str, path: str = "", inputs: Mapping[str, Any] | None = None,
     if split is not None:
         fy = read_yaml(split.yaml, split.yaml_start, index, problems)
         body, body_start = split.body, split.body_start
+        # Prompty's loader drops the whitespace that opens the body (its ``\s*(.+)$``)
+        lead = len(body) - len(body.lstrip())
+        body, body_start = body[lead:], body_start + lead
     front = _resolve(fy, Path(path).parent if path else None, root, files, problems)
     version = _version(front)
     result = PromptFile(path, FORMAT, [], problems, version)
