@@ -32,7 +32,7 @@ CORE_LAYERS: dict[str, int] = {
     # 2.
     "budgetlens.tokens": 20, "budgetlens.yamldoc": 20, "budgetlens.models": 20,
     # 3.
-    "budgetlens.continuation": 30, "budgetlens.context": 30,
+    "budgetlens.continuation": 30, "budgetlens.context": 30, "budgetlens.formats": 30,
     # 4. (may import context for the unified budget)
     "budgetlens.contract": 40,
     # request time: one request fitted with the registry's and a checked step's limits

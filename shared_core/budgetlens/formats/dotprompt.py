@@ -18,10 +18,13 @@ its block body once) and is reported.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from dotpromptz_handlebars import Handlebars, SafeString
 
 from budgetlens.files import FileSource
 from budgetlens.formats.common import (
@@ -161,8 +164,6 @@ class _Renderer:
         return self.index.range(self.start + start, self.start + end)
 
     def messages(self, context: Any) -> list[Message]:
-        from dotpromptz_handlebars import Handlebars
-
         hb = Handlebars(escape_html=False)
         self._helpers(hb)
         self._load_partials(hb, self.template, 0)
@@ -175,9 +176,7 @@ class _Renderer:
             return []
         return self._cut(rendered)
 
-    def _helpers(self, hb: Any) -> None:
-        from dotpromptz_handlebars import SafeString
-
+    def _helpers(self, hb: Handlebars) -> None:
         def role(args: list[Any], options: Any) -> str:
             return SafeString(f"<<<dotprompt:role:{args[0]}>>>") if args else ""
 
@@ -205,7 +204,7 @@ class _Renderer:
                 f"helper '{name}' is not one of Dotprompt's; counted as empty text",
                 self.range(at, at + len(name))))
 
-    def _load_partials(self, hb: Any, template: str, depth: int) -> None:
+    def _load_partials(self, hb: Handlebars, template: str, depth: int) -> None:
         for match in _TAG.finditer(template):
             if match.group(1) != ">" or depth > 8:
                 continue
@@ -272,8 +271,6 @@ def _block_once(args: list[Any], options: Any) -> str:
 
 
 def _json_text(value: Any) -> str:
-    import json
-
     return json.dumps(value, indent=2)
 
 

@@ -17,6 +17,12 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import chevron
+from chevron.tokenizer import tokenize
+from jinja2 import DictLoader, Environment, meta
+from jinja2.exceptions import TemplateSyntaxError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
 _DEPTH = 4
 #: What a ``Blank`` prints while a template renders: a message whose text is all
 #: variables still exists, as it does at run time (a role line followed by an empty
@@ -105,9 +111,6 @@ def render_jinja(template: str, inputs: Mapping[str, Any] | None,
     """``template`` rendered as Prompty renders it (Jinja2's immutable sandbox, trailing
     newline kept); with ``inputs`` ``None`` every variable is ``Blank`` but those
     ``plain`` gives."""
-    from jinja2 import DictLoader
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
     env = ImmutableSandboxedEnvironment(loader=DictLoader({"prompt": template}),
                                         keep_trailing_newline=True)
     names = jinja_variables(template)
@@ -122,8 +125,6 @@ def render_jinja(template: str, inputs: Mapping[str, Any] | None,
 def jinja_variables(template: str) -> list[str]:
     """The names a Jinja2 template reads from its context, in order of first use (names
     bound by ``for`` / ``set`` and Jinja's globals left out)."""
-    from jinja2 import Environment, meta
-
     env = Environment()
     undeclared = meta.find_undeclared_variables(env.parse(template))
     return [name for name in _jinja_names(template) if name in undeclared]
@@ -132,9 +133,6 @@ def jinja_variables(template: str) -> list[str]:
 def _jinja_names(template: str) -> list[str]:
     """Names read in ``template`` (it need not parse: a segment of a template is lexed
     only), in order, each once; an attribute (``a.b``) counts as its first name."""
-    from jinja2 import Environment
-    from jinja2.exceptions import TemplateSyntaxError
-
     names: list[str] = []
     previous = ""
     try:
@@ -161,16 +159,12 @@ def render_mustache(template: str, inputs: Mapping[str, Any] | None,
                     plain: Mapping[str, Any] | None = None) -> str:
     """``template`` rendered by chevron (as Prompty's ``mustache`` format does); with
     ``inputs`` ``None`` every variable is ``Blank`` but those ``plain`` gives."""
-    import chevron
-
     data: Any = BlankInputs(plain) if inputs is None else dict(inputs)
     return str(chevron.render(template, data))
 
 
 def mustache_variables(template: str) -> list[str]:
     """The names a mustache template reads (first path segment), in order, each once."""
-    from chevron.tokenizer import tokenize
-
     names: list[str] = []
     try:
         tokens = list(tokenize(template))
