@@ -106,6 +106,7 @@ def test_unknown_helper_counts_as_empty_and_is_reported() -> None:
         " or less.\n\nGenerate a recipe for .\n\nMake sure to include the following"
         " ingredients:\n\n")
     assert message.variables == ("food", "ingredients")
+    assert tokens(message.text) == 33
 
 
 def test_variable_used_but_not_in_the_schema(tmp_path: Path) -> None:
