@@ -16,7 +16,8 @@ _OPEN = re.compile(r"\A\ufeff?---[ \t]*(?:\r\n|\n|\r)")
 #: Dotprompt also allows blank lines and ``#`` comment lines before the opening ``---``.
 _OPEN_AFTER_COMMENTS = re.compile(
     r"\A\ufeff?(?:(?:#[^\r\n]*|[ \t]*)(?:\r\n|\n|\r))*---[ \t]*(?:\r\n|\n|\r)")
-_CLOSE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+#: The closing line (``$`` alone would miss a ``---`` that ends with ``\r\n``).
+_CLOSE = re.compile(r"^---[ \t]*(?=\r\n|\n|\r|\Z)", re.MULTILINE)
 
 
 @dataclass(frozen=True)

@@ -129,3 +129,27 @@ def test_only_dotprompt_front_matter_makes_a_prompt_file_dotprompt() -> None:
     assert format_of("b.prompt", "You are a shell. Answer in one line.") is None
     assert format_of("c.prompt", '{{role "system"}}x') == "dotprompt"
     assert format_of("d.prompt", "# licence\n\n---\nconfig: {}\n---\nhi") == "dotprompt"
+
+
+def test_front_matter_ranges_in_file_coordinates_with_bom_crlf_and_astral_text() -> None:
+    text = ("\ufeff---\r\n"
+            "description: \U0001F600 caf\u00e9 prompt\r\n"
+            "model: googleai/gemini-2.5-flash\r\n"
+            "config: {temperature: 0.2, maxOutputTokens: 512}\r\n"
+            "---\r\n"
+            "{{role \"system\"}}\U0001F600 Be brief.\r\n"
+            "{{role \"user\"}}{{q}}\r\n")
+    result = dotprompt.read(text, "b.prompt")
+    step = result.steps[0]
+    assert result.problems == []
+    # line 3 (0-based), after "config: {temperature: 0.2, " (27 code points)
+    assert step.output.range is not None
+    assert (step.output.range.start.line, step.output.range.start.character) == (3, 44)
+    assert (step.output.key_range.start.line, step.output.key_range.start.character) == (3, 27)
+    assert step.model is not None and step.model.range is not None
+    assert (step.model.range.start.line, step.model.range.start.character) == (2, 7)
+    lines = text.split("\r\n")
+    assert lines[3][44:47] == "512" and lines[3][27:42] == "maxOutputTokens"
+    assert [(m.role, m.text) for m in step.messages] == [
+        ("system", "\U0001F600 Be brief.\r\n"), ("user", "")]
+    assert (step.messages[0].range.start.line, step.messages[0].range.start.character) == (5, 17)

@@ -166,3 +166,18 @@ def test_jinja_blocks_count_once_and_template_errors_are_problems() -> None:
     _, result = _read("v1/faithfulness.prompty")  # {% extends "evaluation.prompty" %}
     assert [p.kind for p in result.problems] == [ProblemKind.TEMPLATE]
     assert result.steps[0].messages == []
+
+
+def test_crlf_file_ranges_are_in_the_whole_file() -> None:
+    text = ("---\r\nmodel:\r\n  id: gpt-4o\r\n  options:\r\n    maxOutputTokens: 300\r\n---\r\n"
+            "system:\r\nBe kind \U0001F600.\r\nuser:\r\n{{q}}\r\n")
+    result = prompty.read(text, "c.prompty")
+    step = result.steps[0]
+    assert result.problems == []
+    assert [(m.role, m.text) for m in step.messages] == [("system", "Be kind \U0001F600."),
+                                                        ("user", "")]
+    assert step.output.range is not None and step.output.value == 300
+    assert (step.output.range.start.line, step.output.range.start.character) == (4, 21)
+    assert text.split("\r\n")[4][21:24] == "300"
+    first = step.messages[0].range
+    assert (first.start.line, first.start.character, first.end.line) == (7, 0, 8)
