@@ -13,6 +13,7 @@ engine of Dotprompt's own Python runtime; Apache-2.0, where pybars3 is LGPL).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -34,6 +35,7 @@ def fixed(text: str) -> str:
     """A rendered text with every empty variable's mark removed."""
     return text.replace(MARK, "")
 
+_JINJA_MARKS = frozenset({"unsafe_callable", "alters_data"})
 _KEYWORDS = frozenset({
     "loop", "true", "false", "none", "True", "False", "None", "range", "dict", "lipsum",
     "cycler", "joiner", "namespace", "self", "super", "varargs", "kwargs", "caller",
@@ -55,7 +57,8 @@ class Blank(Mapping[Any, Any], Sequence[Any]):
         return self._child()
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        # dunders, and the marks Jinja's sandbox and calls look for on a callable
+        if name.startswith(("__", "jinja_")) or name in _JINJA_MARKS:
             raise AttributeError(name)
         return self._child()
 
@@ -106,19 +109,58 @@ class BlankInputs(dict[str, Any]):
 # ---------------------------------------------------------------- Jinja2 (Prompty)
 
 
+class _BoundBlank(Blank):
+    """A method of a ``Blank`` read as an attribute (``{{ doc.items }}``): prints as an
+    empty value, and calls the method when called (``{% for k, v in d.items() %}``)."""
+
+    __slots__ = ("_method",)
+
+    def __init__(self, depth: int, method: Any) -> None:
+        super().__init__(depth)
+        self._method = method
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method(*args, **kwargs)
+
+
+class _BlankSandbox(ImmutableSandboxedEnvironment):
+    """Prompty's sandbox, where a field of a ``Blank`` named like one of its methods
+    (``items``, ``keys``, ``values``, ``get``, ``index``, ``count``) is still a field."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if isinstance(obj, Blank) and not attribute.startswith("_"):
+            method = getattr(obj, attribute, None)
+            if callable(method):
+                return _BoundBlank(obj._depth + 1, method)
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
+def _dumps(value: Any, **kwargs: Any) -> str:
+    """``tojson`` of a ``Blank``: the JSON of an empty string."""
+    return json.dumps(value, default=_blank_json, **kwargs)
+
+
+def _blank_json(value: Any) -> str:
+    if isinstance(value, Blank):
+        return ""
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def render_jinja(template: str, inputs: Mapping[str, Any] | None,
                  plain: Mapping[str, Any] | None = None) -> str:
     """``template`` rendered as Prompty renders it (Jinja2's immutable sandbox, trailing
     newline kept); with ``inputs`` ``None`` every variable is ``Blank`` but those
     ``plain`` gives."""
-    env = ImmutableSandboxedEnvironment(loader=DictLoader({"prompt": template}),
-                                        keep_trailing_newline=True)
     names = jinja_variables(template)
-    if inputs is None:
-        context: dict[str, Any] = {name: Blank() for name in names}
-        context.update(plain or {})
-    else:
-        context = dict(inputs)
+    if inputs is not None:  # concrete inputs: exactly Prompty's environment
+        env = ImmutableSandboxedEnvironment(loader=DictLoader({"prompt": template}),
+                                            keep_trailing_newline=True)
+        return env.get_template("prompt").render(**dict(inputs))
+    env = _BlankSandbox(loader=DictLoader({"prompt": template}), keep_trailing_newline=True)
+    env.policies["json.dumps_function"] = _dumps
+    context: dict[str, Any] = {name: Blank() for name in names}
+    context.update(plain or {})
     return env.get_template("prompt").render(**context)
 
 

@@ -181,3 +181,13 @@ def test_crlf_file_ranges_are_in_the_whole_file() -> None:
     assert text.split("\r\n")[4][21:24] == "300"
     first = step.messages[0].range
     assert (first.start.line, first.start.character, first.end.line) == (7, 0, 8)
+
+
+def test_jinja_fields_named_like_methods_and_tojson_render_empty() -> None:
+    text = ("---\nmodel: gpt-4o\n---\nsystem:\nItems: {{ order.items }}; n={{ doc.count }}\n"
+            "{% for k, v in meta.items() %}{{ k }}: {{ v }}{% endfor %}\n"
+            "Context: {{ ctx | tojson }}{{ x.alters_data }}\n")
+    result = prompty.read(text, "j.prompty")
+    assert result.problems == []
+    assert [m.text for m in result.steps[0].messages] == [
+        'Items: ; n=\n: \nContext: ""']
