@@ -249,19 +249,58 @@ class _Renderer:
 
     def _segments(self) -> list[tuple[str, int, int]]:
         """(role, start, end) of each message's template, as ``to_messages`` would cut the
-        unrendered template (partials not expanded)."""
-        tags = list(_ROLE_TAG.finditer(self.template))
-        out: list[tuple[str, int, int]] = []
-        role, start = "user", 0
-        for tag in tags:
-            if self.template[start:tag.start()].strip():
-                out.append((role, start, tag.start()))
-                role = "user"
-            role = tag.group(1) or "model"
-            start = tag.end()
-        if self.template[start:].strip():
-            out.append((role, start, len(self.template)))
-        return out
+        unrendered template; a partial's own role markers cut it too, and what comes from
+        a partial has the partial tag's range."""
+        out: list[list[Any]] = []  # role, start, end, has text
+        current: list[Any] = ["user", None, None, False]
+        for kind, value, start, end in self._pieces():
+            if kind == "text" and not value:
+                continue
+            if kind == "text":
+                current[1] = start if current[1] is None else min(current[1], start)
+                current[2] = end if current[2] is None else max(current[2], end)
+                current[3] = current[3] or bool(value.strip())
+                continue
+            if current[3]:
+                out.append(current)
+            elif kind == "role":
+                current[0] = value
+                continue
+            current = [value, None, None, False]
+        if current[3]:
+            out.append(current)
+        return [(role, start, end) for role, start, end, _ in out]
+
+    def _pieces(self) -> list[tuple[str, str, int, int]]:
+        """The template as ("role" | "history", role, start, end) markers and ("text",
+        text, start, end) pieces, partials' markers and text spliced in at their tags."""
+        marks = sorted([(m.start(), m.end(), m) for m in _ROLE_TAG.finditer(self.template)]
+                       + [(m.start(), m.end(), m) for m in _TAG.finditer(self.template)
+                          if m.group(1) == ">"], key=lambda t: t[0])
+        pieces: list[tuple[str, str, int, int]] = []
+        at = 0
+        for start, end, match in marks:
+            pieces.append(("text", self.template[at:start], at, start))
+            at = end
+            if match.re is _ROLE_TAG:
+                pieces.append(_marker(match, start, end))
+                continue
+            name = (match.group(2).split() or [""])[0]
+            source = self.partials.get(name, "")
+            inner = 0
+            for tag in _ROLE_TAG.finditer(source):
+                pieces.append(("text", source[inner:tag.start()], start, end))
+                pieces.append(_marker(tag, start, end))
+                inner = tag.end()
+            pieces.append(("text", source[inner:], start, end))
+        pieces.append(("text", self.template[at:], at, len(self.template)))
+        return pieces
+
+
+def _marker(tag: re.Match[str], start: int, end: int) -> tuple[str, str, int, int]:
+    if tag.group(1):
+        return ("role", tag.group(1), start, end)
+    return ("history", "model", start, end)
 
 
 def _block_once(args: list[Any], options: Any) -> str:

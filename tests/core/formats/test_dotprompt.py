@@ -58,9 +58,10 @@ def test_partial_is_inlined_and_if_blocks_count_their_body_once() -> None:
     system, user = "\nYou should speak as if you are a .\n", "\nTell me a story about ."
     assert [(m.role, m.text) for m in step.messages] == [("system", system), ("user", user)]
     assert (tokens(system), tokens(user)) == (10, 7)
-    # the partial brings its own role markers: both messages point at the whole template
-    assert sliced(text, step.messages[0].range) == (
-        "{{>style personality=personality}}\n\nTell me a story about {{subject}}.")
+    # the partial brings its own role markers: its message points at the partial's tag
+    assert sliced(text, step.messages[0].range) == "{{>style personality=personality}}"
+    assert sliced(text, step.messages[1].range) == "\n\nTell me a story about {{subject}}."
+    assert [m.variables for m in step.messages] == [("personality",), ("subject",)]
     # no config: a fix inserts config.maxOutputTokens into the front matter
     assert step.output.value is None
     assert sliced(text, step.output.insert_range).startswith("model: googleai/gemini-pro")
