@@ -136,6 +136,17 @@ class _BlankSandbox(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
 
+#: Most items a ``range(...)`` gives while a template renders with empty variables: a
+#: file's ``{% for i in range(100000) %}{% for j in range(100000) %}`` would otherwise hold
+#: the check for hours (the sandbox caps one range at 100,000, not their product).
+MAX_RANGE = 1000
+
+
+def _capped_range(*args: int) -> range:
+    whole = range(*args)
+    return whole[:MAX_RANGE]
+
+
 def _dumps(value: Any, **kwargs: Any) -> str:
     """``tojson`` of a ``Blank``: the JSON of an empty string."""
     return json.dumps(value, default=_blank_json, **kwargs)
@@ -159,6 +170,7 @@ def render_jinja(template: str, inputs: Mapping[str, Any] | None,
         return env.get_template("prompt").render(**dict(inputs))
     env = _BlankSandbox(loader=DictLoader({"prompt": template}), keep_trailing_newline=True)
     env.policies["json.dumps_function"] = _dumps
+    env.globals["range"] = _capped_range
     context: dict[str, Any] = {name: Blank() for name in names}
     context.update(plain or {})
     return env.get_template("prompt").render(**context)

@@ -191,3 +191,11 @@ def test_jinja_fields_named_like_methods_and_tojson_render_empty() -> None:
     assert result.problems == []
     assert [m.text for m in result.steps[0].messages] == [
         'Items: ; n=\n: \nContext: ""']
+
+
+def test_nested_ranges_are_capped_while_variables_are_empty() -> None:
+    text = ("---\nmodel: gpt-4o\n---\nsystem:\n"
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+            "{% for i in range(3) %}Example {{ i }}. {% endfor %}{{ q }}\n")
+    [message] = prompty.read(text, "r.prompty").steps[0].messages
+    assert message.text == "Example 0. Example 1. Example 2. "
