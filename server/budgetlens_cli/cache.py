@@ -56,7 +56,7 @@ import os
 import stat as _stat  # loaded by os already
 import sys
 
-from budgetlens import __version__
+from budgetlens import __version__, usercache
 
 try:
     from _blake2 import blake2b as _blake2b  # hashlib's blake2b without loading OpenSSL
@@ -90,7 +90,7 @@ CACHE_DIR_NAME = ".budgetlens_cache"
 CACHE_DIR_ENV = "BUDGETLENS_CACHE_DIR"
 NO_CACHE_ENV = "BUDGETLENS_NO_CACHE"
 #: The layout of a cache file; a change makes every older file a miss.
-LAYOUT = 2
+LAYOUT = 3
 ANSWER_MAGIC = b"budgetlens-check-answer\n"
 ANSWER_SUFFIX = ".answer"
 #: Libraries whose messages or counts show in a report: their installed files (or that one
@@ -149,6 +149,12 @@ def cache_dir(option: str | None, environ: Mapping[str, str]) -> tuple[Path, boo
 
 def cache_disabled(flag: bool, environ: Mapping[str, str]) -> bool:
     return flag or environ.get(NO_CACHE_ENV, "") not in ("", "0")
+
+
+def key_usable() -> bool:
+    """Whether this user's cache key can be had, made now if there is none
+    (``usercache.user_key``); else the cache is off, with one note."""
+    return usercache.user_key() is not None
 
 
 # ---------------------------------------------------------------------------- keys
@@ -346,29 +352,39 @@ def answer_folder(argv: Sequence[str], environ: Mapping[str, str]) -> str | None
     return environ.get(CACHE_DIR_ENV) or CACHE_DIR_NAME
 
 
+#: The largest answer file read (a larger one is ignored with a note).
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+_ANSWER_PURPOSE = b"answer"
+
+
 def _encode_answer(key: str, code: int, pipelines: int, cache_file: str, cache_fp: str,
                    checks: Mapping[str, str], text: str) -> bytes:
+    """An answer file's bytes, sealed with this user's cache key (``usercache``); raises
+    ``OSError`` when there is no usable key."""
+    secret = usercache.user_key()
+    if secret is None:
+        raise OSError("no usable cache key (see the note above)")
     fields = [str(code), str(pipelines), cache_file, cache_fp]
     for path, fp in checks.items():
         fields += (path, fp)
     header = "\0".join(fields).encode("utf-8", "surrogatepass")
     body = b"%d\n" % len(header) + header + text.encode("utf-8", "surrogatepass")
-    checksum = _blake2b(body, digest_size=16).hexdigest().encode()
-    return ANSWER_MAGIC + key.encode() + b"\n" + checksum + b"\n" + body
+    return usercache.sealed(secret, _ANSWER_PURPOSE, ANSWER_MAGIC + key.encode() + b"\n", body)
 
 
-def _decode_answer(data: bytes,
-                   key: str) -> tuple[int, int, str, str, list[str], str] | None:
+def _decode_answer(data: bytes, key: str, path: str | None = None,
+                   ) -> tuple[int, int, str, str, list[str], str] | None:
     """``(exit status, pipelines, cache file, its fingerprint, [path, fingerprint, ...],
-    output)`` of an answer file's bytes, or None when they are not a whole, valid answer of
-    ``key``."""
-    head = ANSWER_MAGIC + key.encode() + b"\n"
-    if not data.startswith(head):
+    output)`` of an answer file's bytes, or None when they are not a whole answer of
+    ``key`` sealed with this user's cache key (noted once, with ``path``)."""
+    secret = usercache.user_key(create=False)
+    if secret is None:
         return None
-    checksum, _, body = data[len(head):].partition(b"\n")
-    if _blake2b(body, digest_size=16).hexdigest().encode() != checksum:
+    body = usercache.unseal(data, secret, _ANSWER_PURPOSE, ANSWER_MAGIC + key.encode() + b"\n",
+                            path)
+    if body is None:
         return None
-    size, _, rest = body.partition(b"\n")
+    size, _, rest = bytes(body).partition(b"\n")
     if not size.isdigit() or int(size) > len(rest):
         return None
     try:
@@ -380,22 +396,6 @@ def _decode_answer(data: bytes,
     if len(fields) < 4 or len(fields) % 2 != 0:
         return None
     return code, pipelines, fields[2], fields[3], fields[4:], text
-
-
-def _read_regular(path: str) -> bytes | None:
-    """The bytes of the regular file ``path``; None for anything else (missing, a folder, a
-    FIFO planted where an answer goes: opened without waiting for a writer, never read)."""
-
-    def nonblocking(name: str, flags: int) -> int:
-        return os.open(name, flags | getattr(os, "O_NONBLOCK", 0))
-
-    try:
-        with open(path, "rb", opener=nonblocking) as fh:
-            if not _stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return None
-            return fh.read()
-    except OSError:
-        return None
 
 
 def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int | None:
@@ -410,8 +410,9 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
         return None
     if folder == CACHE_DIR_NAME and os.path.islink(folder):
         return None  # the default folder is not used through a link (cache_store)
-    data = _read_regular(os.path.join(folder, _safe_version(), key[:40] + ANSWER_SUFFIX))
-    answer = _decode_answer(data, key) if data is not None else None
+    path = os.path.join(folder, _safe_version(), key[:40] + ANSWER_SUFFIX)
+    data = usercache.read_file(path, MAX_ANSWER_BYTES)  # no link, no FIFO, capped
+    answer = _decode_answer(data, key, path) if data is not None else None
     if answer is None:
         return None
     global last_replayed_pipelines
@@ -636,7 +637,7 @@ def record_answer(argv: Sequence[str], environ: Mapping[str, str], out: TextIO,
         return
     key = answer_key(argv, environ, out)
     data = _encode_answer(key, code, pipelines, str(store.path), cache_fp, checks, text)
-    version = store._prepare()
+    version = store._prepare()  # the file's path: the folder and the key, nothing read
     import contextlib
     import tempfile
 

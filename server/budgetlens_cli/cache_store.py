@@ -11,10 +11,10 @@ import contextlib
 import dataclasses
 import enum
 import hashlib
-import io
+import marshal
 import os
-import pickle
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from budgetlens import __version__
+from budgetlens import __version__, usercache
 from budgetlens.files import (
     MAX_FILE_BYTES,
     MISSING_FINGERPRINT,
@@ -33,7 +33,7 @@ from budgetlens.files import (
     stat_fingerprint,
 )
 
-MAGIC = b"budgetlens-check-cache\n"
+MAGIC = b"budgetlens-check-cache 3\n"
 GITIGNORE = "# Created by budgetlens automatically.\n*\n"
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# This file is a cache directory tag created by budgetlens.\n"
@@ -326,6 +326,12 @@ class HashingFiles(DiskFiles):
 
 
 # ---------------------------------------------------------------------------- entries
+def cache_file(folder: Path, key: str) -> Path:
+    """The cache file of run key ``key`` in the cache folder ``folder``: the one place a
+    cache file is read from and written to."""
+    return folder / VERSION_FOLDER() / f"{key[:40]}.cache"
+
+
 @dataclass
 class Entry:
     """One pipeline's cached result: the content fingerprints of its inputs and ``result``
@@ -335,55 +341,210 @@ class Entry:
     result: Any
 
 
-_SAFE_BUILTINS = frozenset({"frozenset", "set", "list", "dict", "tuple", "str", "int", "bool",
-                            "float", "bytes", "slice", "range"})
-_SAFE_GLOBALS = {("xml.etree.ElementTree", "Element"),
-                 ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"),
-                 ("pathlib", "WindowsPath"), ("pathlib", "PureWindowsPath"),
-                 ("collections", "OrderedDict")}
+#: The classes a result is made of, by name: only these are made again from a cache file
+#: (their module imported when first met, as a result of that kind is loaded).
+_CLASSES = {
+    "PipelineResult": ("budgetlens_cli.check_cmd", "PipelineResult"),
+    "Diagnostic": ("budgetlens.source", "Diagnostic"),
+    "Related": ("budgetlens.source", "Related"),
+    "Location": ("budgetlens.source", "Location"),
+    "Range": ("budgetlens.source", "Range"),
+    "Position": ("budgetlens.source", "Position"),
+    "Severity": ("budgetlens.source", "Severity"),
+    "TargetMatrix": ("budgetlens.contract.targets", "TargetMatrix"),
+    "TargetFit": ("budgetlens.contract.targets", "TargetFit"),
+}
+_NAMES: dict[type, str] = {}  # class -> its name above, once loaded
+_LOADED: dict[str, type] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_SCALARS = (type(None), bool, int, float, str, bytes)
 
 
-class _ResultUnpickler(pickle.Unpickler):
-    """Loads plain data and result types only: a dataclass or enum of budgetlens (or of this
-    CLI) and the few classes above. A function, or any other class, is refused, so a planted
-    cache file can neither run code nor call a budgetlens function (one that writes files)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module == "builtins" and name in _SAFE_BUILTINS) or (module, name) in _SAFE_GLOBALS:
-            return super().find_class(module, name)
-        if module.split(".")[0] in ("budgetlens", "budgetlens_cli") and "." not in name:
-            found = super().find_class(module, name)
-            if isinstance(found, type) and (dataclasses.is_dataclass(found)
-                                            or issubclass(found, enum.Enum)):
-                return found
-        raise pickle.UnpicklingError(f"refused global {module}.{name}")
+class Unplain(ValueError):
+    """A value that is not plain data of a result (no entry is kept for it)."""
 
 
-def _decode(data: bytes, key: str) -> dict[str, Entry] | None:
-    """The entries of a cache file's bytes, or None when they are not a whole, valid file
-    of this run key."""
-    header = MAGIC + key.encode() + b"\n"
-    if not data.startswith(header) or len(data) < len(header) + 33:
+def _class(name: str) -> type:
+    cls = _LOADED.get(name)
+    if cls is None:
+        where = _CLASSES.get(name)
+        if where is None:
+            raise Unplain(f"not a result class: {name!r}")
+        import importlib
+
+        cls = getattr(importlib.import_module(where[0]), where[1])
+        _LOADED[name] = cls
+        _NAMES[cls] = name
+    return cls
+
+
+def _name_of(cls: type) -> str | None:
+    name = _NAMES.get(cls)
+    if name is None:
+        for candidate, (module, attr) in _CLASSES.items():
+            if cls.__name__ == attr and cls.__module__ == module and _class(candidate) is cls:
+                return candidate
+    return name
+
+
+def _is_element(value: Any) -> bool:
+    """``value`` is an XML element (a JUnit suite); never true before ElementTree is loaded."""
+    tree = sys.modules.get("xml.etree.ElementTree")
+    return tree is not None and isinstance(value, tree.Element)
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain data (marshal's types): a tuple, set, result class or XML element
+    becomes a tuple tagged by its first item; raises ``Unplain`` for anything else."""
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is list:
+        return [_plain(v) for v in value]
+    if cls is tuple:
+        return ("t", *(_plain(v) for v in value))
+    if cls is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if cls is frozenset or cls is set:
+        return ("f" if cls is frozenset else "s", *(_plain(v) for v in value))
+    if _is_element(value):
+        return ("x", value.tag, _plain(dict(value.attrib)), value.text, value.tail,
+                [_plain(child) for child in value])
+    name = _name_of(cls)
+    if name is None:
+        raise Unplain(f"not plain data: {cls.__name__}")
+    if isinstance(value, enum.Enum):
+        return ("e", name, _plain(value.value))
+    return ("d", name, *(_plain(getattr(value, f)) for f in _fields(cls)))
+
+
+def _from_plain(value: Any) -> Any:
+    """The value ``_plain`` made ``value`` of; raises ``Unplain`` for anything it does not
+    make (a type, a tag, a class or a number of fields)."""
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is list:
+        return [_from_plain(v) for v in value]
+    if cls is dict:
+        return {_from_plain(k): _from_plain(v) for k, v in value.items()}
+    if cls is not tuple or not value or type(value[0]) is not str:
+        raise Unplain(f"not plain data: {cls.__name__}")
+    return _from_tagged(value[0], value)
+
+
+def _from_tagged(tag: str, value: tuple[Any, ...]) -> Any:
+    """``_from_plain`` of a tagged tuple (``_plain``)."""
+    if tag == "t":
+        return tuple(_from_plain(v) for v in value[1:])
+    if tag in ("f", "s"):
+        items = (_from_plain(v) for v in value[1:])
+        return frozenset(items) if tag == "f" else set(items)
+    if tag == "x" and len(value) == 6:
+        return _element(*value[1:])
+    if tag in ("d", "e") and len(value) >= 3 and type(value[1]) is str:
+        made = _class(value[1])
+        if tag == "e":
+            if not issubclass(made, enum.Enum) or len(value) != 3:
+                raise Unplain("not an enum")
+            return made(_from_plain(value[2]))
+        if not dataclasses.is_dataclass(made) or len(value) - 2 != len(_fields(made)):
+            raise Unplain(f"not the fields of {value[1]}")
+        return made(*(_from_plain(v) for v in value[2:]))
+    raise Unplain(f"unknown tag {tag!r}")
+
+
+def _element(tag: Any, attrib: Any, text: Any, tail: Any, children: Any) -> Any:
+    import xml.etree.ElementTree as ET  # lazy: start-up speed (only a JUnit piece has one)
+
+    attrib = _from_plain(attrib)
+    if type(tag) is not str or type(attrib) is not dict or type(children) is not list or \
+            not all(type(k) is str and type(v) is str for k, v in attrib.items()) or \
+            not all(t is None or type(t) is str for t in (text, tail)):
+        raise Unplain("not an XML element")
+    element = ET.Element(tag, attrib)
+    element.text, element.tail = text, tail
+    for child in children:
+        made = _from_plain(child)
+        if not isinstance(made, ET.Element):
+            raise Unplain("not an XML element")
+        element.append(made)
+    return element
+
+
+def _plain_entry(entry: Entry) -> tuple[dict[str, tuple[str, str]], Any] | None:
+    """An entry as plain data; None when its result is not (it is not kept)."""
+    try:
+        return dict(entry.deps), _plain(entry.result)
+    except (Unplain, RecursionError):
         return None
-    checksum = data[len(header):len(header) + 32]
-    payload = data[len(header) + 33:]
-    if data[len(header) + 32:len(header) + 33] != b"\n" or \
-            hashlib.blake2b(payload, digest_size=16).hexdigest().encode() != checksum:
+
+
+def _entry(value: Any) -> Entry:
+    """The entry of plain data ``value`` (``_plain_entry``), checked; raises ``Unplain``."""
+    if type(value) is not tuple or len(value) != 2 or type(value[0]) is not dict:
+        raise Unplain("not an entry")
+    deps: dict[str, tuple[str, str]] = {}
+    for path, fps in value[0].items():
+        if type(path) is not str or type(fps) is not tuple or len(fps) != 2 or \
+                type(fps[0]) is not str or type(fps[1]) is not str:
+            raise Unplain("not the fingerprints of an entry")
+        deps[path] = fps
+    result = _from_plain(value[1])
+    if type(result) is not _class("PipelineResult"):
+        raise Unplain("not a pipeline's result")
+    return Entry(deps, result)
+
+
+#: The largest cache file read (a larger one is ignored with a note).
+MAX_CACHE_BYTES = 256 * 1024 * 1024
+_PURPOSE = b"result cache"
+
+
+def _decode(data: bytes, key: str, path: str | None = None) -> dict[str, Entry] | None:
+    """The entries of a cache file's bytes, or None when they are not a whole file of this
+    run key sealed with this user's cache key (``usercache``; noted once, with ``path``),
+    or hold anything but the plain data of results."""
+    secret = usercache.user_key(create=False)
+    if secret is None:
+        return None
+    payload = usercache.unseal(data, secret, _PURPOSE, MAGIC + key.encode() + b"\n", path)
+    if payload is None:
         return None
     try:
-        entries = _ResultUnpickler(io.BytesIO(payload)).load()
-    except Exception:  # a damaged or foreign payload is a miss, never a crash
-        return None
-    if not isinstance(entries, dict) or not all(
-            isinstance(k, str) and isinstance(v, Entry) for k, v in entries.items()):
-        return None
+        plain = marshal.loads(payload)
+        if type(plain) is not dict:
+            return None
+        entries = {}
+        for name, value in plain.items():
+            if type(name) is not str:
+                return None
+            entries[name] = _entry(value)
+    except (Unplain, ValueError, EOFError, TypeError, RecursionError):
+        return None  # sealed by this user, yet not what this version writes: a miss
     return entries
 
 
 def _encode(entries: dict[str, Entry], key: str) -> bytes:
-    payload = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
-    checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-    return MAGIC + key.encode() + b"\n" + checksum + b"\n" + payload
+    """The bytes of a cache file of ``entries`` (those whose result is plain data), sealed
+    with this user's cache key; raises ``CacheDirError`` when there is no usable key."""
+    secret = usercache.user_key()
+    if secret is None:
+        raise CacheDirError("no usable cache key (see the note above)")
+    plain = {}
+    for name, entry in entries.items():
+        got = _plain_entry(entry)
+        if got is not None:
+            plain[name] = got
+    return usercache.sealed(secret, _PURPOSE, MAGIC + key.encode() + b"\n",
+                            marshal.dumps(plain))
 
 
 def entry_fingerprints(deps: Mapping[str, str],
@@ -423,17 +584,14 @@ class ResultCache:
 
     @property
     def path(self) -> Path:
-        return self.folder / VERSION_FOLDER() / f"{self.key[:40]}.cache"
+        return cache_file(self.folder, self.key)
 
     def load(self) -> None:
-        """Read the cache file; a missing or bad one leaves the cache empty (a bad one makes
-        it dirty, so the end of the run rewrites it)."""
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = b""
-        entries = _decode(data, self.key) if data else None
+        """Read the file; a missing or bad one leaves the cache empty (a bad one, noted once,
+        makes it dirty, so the end of the run rewrites it)."""
+        path = str(cache_file(self.folder, self.key))
+        data = usercache.read_file(path, MAX_CACHE_BYTES)
+        entries = _decode(data, self.key, path) if data else None
         self.loaded = entries is not None
         self.entries = entries if entries is not None else {}
         self.dirty = bool(data) and entries is None
@@ -489,13 +647,15 @@ class ResultCache:
         if len(self.entries) > MAX_ENTRIES:  # keep this run's entries, then the newest
             order = sorted(self.entries, key=lambda p: p in self.touched)
             self.entries = {p: self.entries[p] for p in order[-MAX_ENTRIES:]}
-        folder = self._prepare()
         data = _encode(self.entries, self.key)
+        if len(data) > MAX_CACHE_BYTES:
+            raise CacheDirError(f"more than {MAX_CACHE_BYTES:,} bytes of results")
+        folder = self._prepare()
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cache", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            os.replace(tmp, self.path)
+            os.replace(tmp, cache_file(self.folder, self.key))  # never a path read from a file
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

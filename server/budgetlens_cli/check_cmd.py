@@ -646,6 +646,8 @@ def open_store(args: argparse.Namespace) -> result_cache.ResultCache | None:
     """The result cache of this run (None with ``--no-cache``), loaded."""
     if result_cache.cache_disabled(args.no_cache, os.environ):
         return None
+    if not result_cache.key_usable():  # no usable per-user key: the cache is off (noted)
+        return None
     folder, explicit = result_cache.cache_dir(args.cache_dir, os.environ)
     try:
         key = result_cache.run_key(options_key(args, os.environ))

@@ -158,8 +158,17 @@ def _before_exit() -> None:
     gc.freeze()
 
 
+def _note(message: str) -> None:
+    print(f"budgetlens: note: {message}", file=sys.stderr)
+
+
 def _main(argv: list[str]) -> int:
     command = chosen_subcommand(argv)
+    if command != "serve":  # the server logs its notes
+        from budgetlens import usercache  # light (os): a replayed answer loads it anyway
+
+        usercache.NOTE = _note  # a cache file ignored, the caches off: one line each
+        usercache.forget_notes()  # once per command (a test runs many in one process)
     if command == "check":  # an unchanged workspace: the recorded answer, nothing imported
         from budgetlens_cli import cache  # lazy: start-up speed (--version, --help)
 

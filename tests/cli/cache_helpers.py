@@ -66,3 +66,17 @@ def frozen_times(monkeypatch: pytest.MonkeyPatch) -> int:
             return freeze(_real(*args, **kwargs))
         monkeypatch.setattr(os, name, frozen_stat)
     return frozen
+
+
+#: How a run notes a cache file it ignored (one line on standard error).
+IGNORED_NOTE = "budgetlens: note: ignored the cache file "
+
+
+def without_note(got: tuple[int, str, str], noted: bool = True) -> tuple[int, str, str]:
+    """``got`` (exit status, output, standard error) with the one note about a cache file
+    it ignored taken out of its standard error (asserted there when ``noted``)."""
+    code, out, err = got
+    lines = err.splitlines(keepends=True)
+    notes = [line for line in lines if line.startswith(IGNORED_NOTE)]
+    assert len(notes) == (1 if noted else 0), err
+    return code, out, "".join(line for line in lines if line not in notes)

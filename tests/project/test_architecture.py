@@ -27,6 +27,7 @@ LONG_FUNCTION_MARK = "# long-function:"
 CORE_LAYERS: dict[str, int] = {
     # 1. shared infrastructure: source, codes, serialize -> files -> writes
     "budgetlens.source": 10, "budgetlens.codes": 10, "budgetlens.serialize": 10,
+    "budgetlens.usercache": 10,
     "budgetlens.files": 11,
     "budgetlens.writes": 12,
     # 2.

@@ -35,6 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
+from budgetlens import usercache
 from budgetlens.files import content_hash, stat_fingerprint, utf8_hash
 from budgetlens.tokens.counts import (
     CountStore,
@@ -188,7 +189,10 @@ def _parse_ranks(data: bytes) -> dict[bytes, int]:
 #: ``~/.cache/budgetlens``): marshal files that load in a fraction of the text parse. Set
 #: ``BUDGETLENS_RANK_CACHE=0`` to neither read nor write it.
 RANK_CACHE_ENV = "BUDGETLENS_RANK_CACHE"
-_RANK_MAGIC = b"budgetlens-ranks 1\n"
+_RANK_MAGIC = b"budgetlens-ranks 2\n"
+_RANK_PURPOSE = b"ranks"
+#: The largest rank cache file read (o200k_base's takes about 4 MB).
+_RANK_CACHE_CAP = 64 * 1024 * 1024
 
 
 def rank_cache_dir() -> Path | None:
@@ -203,22 +207,21 @@ def _rank_cache_file(name: str, digest: str) -> Path | None:
     if folder is None:
         return None
     version = f"py{sys.version_info[0]}{sys.version_info[1]}-m{marshal.version}"
-    return folder / f"{name}-{digest[:32]}-{version}.marshal"
+    return folder / f"{name}-{digest[:32]}-{version}-sealed.marshal"  # -sealed: _RANK_MAGIC 2
 
 
 def _cached_ranks(file: Path, count: int) -> dict[bytes, int] | None:
-    """The ranks kept in ``file`` if it is whole (its checksum matches) and holds ``count``
-    of them; None for anything else (missing, damaged, another format): parse the text."""
-    try:
-        data = file.read_bytes()
-    except OSError:
+    """The ranks kept in ``file`` if it is sealed with this user's cache key
+    (``usercache``: not planted, damaged or another user's) and holds ``count`` of them;
+    None for anything else (missing, a link, a FIFO, too large, another format): parse the
+    text."""
+    data = usercache.read_file(str(file), _RANK_CACHE_CAP)
+    if data is None:
         return None
-    head = len(_RANK_MAGIC) + 33
-    if not data.startswith(_RANK_MAGIC) or len(data) < head:
-        return None
-    payload = memoryview(data)[head:]
-    if hashlib.blake2b(payload, digest_size=16).hexdigest().encode() != \
-            data[len(_RANK_MAGIC):head - 1]:
+    key = usercache.user_key(create=False)
+    payload = None if key is None else usercache.unseal(data, key, _RANK_PURPOSE,
+                                                        _RANK_MAGIC, str(file))
+    if payload is None:
         return None
     try:
         ranks = marshal.loads(payload)
@@ -230,11 +233,13 @@ def _cached_ranks(file: Path, count: int) -> dict[bytes, int] | None:
 
 
 def _store_ranks(file: Path, ranks: dict[bytes, int]) -> None:
-    """Keep ``ranks`` in ``file`` (a temporary file renamed over it: a reader never sees half
-    a file); any failure (read-only home, full disk) only means the next start parses."""
-    payload = marshal.dumps(ranks)
-    checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-    write_atomic(file, _RANK_MAGIC + checksum + b"\n" + payload)
+    """Keep ``ranks`` in ``file``, sealed with this user's cache key (a temporary file
+    renamed over it: a reader never sees half a file); any failure (read-only home, full
+    disk, no usable key) only means the next start parses."""
+    key = usercache.user_key()
+    if key is not None:
+        write_atomic(file, usercache.sealed(key, _RANK_PURPOSE, _RANK_MAGIC,
+                                            marshal.dumps(ranks)))
 
 
 def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:

@@ -18,40 +18,40 @@ tokenizer consults them before it encodes (``tokens.core.TiktokenTokenizer.count
   bytes each on disk).
 - **Safe**: a file is written whole to a temporary name and renamed over the old one
   (``os.replace``), so a reader never sees half of it; a writer merges what another process
-  wrote meanwhile. A missing, damaged, truncated or foreign file (its checksum or identity
-  line does not match) is ignored: the texts are counted again. Writes happen only when the
-  host calls :func:`flush` (the server: after its first diagnostics, then periodically, and
-  at exit), never inside a count.
+  wrote meanwhile. A file is used only when it is sealed with this user's cache key
+  (``budgetlens.usercache``): a planted, damaged, truncated or foreign file is ignored with
+  one note and the texts are counted again. It is opened without following a link or
+  waiting for a writer, and read only as a regular file under :data:`MAX_FILE_BYTES`.
+  Writes happen only when the host calls :func:`flush` (the server: after its first
+  diagnostics, then periodically, and at exit), never inside a count.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import marshal
 import os
-import tempfile
 import threading
 from pathlib import Path
+
+from budgetlens import usercache
 
 NO_CACHE_ENV = "BUDGETLENS_NO_CACHE"
 #: Counts kept per counting identity (the most recently used ones).
 MAX_ENTRIES = 16_384
-_MAGIC = b"budgetlens-counts 1\n"
+_MAGIC = b"budgetlens-counts 2\n"
 _DIGEST_SIZE = 32  # sha256
+_PURPOSE = b"counts"
+#: The largest count file read (:data:`MAX_ENTRIES` counts take under 1 MB).
+MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
 def user_cache_dir() -> Path | None:
     """``$XDG_CACHE_HOME/budgetlens`` (an absolute one), else ``~/.cache/budgetlens``; None
     when no home folder is known."""
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    if not os.path.isabs(base):
-        home = os.path.expanduser("~")
-        if home == "~" or not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / "budgetlens"
+    root = usercache.cache_root()
+    return Path(root) if root is not None else None
 
 
 def disabled() -> bool:
@@ -101,24 +101,22 @@ class CountStore:
         folder = count_cache_dir()
         if folder is None:
             return None
-        return folder / f"{self.name}-{self.identity[:32]}.marshal"
+        return folder / f"{self.name}-{self.identity[:32]}-sealed.marshal"  # _MAGIC 2
 
     def _header(self) -> bytes:
         return _MAGIC + self.identity.encode("ascii") + b"\n"
 
     def _read(self, file: Path) -> dict[bytes, int]:
-        """The counts in ``file``; empty for a missing, damaged, truncated or foreign one."""
-        try:
-            data = file.read_bytes()
-        except OSError:
+        """The counts in ``file``; empty for a missing, damaged, truncated, foreign or
+        planted one (not sealed with this user's key: ``usercache``)."""
+        data = usercache.read_file(str(file), MAX_FILE_BYTES)
+        if data is None:
             return {}
-        header = self._header()
-        head = len(header) + 33
-        if not data.startswith(header) or len(data) < head or data[head - 1:head] != b"\n":
+        key = usercache.user_key(create=False)
+        if key is None:
             return {}
-        payload = memoryview(data)[head:]
-        if hashlib.blake2b(payload, digest_size=16).hexdigest().encode() != \
-                data[len(header):head - 1]:
+        payload = usercache.unseal(data, key, _PURPOSE, self._header(), str(file))
+        if payload is None:
             return {}
         try:
             entries = marshal.loads(payload)
@@ -191,9 +189,10 @@ class CountStore:
         excess = len(merged) - self.max_entries
         if excess > 0:
             merged = dict(list(merged.items())[excess:])
-        payload = marshal.dumps(merged)
-        checksum = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-        if not write_atomic(file, self._header() + checksum + b"\n" + payload):
+        key = usercache.user_key()
+        data = None if key is None else usercache.sealed(key, _PURPOSE, self._header(),
+                                                         marshal.dumps(merged))
+        if data is None or not write_atomic(file, data):
             with self._lock:
                 self._new += new  # try again at the next flush
             return False
@@ -201,22 +200,16 @@ class CountStore:
 
 
 def write_atomic(file: Path, data: bytes) -> bool:
-    """``data`` in ``file``, through a temporary file renamed over it; False on failure."""
-    tmp = None
+    """``data`` in ``file``, through a temporary file renamed over it, in a folder only this
+    user writes (``usercache.private_folder``: never through a link); False on failure."""
+    folder = usercache.private_folder(str(file.parent))
+    if folder is None:
+        return False
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=file.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, file)
-        tmp = None
-        return True
+        usercache.write_file(folder, file.name, data)
     except OSError:
         return False
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    return True
 
 
 _STORES: dict[str, CountStore] = {}

@@ -179,13 +179,15 @@ def test_a_wrong_value_in_a_whole_file_is_not_used(xdg: Path) -> None:
     assert store.flush()
     file = store.file()
     assert file is not None
-    # a whole, checksummed file holding a value that is not a count
-    import hashlib
+    # a whole file, sealed with this user's cache key, holding a value that is not a count
     import marshal
+
+    from budgetlens import usercache
     payload = marshal.dumps({key: "one", counts.text_digest("y"): 2})
-    header = b"budgetlens-counts 1\n" + ("ab" * 32).encode() + b"\n"
-    file.write_bytes(header + hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-                     + b"\n" + payload)
+    header = counts._MAGIC + ("ab" * 32).encode() + b"\n"
+    user_key = usercache.user_key()
+    assert user_key is not None
+    file.write_bytes(usercache.sealed(user_key, b"counts", header, payload))
     fresh = counts.CountStore("t", "ab" * 32)
     assert fresh.get(key) is None
     assert fresh.get(counts.text_digest("y")) == 2
