@@ -377,7 +377,7 @@ def _decode_answer(data: bytes, key: str, path: str | None = None,
     """``(exit status, pipelines, cache file, its fingerprint, [path, fingerprint, ...],
     output)`` of an answer file's bytes, or None when they are not a whole answer of
     ``key`` sealed with this user's cache key (noted once, with ``path``)."""
-    secret = usercache.user_key(create=False)
+    secret = usercache.user_key()
     if secret is None:
         return None
     body = usercache.unseal(data, secret, _ANSWER_PURPOSE, ANSWER_MAGIC + key.encode() + b"\n",

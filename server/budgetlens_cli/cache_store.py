@@ -512,7 +512,7 @@ def _decode(data: bytes, key: str, path: str | None = None) -> dict[str, Entry] 
     """The entries of a cache file's bytes, or None when they are not a whole file of this
     run key sealed with this user's cache key (``usercache``; noted once, with ``path``),
     or hold anything but the plain data of results."""
-    secret = usercache.user_key(create=False)
+    secret = usercache.user_key()
     if secret is None:
         return None
     payload = usercache.unseal(data, secret, _PURPOSE, MAGIC + key.encode() + b"\n", path)

@@ -34,6 +34,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from budgetlens import usercache
 from budgetlens_lsp.features.context import ServerContext
 
 log = logging.getLogger(__name__)
@@ -102,23 +103,32 @@ def report_view(source: str, result: dict[str, Any]) -> View:
 
 def write_view(view: View, folder: Path | None = None) -> Path:
     """Write ``view`` read-only into ``folder`` (default :func:`views_dir`); its path.
-    ``OSError`` when it cannot be written."""
+    ``OSError`` when it cannot be written, or when the folder is not one only this user
+    writes (a link, another user's: ``usercache.private_folder``). The file is new, made
+    whole, then renamed over its name: a link or a planted file there is replaced, never
+    followed or changed."""
     folder = folder or views_dir()
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private = usercache.private_folder(str(folder))
+    if private is None:
+        raise OSError(f"{folder} is not a private folder of yours (a link, a file or another"
+                      " user's)")
     digest = hashlib.blake2b(view.source.encode("utf-8", "surrogatepass"),
                              digest_size=4).hexdigest()
     stem = "".join(c if c.isalnum() or c in "-_." else "_"
                    for c in Path(view.source).stem)[:60] or "document"
     target = folder / f"{view.kind}-{stem}-{digest}{view.suffix}"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".view-", suffix=view.suffix)
+    fd, tmp = tempfile.mkstemp(dir=private, prefix=".view-", suffix=view.suffix)
     try:
         # a name that is not UTF-8 (surrogate escapes) is shown escaped, as \udcff
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace",
                        newline="\n") as fh:
             fh.write(view.text)
-        os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP)
-        if target.exists():
-            os.chmod(target, stat.S_IRUSR | stat.S_IWUSR)  # Windows will not replace it
+            if hasattr(os, "fchmod"):
+                os.fchmod(fh.fileno(), stat.S_IRUSR | stat.S_IRGRP)
+        if not hasattr(os, "fchmod"):  # Windows: by name (the new file), and the old one's
+            os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP)
+            if target.exists():  # Windows will not replace a read-only file
+                os.chmod(target, stat.S_IRUSR | stat.S_IWUSR)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

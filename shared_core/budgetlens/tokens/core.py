@@ -218,7 +218,7 @@ def _cached_ranks(file: Path, count: int) -> dict[bytes, int] | None:
     data = usercache.read_file(str(file), _RANK_CACHE_CAP)
     if data is None:
         return None
-    key = usercache.user_key(create=False)
+    key = usercache.user_key()
     payload = None if key is None else usercache.unseal(data, key, _RANK_PURPOSE,
                                                         _RANK_MAGIC, str(file))
     if payload is None:

@@ -112,7 +112,7 @@ class CountStore:
         data = usercache.read_file(str(file), MAX_FILE_BYTES)
         if data is None:
             return {}
-        key = usercache.user_key(create=False)
+        key = usercache.user_key()
         if key is None:
             return {}
         payload = usercache.unseal(data, key, _PURPOSE, self._header(), str(file))
