@@ -269,7 +269,7 @@ def test_a_planted_per_user_cache_file_changes_no_count(
     planted = site / "victim_xdg" / relative
     planted.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(site / "attacker_xdg" / relative, planted)
-    if with_secret:
+    if with_secret and (site / "attacker_xdg" / "budgetlens" / "secret").exists():
         shutil.copy2(site / "attacker_xdg" / "budgetlens" / "secret",
                      site / "victim_xdg" / "budgetlens" / "secret")
     before = _outside_caches(site)
