@@ -37,17 +37,18 @@ one file per *run key* under a folder named after the version. ``--no-cache`` (o
   from, or went into, the cache.
 - **Safety**: a file is written to a temporary file in the same folder and renamed over the
   old one, so a reader sees the old file or the new one, never a torn one; two runs at once
-  each write a complete file (the last one stays). A file that is unreadable, truncated,
-  from another version or whose checksum does not match is ignored and rewritten. Loading
-  accepts only budgetlens result types (a restricted unpickler; an answer is text), so a
-  planted file cannot run code; treat the folder like any build output and never restore it
-  from an untrusted source (``--no-cache`` in a job checking untrusted changes). Nothing is
-  written outside the chosen folder; the default folder is not used when it is a symbolic
-  link.
+  each write a complete file (the last one stays). Every file is sealed with the user's
+  cache key (``budgetlens.usercache``: a keyed blake2b; the secret is kept outside every
+  workspace). A file that is not sealed with it is ignored with one note and rewritten.
+  Entries are plain data (marshal; no pickle), checked on load. Files are opened without
+  following a link or waiting, read as regular files under a cap. A file's path is made
+  from the folder and the key, never read from a file. Nothing is written outside the
+  chosen folder; the default folder is not used when it is a symbolic link. The threat
+  model: docs/cli.md, "The caches' threat model".
 
-This module is what a cached run imports (start-up speed): no pickle, dataclasses, typing,
-pathlib or hashlib at import; the entries' machinery (``cache_store``) is loaded on first use
-of its names here.
+This module is what a cached run imports (start-up speed): no marshal, dataclasses, typing,
+pathlib or hashlib at import (``usercache`` is light); the entries' machinery
+(``cache_store``) is loaded on first use of its names here.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def __getattr__(name: str) -> Any:
     for the run's answer (``note_opened``)."""
     if name not in _STORE_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # lazy: start-up speed (a replayed run loads no pickle, dataclasses or file sources)
+    # lazy: start-up speed (a replayed run loads no marshal, dataclasses or file sources)
     from budgetlens_cli import cache_store
 
     cache_store.VERSION_FOLDER = _safe_version

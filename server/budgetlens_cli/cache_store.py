@@ -1,8 +1,10 @@
 """The entries of the result cache of ``budgetlens check`` (``budgetlens_cli.cache``): the
-fingerprints of each pipeline's inputs, the pickled results, and the cache file of one run key.
+fingerprints of each pipeline's inputs, the results as plain data (``_plain``: marshal's
+types, tagged tuples for tuples, sets, XML elements and the result classes of ``_CLASSES``),
+and the cache file of one run key, sealed with the user's cache key (``usercache``).
 
 Imported when a run reads its cache file: a run that the cache's recorded answer serves
-(``cache.replay``) never loads it (nor pickle, dataclasses or the core's file sources).
+(``cache.replay``) never loads it (nor marshal, dataclasses or the core's file sources).
 """
 
 from __future__ import annotations

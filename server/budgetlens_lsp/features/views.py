@@ -8,7 +8,10 @@ lsp-mode, ALE, Helix, ...) the server shows the result itself:
 1. it writes the result as a read-only file in a per-user cache folder (:func:`views_dir`:
    ``$XDG_CACHE_HOME/budgetlens/views``, else ``~/.cache/budgetlens/views``; on macOS
    ``~/Library/Caches/budgetlens/views``; on Windows ``%LOCALAPPDATA%\\budgetlens\\views``),
-   one file per source document and kind (written again on every run);
+   one file per source document and kind (written again on every run). The folder must be
+   a private folder of the user, never a link (``usercache.private_folder``); a view is a
+   new file renamed over its name, so a link or a file planted there is replaced, never
+   followed;
 2. it asks the client to open it with ``window/showDocument`` when the client declared
    ``window.showDocument.support``;
 3. otherwise, or when the client did not open it, it sends the text with
