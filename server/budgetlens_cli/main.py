@@ -125,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return code
     finally:
+        _notes_logged()
         if given is not None:  # the caller's stream back (it shares the descriptor)
             sys.stdout = given
         if argv is None:  # the process's own command line: it ends when this returns
@@ -160,6 +161,14 @@ def _before_exit() -> None:
 
 def _note(message: str) -> None:
     print(f"budgetlens: note: {message}", file=sys.stderr)
+
+
+def _notes_logged() -> None:
+    """The command is done: the cache's notes go to the log again (``usercache.NOTE``), as
+    for any other caller in this process."""
+    usercache = sys.modules.get("budgetlens.usercache")
+    if usercache is not None:
+        usercache.NOTE = None  # type: ignore[attr-defined]
 
 
 def _main(argv: list[str]) -> int:
