@@ -360,6 +360,7 @@ _NAMES: dict[type, str] = {}  # class -> its name above, once loaded
 _LOADED: dict[str, type] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _SCALARS = (type(None), bool, int, float, str, bytes)
+_SCALAR_TYPES = frozenset(_SCALARS)
 
 
 class Unplain(ValueError):
@@ -417,26 +418,35 @@ def _plain(value: Any) -> Any:
     if cls is frozenset or cls is set:
         return ("f" if cls is frozenset else "s", *(_plain(v) for v in value))
     if _is_element(value):
-        return ("x", value.tag, _plain(dict(value.attrib)), value.text, value.tail,
-                [_plain(child) for child in value])
+        return _plain_element(value)
     name = _name_of(cls)
     if name is None:
         raise Unplain(f"not plain data: {cls.__name__}")
     if isinstance(value, enum.Enum):
         return ("e", name, _plain(value.value))
+    if name == "Range":  # the most common result class, in four numbers
+        start, end = value.start, value.end
+        return ("r", start.line, start.character, end.line, end.character)
     return ("d", name, *(_plain(getattr(value, f)) for f in _fields(cls)))
 
 
 def _from_plain(value: Any) -> Any:
     """The value ``_plain`` made ``value`` of; raises ``Unplain`` for anything it does not
-    make (a type, a tag, a class or a number of fields)."""
+    make (a type, a tag, a class or a number of fields). Scalars are taken in place, not
+    through a call (most of a result is strings and numbers)."""
     cls = type(value)
     if cls in _SCALARS:
         return value
     if cls is list:
-        return [_from_plain(v) for v in value]
+        if _SCALAR_TYPES.issuperset(map(type, value)):
+            return value  # marshal made it: nothing else holds it
+        return [v if type(v) in _SCALARS else _from_plain(v) for v in value]
     if cls is dict:
-        return {_from_plain(k): _from_plain(v) for k, v in value.items()}
+        if _SCALAR_TYPES.issuperset(map(type, value.values())) and \
+                _SCALAR_TYPES.issuperset(map(type, value)):
+            return value
+        return {k if type(k) in _SCALARS else _from_plain(k):
+                v if type(v) in _SCALARS else _from_plain(v) for k, v in value.items()}
     if cls is not tuple or not value or type(value[0]) is not str:
         raise Unplain(f"not plain data: {cls.__name__}")
     return _from_tagged(value[0], value)
@@ -444,23 +454,80 @@ def _from_plain(value: Any) -> Any:
 
 def _from_tagged(tag: str, value: tuple[Any, ...]) -> Any:
     """``_from_plain`` of a tagged tuple (``_plain``)."""
+    if tag == "d" and len(value) >= 2 and type(value[1]) is str:
+        made, size = _dataclass(value[1])
+        if len(value) - 2 != size:
+            raise Unplain(f"not the fields of {value[1]}")
+        return made(*[v if type(v) in _SCALARS else _from_plain(v) for v in value[2:]])
+    if tag == "r" and len(value) == 5 and all(type(v) is int for v in value[1:]):
+        position = _class("Position")
+        return _class("Range")(position(value[1], value[2]), position(value[3], value[4]))
     if tag == "t":
-        return tuple(_from_plain(v) for v in value[1:])
+        return tuple([v if type(v) in _SCALARS else _from_plain(v) for v in value[1:]])
     if tag in ("f", "s"):
-        items = (_from_plain(v) for v in value[1:])
+        items = [_from_plain(v) for v in value[1:]]
         return frozenset(items) if tag == "f" else set(items)
+    if tag == "X" and len(value) == 3 and type(value[1]) is str and \
+            (value[2] is None or type(value[2]) is str):
+        return _parsed_element(value[1], value[2])
     if tag == "x" and len(value) == 6:
         return _element(*value[1:])
-    if tag in ("d", "e") and len(value) >= 3 and type(value[1]) is str:
+    if tag == "e" and len(value) == 3 and type(value[1]) is str:
         made = _class(value[1])
-        if tag == "e":
-            if not issubclass(made, enum.Enum) or len(value) != 3:
-                raise Unplain("not an enum")
-            return made(_from_plain(value[2]))
-        if not dataclasses.is_dataclass(made) or len(value) - 2 != len(_fields(made)):
-            raise Unplain(f"not the fields of {value[1]}")
-        return made(*(_from_plain(v) for v in value[2:]))
+        if not issubclass(made, enum.Enum):
+            raise Unplain("not an enum")
+        return made(_from_plain(value[2]))
     raise Unplain(f"unknown tag {tag!r}")
+
+
+_DATACLASSES: dict[str, tuple[Any, int]] = {}
+
+
+def _dataclass(name: str) -> tuple[Any, int]:
+    """The result dataclass named ``name`` and its number of fields."""
+    got = _DATACLASSES.get(name)
+    if got is None:
+        made = _class(name)
+        if not dataclasses.is_dataclass(made):
+            raise Unplain(f"not a dataclass: {name}")
+        got = _DATACLASSES[name] = (made, len(_fields(made)))
+    return got
+
+
+def _plain_element(value: Any) -> tuple[Any, ...]:
+    """An XML element as its XML text and tail (``X``: parsed back by expat, much faster
+    than a walk), when that text gives the same element back; else as its parts (``x``)."""
+    import xml.etree.ElementTree as ET  # loaded already: ``value`` is one of its elements
+
+    bare = ET.Element(value.tag, value.attrib)  # without its tail, which XML cannot hold
+    bare.text = value.text
+    bare.extend(value)
+    text = ET.tostring(bare, encoding="unicode")
+    try:
+        same = _same_element(ET.fromstring(text), bare)
+    except ET.ParseError:  # a character XML 1.0 cannot carry
+        same = False
+    if same and (value.tail is None or type(value.tail) is str):
+        return ("X", text, value.tail)
+    return ("x", value.tag, _plain(dict(value.attrib)), value.text, value.tail,
+            [_plain(child) for child in value])
+
+
+def _same_element(a: Any, b: Any) -> bool:
+    return (a.tag == b.tag and a.attrib == b.attrib and a.text == b.text
+            and a.tail == b.tail and len(a) == len(b)
+            and all(_same_element(x, y) for x, y in zip(a, b, strict=True)))
+
+
+def _parsed_element(text: str, tail: str | None) -> Any:
+    import xml.etree.ElementTree as ET  # lazy: start-up speed (only a JUnit piece has one)
+
+    try:
+        element = ET.fromstring(text)
+    except ET.ParseError:
+        raise Unplain("not an XML element") from None
+    element.tail = tail
+    return element
 
 
 def _element(tag: Any, attrib: Any, text: Any, tail: Any, children: Any) -> Any:

@@ -227,8 +227,9 @@ def _cached_ranks(file: Path, count: int) -> dict[bytes, int] | None:
         ranks = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
-    if not isinstance(ranks, dict) or len(ranks) != count:
-        return None
+    if not isinstance(ranks, dict) or len(ranks) != count or \
+            set(map(type, ranks)) != {bytes} or set(map(type, ranks.values())) != {int}:
+        return None  # sealed by this user, yet not a table of ranks
     return ranks
 
 
