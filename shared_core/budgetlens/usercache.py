@@ -244,7 +244,9 @@ def user_key(*, create: bool = True) -> bytes | None:
              " make a new one")
         return None
     secret, st = got
-    if st.st_nlink != 1:  # another process is making it this moment: no caches this run
+    if st.st_nlink != 1:  # being linked into place this moment, or linked elsewhere
+        note(f"the cache key {path} has {st.st_nlink} names (another process is making it,"
+             " or it is linked elsewhere): the caches are off for this command")
         return None
     return _blake2b(b"budgetlens cache key\0%d\0%d" % (st.st_ino, st.st_ctime_ns),
                     key=secret, digest_size=32).digest()
