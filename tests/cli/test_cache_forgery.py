@@ -319,3 +319,24 @@ def test_a_secret_that_is_not_private_turns_the_caches_off(site: Path) -> None:
     assert err == (f"budgetlens: note: the cache key {secret} is not used (its mode is 644,"
                    " not 600): the caches are off; delete it to make a new one\n")
     assert not (site / "work" / ".budgetlens_cache").exists()  # off: nothing written
+
+
+@pytest.mark.parametrize("planted", ["FIFO", "link to /dev/zero", "link to a file outside"])
+def test_a_result_cache_file_planted_as_a_fifo_or_link_is_neither_read_nor_written_through(
+        site: Path, planted: str) -> None:
+    assert _check(site, site / "attacker_xdg")[0] == 1  # the run key's file name
+    (file,) = (site / "work" / ".budgetlens_cache").glob("*/*.cache")
+    for answer in (site / "work" / ".budgetlens_cache").glob("*/*.answer"):
+        answer.unlink()
+    file.unlink()
+    if planted == "FIFO":
+        os.mkfifo(file)
+    elif planted == "link to /dev/zero":
+        os.symlink("/dev/zero", file)
+    else:
+        os.symlink(site / "outside" / "precious.txt", file)
+    before = _outside_caches(site)
+    got = _check(site, site / "victim_xdg")  # returns: the hang guard is unused
+    _assert_victim(site, got, before)
+    assert (site / "outside" / "precious.txt").read_text("utf-8") == "precious\n"
+    assert stat.S_ISREG(file.lstat().st_mode)  # the name now holds the victim's own file
