@@ -151,9 +151,11 @@ _EXPORTS: dict[str, str] = {
     "trim_history": "budgetlens.context.history",
 }
 
-#: The version of the distribution (the one home of the number: the CLI's ``--version`` and
-#: the language server's ``serverInfo`` read it from here).
-__version__ = "0.1.0"
+#: The version of the distribution (the CLI's ``--version``, the language server's
+#: ``serverInfo`` and the result cache's key read it from here). It comes from the git tag:
+#: setuptools-scm writes it to ``_version.txt`` at build time; read on first use (see
+#: ``__getattr__``), with no import.
+__version__: str
 
 __all__ = [
     "Breakdown",
@@ -207,8 +209,32 @@ __all__ = [
 ]
 
 
+def _read_version() -> str:
+    """``_version.txt`` beside this file; else the installed distribution's metadata (an
+    install that did not write the file); else ``0+unknown`` (a bare copy of the sources)."""
+    import os  # already loaded by the interpreter's start
+
+    try:
+        with open(os.path.join(os.path.dirname(__file__), "_version.txt"),
+                  encoding="utf-8") as f:
+            text = f.read().strip()
+        if text:
+            return text
+    except OSError:
+        pass
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("budgetlens")
+    except (ImportError, PackageNotFoundError):
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
     """A public name, imported from its module on first use (lazy, for start-up speed)."""
+    if name == "__version__":
+        globals()[name] = value = _read_version()
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import budgetlens
 from budgetlens_cli import cache as result_cache
 from budgetlens_cli import check_cmd
 from budgetlens_cli.main import main
@@ -265,7 +266,9 @@ def test_a_new_version_makes_every_entry_a_miss(
     monkeypatch.setattr(result_cache, "__version__", "99.0.0")
     assert _run(capsys, "check", "ws") == first
     assert len(checked) == 4
-    assert sorted(p.parent.name for p in _cache_files()) == ["0.1.0", "99.0.0"]
+    # the installed version (from the git tag: 0.1.0, 0.1.dev5+g1234abc, ...) names a folder
+    assert sorted(p.parent.name for p in _cache_files()) == sorted([budgetlens.__version__,
+                                                                    "99.0.0"])
     checked.clear()
     monkeypatch.setattr(result_cache, "code_fingerprint", lambda: "edited code")
     _run(capsys, "check", "ws")

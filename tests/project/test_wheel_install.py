@@ -1,16 +1,20 @@
-"""The package as users install it: a built wheel, installed NON-editable into a fresh venv.
+"""The package as users install it: the built wheel, and the built sdist, each installed
+NON-editable into a fresh venv.
 
 Every other test imports budgetlens from the checkout (``pip install -e .``), where every data
-file is present whether or not the wheel would carry it. This module builds the wheel with
-``pip wheel`` from a copy of the sources (so no ``build/`` or ``*.egg-info`` is left in the
-checkout), installs it with plain ``pip install <wheel>`` (dependencies resolved as usual) into
-a new virtualenv in a temporary folder, and then, from that venv only:
+file is present whether or not the wheel would carry it. This module copies the sources into a
+temporary git repository tagged ``v9.8.7`` (so no ``build/`` or ``*.egg-info`` is left in the
+checkout, and the version must come from the tag), builds the sdist and the wheel with
+``python -m build`` (the wheel from the sdist, as PyPI users get it), checks both with
+``twine check --strict``, and installs each with plain ``pip install`` (dependencies resolved
+as usual) into a new virtualenv in a temporary folder. Then, from each venv only:
 
 - compares the data files inside the installed packages with the ones in the source tree;
 - runs ``budgetlens check`` on a copy of ``examples/`` (the documented first command);
 - runs ``budgetlens pack`` (the built-in intent map) and ``budgetlens tokens``;
 - speaks LSP to ``budgetlens serve`` over stdio: initialize, initialized, didOpen of the
-  over-budget pipeline, and the first diagnostics published for it must hold BL050.
+  over-budget pipeline, and the first diagnostics published for it must hold BL050;
+- ``budgetlens --version`` and ``budgetlens.__version__`` say ``9.8.7``, the tag.
 
 Any file the wheel forgets fails one of these (a missing ``encodings/encodings.json`` makes
 every token count raise ``FileNotFoundError``).
@@ -24,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = {"budgetlens": REPO / "shared_core" / "budgetlens",
             "budgetlens_lsp": REPO / "server" / "budgetlens_lsp"}
 TIMEOUT = HANG_GUARD  # a hang guard only
+TAG_VERSION = "9.8.7"  # the tag of the temporary repository the dists are built in
 FIRST_ERROR = ("examples/pipelines/long_report.yaml:15:9: error[BL050] step 'write_report'"
                " does not fit the context window")
 
@@ -72,25 +78,87 @@ def _pip(python: Path | str, *args: str, cwd: Path | None = None) -> None:
     assert done.returncode == 0, f"pip {args[0]} failed:\n{done.stdout}\n{done.stderr}"
 
 
+def _run(*argv: str | Path, cwd: Path) -> str:
+    done = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, f"{argv[:3]} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+class Dists:
+    def __init__(self, sdist: Path, wheel: Path) -> None:
+        self.sdist = sdist
+        self.wheel = wheel
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    tmp = tmp_path_factory.mktemp("wheel")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
+    """The sdist and the wheel, built by ``python -m build`` in a git repository tagged
+    ``v9.8.7`` that holds a copy of the sources (the checkout itself is left untouched)."""
+    tmp = tmp_path_factory.mktemp("dists")
     src = tmp / "src"
     src.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
-    for name in ("pyproject.toml", "README.md"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist",
+                                    "_version.txt")
+    for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in"):
         shutil.copy2(REPO / name, src / name)
     for name in ("shared_core", "server"):
         shutil.copytree(REPO / name, src / name, ignore=ignore)
+    git = ("git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+           "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false")
+    _run(*git, "init", "-q", cwd=src)
+    _run(*git, "add", "-A", cwd=src)
+    _run(*git, "commit", "-q", "-m", "release", cwd=src)
+    _run(*git, "tag", "-a", f"v{TAG_VERSION}", "-m", "release", cwd=src)
     dist = tmp / "dist"
-    _pip(sys.executable, "wheel", "-q", "--no-deps", "-w", str(dist), ".", cwd=src)
+    _run(sys.executable, "-m", "build", "--outdir", dist, ".", cwd=src)
+    [sdist] = dist.glob("budgetlens-*.tar.gz")
     [wheel] = dist.glob("budgetlens-*.whl")
+    return Dists(sdist, wheel)
+
+
+@pytest.fixture(scope="module", params=["wheel", "sdist"])
+def installed(request: pytest.FixtureRequest, dists: Dists,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    tmp = tmp_path_factory.mktemp(request.param)
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    _pip(venv / "bin" / "python", "install", "-q", str(wheel))
+    _pip(venv / "bin" / "python", "install", "-q",
+         str(dists.wheel if request.param == "wheel" else dists.sdist))
     work = tmp / "work"
     shutil.copytree(REPO / "examples", work / "examples")
     yield Installed(venv, work)
+
+
+def test_the_dists_are_named_after_the_tag_and_pass_twine_check(dists: Dists) -> None:
+    assert dists.sdist.name == f"budgetlens-{TAG_VERSION}.tar.gz"
+    assert dists.wheel.name == f"budgetlens-{TAG_VERSION}-py3-none-any.whl"
+    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
+                           str(dists.sdist), str(dists.wheel)],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASSED") == 2, done.stdout
+
+
+def test_the_sdist_carries_every_data_file_and_the_license(dists: Dists) -> None:
+    top = f"budgetlens-{TAG_VERSION}"
+    with tarfile.open(dists.sdist) as sdist:
+        names = set(sdist.getnames())
+    for name, folder in PACKAGES.items():
+        inside = folder.relative_to(REPO).as_posix()
+        expected = _data_files(folder) - {"_version.txt"}
+        missing = {f for f in expected if f"{top}/{inside}/{f}" not in names}
+        assert not missing, f"the sdist lacks {sorted(missing)} of package {name}"
+    for name in ("LICENSE", "README.md", "CHANGELOG.md", "pyproject.toml", "PKG-INFO",
+                 "shared_core/budgetlens/_version.txt"):
+        assert f"{top}/{name}" in names, name
+
+
+def test_the_version_is_the_git_tag(installed: Installed) -> None:
+    done = installed.run("budgetlens", "--version")
+    assert (done.returncode, done.stdout) == (0, f"budgetlens {TAG_VERSION}\n"), done.stderr
+    done = installed.run("python", "-c", "import budgetlens; print(budgetlens.__version__)")
+    assert done.stdout == f"{TAG_VERSION}\n", done.stderr
 
 
 def test_the_venv_imports_the_installed_wheel_not_the_checkout(installed: Installed) -> None:
