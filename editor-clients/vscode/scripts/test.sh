@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The VS Code extension's checks, offline except for the npm registry:
-#   npm ci, type-check (tsc --noEmit), lint (eslint), unit tests (node --test), package (.vsix).
+#   npm ci, type-check (tsc --noEmit), lint (eslint), unit tests (node --test), package (.vsix)
+#   and its manifest checked for Open VSX (scripts/check_vsix.py).
 # Install scripts are not run (`--ignore-scripts`): esbuild's binary comes from its platform
 # package, and nothing else the build uses needs one (@vscode/vsce-sign's would download).
 set -euo pipefail
@@ -26,4 +27,6 @@ node -e "
     if (!names.includes(f)) { console.error('vscode: ' + f + ' is missing from budgetlens.vsix'); process.exit(1); }
   }
 "
+# the manifest fields, licence and icon Open VSX and the Marketplace require
+python3 scripts/check_vsix.py budgetlens.vsix
 echo "vscode: budgetlens.vsix built ($(wc -c < budgetlens.vsix) bytes)"
