@@ -82,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.what == "counts":
             print("errors=0\nwarnings=0")
         else:
-            print(f"## budgetlens check\n\nNo report ({escape(str(exc))}): exit status"
-                  f" {args.status}.\n")
+            print(f"## budgetlens check\n\nThe check could not check (exit status"
+                  f" {args.status}): no report ({escape(str(exc))}). Its error is in the"
+                  " step's log.\n")
         return 0
     if args.what == "counts":
         n = counts(found)

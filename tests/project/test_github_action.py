@@ -437,6 +437,20 @@ def test_targets_and_sarif_file_inputs(tmp_path: Path, github: tuple[FakeGitHub,
     assert "targets" in json.dumps(sarif["runs"][0].get("properties", {})), sarif["runs"][0]
 
 
+def test_a_check_that_cannot_run_is_exit_2_and_posts_nothing(
+        tmp_path: Path, github: tuple[FakeGitHub, str]) -> None:
+    fake, url = github
+    workspace = make_repository(tmp_path / "repo")
+    run = local(workspace, tmp_path, url, path="no-such-folder").run()
+    assert run.failed == "verdict"
+    assert run.outputs["exit-code"] == "2"
+    assert "::error title=budgetlens::no SARIF report was written to budgetlens.sarif" \
+        in run.stdout
+    assert "could not check (exit status 2): no report" in run.summary
+    assert "budgetlens diff failed (exit status 2)" in run.stdout
+    assert fake.comments == {}
+
+
 def _action_copy(dest: Path) -> Path:
     """What GitHub downloads for ``uses: OWNER/budgetlens@REF``: the repository's files,
     without .git (build/, caches and the editor clients left out to keep the copy small)."""
