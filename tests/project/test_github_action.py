@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -452,17 +453,35 @@ def test_a_check_that_cannot_run_is_exit_2_and_posts_nothing(
 
 
 def _action_copy(dest: Path) -> Path:
-    """What GitHub downloads for ``uses: OWNER/budgetlens@REF``: the repository's files,
-    without .git (build/, caches and the editor clients left out to keep the copy small)."""
+    """What GitHub downloads for ``uses: OWNER/budgetlens@v9.8.7``: ``git archive`` of the
+    tag (export-subst fills in .git_archival.txt), without .git. Made from a copy of the
+    checkout's files committed and tagged in a temporary repository (the editor clients,
+    benchmarks and tests left out to keep it small)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist",
-                                    ".venv", "node_modules", ".tools")
-    dest.mkdir(parents=True)
+                                    "_version.txt")
+    repo = dest.parent / "action-repo"
+    repo.mkdir(parents=True)
     for name in ("action.yml", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in",
-                 ".git_archival.txt"):
-        if (REPO / name).exists():
-            shutil.copy2(REPO / name, dest / name)
+                 "CHANGELOG.md", ".git_archival.txt", ".gitattributes"):
+        shutil.copy2(REPO / name, repo / name)
     for name in ("shared_core", "server", "scripts"):
-        shutil.copytree(REPO / name, dest / name, ignore=ignore)
+        shutil.copytree(REPO / name, repo / name, ignore=ignore)
+    _git(repo, "init", "-q")
+    for key, value in (("user.name", "t"), ("user.email", "t@example.invalid"),
+                       ("commit.gpgsign", "false"), ("tag.gpgsign", "false")):
+        _git(repo, "config", key, value)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "release")
+    _git(repo, "tag", "-a", "v9.8.7", "-m", "release")
+    archive = dest.parent / "action.tar"
+    _git(repo, "archive", "--format=tar", "-o", str(archive), "v9.8.7")
+    dest.mkdir()
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python 3.10.12+
+            tar.extractall(dest, filter="data")
+        else:  # our own archive
+            tar.extractall(dest)
+    assert "$Format" not in (dest / ".git_archival.txt").read_text("utf-8")
     return dest
 
 
@@ -480,6 +499,6 @@ def test_the_install_step_installs_the_action_checkout_into_a_fresh_venv(
     assert run.step_outputs["install"]["budgetlens"] == str(venv / "bin" / "budgetlens")
     [(_, status, out, err)] = [s for s in run.steps if s[0] == "install"]
     assert status == 0, err
-    assert re.fullmatch(r"budgetlens \S+\n", out), out
+    assert out == "budgetlens 9.8.7\n", out  # the tag, from .git_archival.txt
     assert any(line.startswith(ANNOTATION) for line in run.stdout.splitlines())
     assert run.outputs["exit-code"] == "1" and len(fake.comments) == 1
