@@ -359,16 +359,17 @@ def test_a_second_run_updates_the_comment_instead_of_adding_one(
     workspace = make_repository(tmp_path / "repo")
     # somebody else's comment that mentions the marker is not the action's
     fake.comments[1] = {"id": 1, "body": f"see {MARKER} below", "user": {"login": "me"}}
-    first = local(workspace, tmp_path / "1", url, path="examples")
+    first = local(workspace, tmp_path / "1", url)  # path: the default, the repository root
     first.run()
     assert len(fake.comments) == 2
     [(made_id, made)] = [(i, c) for i, c in fake.comments.items() if i != 1]
     made["body"] = MARKER + "\nstale"
-    second = local(workspace, tmp_path / "2", url, path="examples").run()
+    second = local(workspace, tmp_path / "2", url).run()
     assert "updated comment" in second.stdout
     assert sorted(fake.comments) == [1, made_id]  # not duplicated
     assert fake.comments[made_id]["body"].startswith(MARKER + "\n")
-    assert "write_report" in fake.comments[made_id]["body"]
+    assert "| **newly failing** | `examples/pipelines/long_report.yaml` | `write_report` |" \
+        in fake.comments[made_id]["body"]
     assert fake.comments[1]["body"] == f"see {MARKER} below"
     assert [m for m, _ in fake.requests] == ["GET", "POST", "GET", "PATCH"]
 
