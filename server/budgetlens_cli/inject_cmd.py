@@ -23,8 +23,8 @@ from budgetlens import (
     get_tokenizer,
     plan_injection,
 )
-from budgetlens.context.injection import injection_plan_json
 from budgetlens.context.input_errors import describe_validation_error
+from budgetlens.serialize import to_jsonable
 from budgetlens_cli.io import invalid, read_text_arg
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     plan = plan_injection(request, counter=counter)
     if args.format == "json":
-        print(json.dumps(injection_plan_json(plan), indent=2, ensure_ascii=False))
+        print(json.dumps(to_jsonable(plan), indent=2, ensure_ascii=False))
     else:
         print(render_text(plan))
     return EXIT_FINDINGS if plan.budget.context_overrun else EXIT_OK

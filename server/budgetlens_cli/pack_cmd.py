@@ -20,9 +20,9 @@ from budgetlens.context.packer import (
     IntentMap,
     PackDoc,
     intent_map_from_text,
-    pack_result_json,
     parse_docs,
 )
+from budgetlens.serialize import to_jsonable
 from budgetlens_cli.io import invalid, read_text_arg
 from budgetlens_cli.main import EXIT_OK, UsageError, non_negative_int
 
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise UsageError("; ".join(exc.messages)) from None
     if args.format == "json":
-        print(json.dumps(pack_result_json(result), indent=2, ensure_ascii=False))
+        print(json.dumps(to_jsonable(result), indent=2, ensure_ascii=False))
     else:
         print(render_text(result))
     return EXIT_OK

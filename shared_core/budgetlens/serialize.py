@@ -2,9 +2,15 @@
 
 :func:`to_jsonable` walks frozen dataclasses (every field, by name), enums (their value),
 pydantic models and the contract's shapes (``model_dump(mode="json")``), mappings, sequences
-and paths. A dataclass may
-leave fields out of its JSON with ``field(metadata={"json": False})``, or rename one with
-``metadata={"json": "name"}``. Result types need no hand-written ``to_dict``.
+and paths. A dataclass says how its JSON differs from its fields, and nothing more:
+
+- ``field(metadata={JSON_KEY: False})`` leaves a field out; ``{JSON_KEY: "name"}`` renames it;
+- ``{JSON_AS: f}`` writes ``f(value)`` instead of the value (``f`` may return :data:`OMIT` to
+  leave the key out, e.g. an empty reason);
+- a class attribute ``JSON_ORDER`` (a tuple of attribute names) lists the keys in order, and may
+  name properties too (a value derived from the fields); fields it does not name are left out.
+
+Result types need no hand-written ``to_dict``.
 """
 
 from __future__ import annotations
@@ -12,12 +18,25 @@ from __future__ import annotations
 import dataclasses
 import enum
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any
 
 JSON_KEY = "json"
+JSON_AS = "json_as"
+
+
+class _Omit:
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Any = _Omit()
+"""What a ``JSON_AS`` function returns to leave its key out."""
+#: (attribute, JSON name) of the fields of a dataclass written as they are, in field order.
 _NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
+#: (attribute, JSON name, converter) of a dataclass with ``JSON_AS`` or ``JSON_ORDER``.
+_PLANS: dict[type, tuple[tuple[str, str, Callable[[Any], Any] | None], ...]] = {}
 
 
 #: The exact types that are JSON as they are (a subclass, e.g. an enum, takes the long way).
@@ -42,12 +61,7 @@ def _convert(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = _NAMES.get(type(value))
-        if names is None:  # once per class: (attribute, JSON name) of the fields kept
-            names = _NAMES[type(value)] = tuple(
-                (f.name, str(f.metadata.get(JSON_KEY, f.name))) for f in dataclasses.fields(value)
-                if f.metadata.get(JSON_KEY, f.name) is not False)
-        return {name: to_jsonable(getattr(value, attr)) for attr, name in names}
+        return _dataclass(value)
     if _is_model(value):
         return value.model_dump(mode="json")
     if isinstance(value, Mapping):
@@ -57,6 +71,40 @@ def _convert(value: Any) -> Any:
     if isinstance(value, PurePath):
         return str(value)
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def _dataclass(value: Any) -> dict[str, Any]:
+    """:func:`to_jsonable` of a dataclass instance (its plan made once per class)."""
+    cls = type(value)
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _plan(cls)
+        plain = getattr(cls, "JSON_ORDER", None) is None
+        if plain and all(convert is None for _, _, convert in plan):  # the fast path's kind
+            names = _NAMES[cls] = tuple((attr, name) for attr, name, _ in plan)
+            return {name: to_jsonable(getattr(value, attr)) for attr, name in names}
+        _PLANS[cls] = plan
+    out: dict[str, Any] = {}
+    for attr, name, convert in plan:
+        item = getattr(value, attr)
+        if convert is not None:
+            item = convert(item)
+            if item is OMIT:
+                continue
+        out[name] = to_jsonable(item)
+    return out
+
+
+def _plan(cls: type) -> tuple[tuple[str, str, Callable[[Any], Any] | None], ...]:
+    """(attribute, JSON name, converter) of each key of ``cls``'s JSON, in order."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    plan = []
+    for attr in getattr(cls, "JSON_ORDER", None) or fields:
+        metadata = fields[attr].metadata if attr in fields else {}
+        name = metadata.get(JSON_KEY, attr)
+        if name is not False:
+            plan.append((attr, str(name), metadata.get(JSON_AS)))
+    return tuple(plan)
 
 
 #: The model classes ``to_jsonable`` dumps: pydantic's, and the contract's shapes (which dump

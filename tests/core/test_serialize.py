@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from pydantic import BaseModel
 
-from budgetlens.serialize import to_jsonable
+from budgetlens.serialize import JSON_AS, JSON_KEY, OMIT, to_jsonable
 
 
 class Kind(str, enum.Enum):
@@ -63,3 +65,29 @@ def test_a_second_value_of_a_class_seen_before_comes_out_the_same() -> None:
                                    "ratio": 2.0}
     assert to_jsonable([Level.HIGH, True, None, 1.5]) == [3, True, None, 1.5]
     assert type(to_jsonable(Level.HIGH)) is int
+
+
+@dataclasses.dataclass(frozen=True)
+class Shaped:
+    """A JSON unlike the fields: keys reordered, a property added, a value converted, an empty
+    value left out, a field renamed through its converter, a field not listed."""
+
+    score: float = dataclasses.field(metadata={JSON_AS: lambda s: round(s, 2)})
+    why: str = dataclasses.field(metadata={JSON_AS: lambda why: why or OMIT})
+    inner: Inner | None = dataclasses.field(metadata={JSON_KEY: "kind", JSON_AS: lambda i:
+                                                      i.kind if i else None})
+    scratch: int = 0
+
+    JSON_ORDER: ClassVar = ("total", "inner", "why", "score")
+
+    @property
+    def total(self) -> float:
+        return self.score * 2
+
+
+def test_json_order_properties_converters_and_omitted_keys() -> None:
+    full = Shaped(0.123456, "because", Inner(Kind.CUT, Path("p")), scratch=9)
+    assert json.dumps(to_jsonable(full)) == (
+        '{"total": 0.246912, "kind": "cut", "why": "because", "score": 0.12}')
+    empty = Shaped(1.0, "", None)
+    assert json.dumps(to_jsonable(empty)) == '{"total": 2.0, "kind": null, "score": 1.0}'

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -52,7 +52,7 @@ from budgetlens.context.unified_budget import (
     compute_unified_budget,
 )
 from budgetlens.context.unified_policy import MAX_TOKEN_COUNT
-from budgetlens.serialize import to_jsonable
+from budgetlens.serialize import JSON_AS, OMIT
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -306,18 +306,28 @@ class RenderedPart:
 
 @dataclass(frozen=True)
 class FileDecision:
+    """How one bucket file was placed; its JSON has ``reason`` only when there is one."""
+
     bucket_id: str
     file_id: str
     mode: FileMode
     tokens: int
-    reason: str = ""
+    reason: str = field(default="", metadata={JSON_AS: lambda reason: reason or OMIT})
+
+
+def _manifest_json(manifest: UnifiedInjectionManifest) -> dict[str, Any]:
+    """The manifest as JSON data; absent optional fields (None) are left out."""
+    return manifest.model_dump(mode="json", exclude_none=True)
 
 
 @dataclass(frozen=True)
 class InjectionPlan:
-    """The result of ``plan_injection``: the manifest, the budget and the rendered parts."""
+    """The result of ``plan_injection``: the manifest, the budget and the rendered parts.
 
-    manifest: UnifiedInjectionManifest
+    Its JSON (``to_jsonable``; ``budgetlens inject --format json``) has the manifest (absent
+    optional fields left out), the budget, the tokenizer, the file decisions and the text."""
+
+    manifest: UnifiedInjectionManifest = field(metadata={JSON_AS: _manifest_json})
     budget: UnifiedBudget
     card_parts: tuple[RenderedPart, ...]
     bucket_parts: tuple[RenderedPart, ...]
@@ -337,24 +347,7 @@ class InjectionPlan:
         """The text to inject: knowledge cards, then bucket content."""
         return self.cards_text + self.buckets_text
 
-
-
-def manifest_json(manifest: UnifiedInjectionManifest) -> dict[str, Any]:
-    """The manifest as JSON data; absent optional fields (None) are left out."""
-    return manifest.model_dump(mode="json", exclude_none=True)
-
-
-def injection_plan_json(plan: InjectionPlan) -> dict[str, Any]:
-    """The plan as JSON data (``budgetlens inject --format json``): the manifest, the budget,
-    the tokenizer, the file decisions (``reason`` only when there is one) and the text."""
-    return {
-        "manifest": manifest_json(plan.manifest),
-        "budget": to_jsonable(plan.budget),
-        "tokenizer": plan.tokenizer,
-        "files": [{k: v for k, v in to_jsonable(f).items() if k != "reason" or v}
-                  for f in plan.files],
-        "rendered": plan.rendered,
-    }
+    JSON_ORDER: ClassVar = ("manifest", "budget", "tokenizer", "files", "rendered")
 
 
 def _block(header: str, body: str) -> str:
@@ -738,7 +731,5 @@ __all__ = [
     "Tier",
     "TierThresholds",
     "UnifiedInjectionManifest",
-    "injection_plan_json",
-    "manifest_json",
     "plan_injection",
 ]

@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import (
@@ -56,7 +56,7 @@ from pydantic import (
 
 from budgetlens.context.input_errors import InputError, describe_validation_error
 from budgetlens.context.text import TextEnum, one_line
-from budgetlens.serialize import to_jsonable
+from budgetlens.serialize import JSON_AS
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 
 MAX_DOC_CHARS = 8 * 1024 * 1024
@@ -267,6 +267,8 @@ class ResolvedIntent:
     """``name``, ``structured``, ``keyword <regex>`` or ``default``."""
     params: Mapping[str, Any]
 
+    JSON_ORDER: ClassVar = ("name", "matched_by", "required_types", "params")
+
 
 def resolve_intent(intent: str | Mapping[str, Any], intent_map: IntentMap) -> ResolvedIntent:
     """The intent a request means: by name, structured data, or keyword rules on free text."""
@@ -368,7 +370,7 @@ class PackedDoc:
     schema_type: str
     status: Status
     rank: int
-    score: float
+    score: float = field(metadata={JSON_AS: lambda score: round(score, 6)})
     tier: Tier | None
     """The tier rendered (None when dropped)."""
     chars_before: int
@@ -381,6 +383,10 @@ class PackedDoc:
 
 @dataclass(frozen=True)
 class PackResult:
+    """What ``pack_context`` returns. Its JSON (``to_jsonable``; ``budgetlens pack --format
+    json``) rounds scores to 6 decimals and gives the intent as name, matched_by,
+    required_types and params."""
+
     context: str
     chars: int
     tokens: int
@@ -393,19 +399,6 @@ class PackResult:
 
     def count(self, status: Status | str) -> int:
         return sum(1 for r in self.report if r.status == status)
-
-
-
-def pack_result_json(result: PackResult) -> dict[str, Any]:
-    """The result as JSON data (``budgetlens pack --format json``); scores rounded to 6
-    decimals, the intent as name, matched_by, required_types and params."""
-    out: dict[str, Any] = to_jsonable(result)
-    intent = out["intent"]
-    out["intent"] = {"name": intent["name"], "matched_by": intent["matched_by"],
-                     "required_types": intent["required_types"], "params": intent["params"]}
-    for row in out["report"]:
-        row["score"] = round(row["score"], 6)
-    return out
 
 
 def _timestamp(d: PackDoc) -> float | None:

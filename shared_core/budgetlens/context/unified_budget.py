@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from budgetlens.context.text import TextEnum
-from budgetlens.serialize import to_jsonable
 
 if TYPE_CHECKING:  # the policy model loads on first use: see __getattr__ below
     from budgetlens.context.unified_policy import POLICY_FIELDS as POLICY_FIELDS
@@ -107,10 +106,6 @@ class UnifiedBudget:
     """True when ``tokens_used_before`` exceeds the window: nothing can be injected."""
     procedure_sub_budget: int
     interaction_policy_sub_budget: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """``to_jsonable(self)``; kept only for contract/injection.py, which still calls it."""
-        return dict(to_jsonable(self))
 
 
 def compute_unified_budget(

@@ -27,9 +27,9 @@ import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
 from budgetlens.continuation.contexts import (
     DEFAULT_BUDGET,
@@ -40,7 +40,7 @@ from budgetlens.continuation.contexts import (
 )
 from budgetlens.continuation.merge import MergeResult, merge_with_overlap
 from budgetlens.continuation.syntax import reject_constant
-from budgetlens.serialize import to_jsonable
+from budgetlens.serialize import JSON_AS, JSON_KEY
 
 CONTINUATION_TEMPLATE = """{prompt}
 
@@ -86,9 +86,17 @@ class Outcome(str, Enum):
     NO_VALID_JSON = "no_valid_json"            # nothing valid was ever received
 
 
+def _cut_of(contexts: JsonContexts | None) -> Any:
+    """An iteration's contexts in its JSON: only their cut."""
+    return contexts.cut if contexts else None
+
+
 @dataclass(frozen=True)
 class Iteration:
-    """One model call: what was sent, what came back, and what was decided."""
+    """One model call: what was sent, what came back, and what was decided.
+
+    Its JSON (``to_jsonable``) gives the cut of its contexts, as ``cut``, not the whole
+    contexts."""
 
     index: int
     prompt: str
@@ -96,38 +104,30 @@ class Iteration:
     case: Case
     merge: MergeResult | None      # None on the first call and after a restart reset
     parsed: bool                   # the candidate parsed as it is
-    contexts: JsonContexts | None  # when get_contexts was consulted
+    contexts: JsonContexts | None = field(  # when get_contexts was consulted
+        metadata={JSON_KEY: "cut", JSON_AS: _cut_of})
     failures: int                  # consecutive failures after this iteration
     note: str
+
+    JSON_ORDER: ClassVar = ("index", "prompt", "reply", "case", "parsed", "failures", "merge",
+                            "contexts", "note")
 
 
 @dataclass(frozen=True)
 class ContinuationResult:
-    """The final JSON text (complete, or the last valid closed part) and the trace."""
+    """The final JSON text (complete, or the last valid closed part) and the trace.
+
+    Its JSON (``to_jsonable``) adds ``complete``."""
 
     text: str
     outcome: Outcome
     iterations: tuple[Iteration, ...]
 
+    JSON_ORDER: ClassVar = ("text", "outcome", "complete", "iterations")
+
     @property
     def complete(self) -> bool:
         return self.outcome is Outcome.COMPLETE
-
-
-def continuation_json(result: ContinuationResult) -> dict[str, Any]:
-    """The result and its trace as JSON data: ``complete`` added, and per iteration the cut
-    of its contexts (if any) instead of the whole contexts."""
-    return {"text": result.text, "outcome": result.outcome.value, "complete": result.complete,
-            "iterations": [_iteration_json(it) for it in result.iterations]}
-
-
-def _iteration_json(it: Iteration) -> dict[str, Any]:
-    return {
-        "index": it.index, "prompt": it.prompt, "reply": it.reply, "case": it.case.value,
-        "parsed": it.parsed, "failures": it.failures, "merge": to_jsonable(it.merge),
-        "cut": to_jsonable(it.contexts.cut) if it.contexts else None,
-        "note": it.note,
-    }
 
 
 def build_continuation_prompt(prompt: str, contexts: JsonContexts, *,

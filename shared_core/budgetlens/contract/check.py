@@ -1075,7 +1075,7 @@ def _ceiling_name(ceiling: Term) -> str:
 
 def _violation_data(s: StepBudget) -> dict[str, Any]:
     """The data of a contract diagnostic: the budget, and each term with its place."""
-    return {"budget": s.budget_dict(), "step_index": s.index, "defined_in": s.defined_in,
+    return {"budget": to_jsonable(s.numbers), "step_index": s.index, "defined_in": s.defined_in,
             "terms": {label: to_jsonable(t) for label, t in s.terms().items()}}
 
 

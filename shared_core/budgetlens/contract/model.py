@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from budgetlens.contract.enums import OutputSource, TermSource
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
-from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import TokenizerLike
 
@@ -117,11 +116,6 @@ class StepBudget:
             history=self.history.value, context=self.context.value, output=self.output.value,
             output_source=self.output_source, margin=self.margin.value, total=self.total,
             window=self.window.value, headroom=self.headroom)
-
-    def budget_dict(self) -> dict[str, Any]:
-        """The step's numbers as JSON data (the ``budget`` of the JSON output)."""
-        data: dict[str, Any] = to_jsonable(self.numbers)
-        return data
 
     @property
     def summary(self) -> StepSummary:

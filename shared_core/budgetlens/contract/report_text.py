@@ -90,7 +90,7 @@ def budget_table(report: PipelineReport) -> list[str]:
             else:
                 rows.append("  " + name + "".join(f"{n:>10}" for n in numbers) + fits)
             continue
-        # the numbers of ``s.budget_dict()``, read directly
+        # the numbers of ``s.numbers``, read directly
         b: dict[str, Any] = {"fixed": s.fixed.value, "history": s.history.value,
                              "context": s.context.value, "output": s.output.value,
                              "margin": s.margin.value, "total": s.total,

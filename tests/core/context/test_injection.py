@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from budgetlens import InjectionRequest, TokenCounter, get_tokenizer, plan_injection
-from budgetlens.context.injection import manifest_json
+from budgetlens.serialize import to_jsonable
 
 ENC = get_tokenizer("cl100k_base")
 NOW = datetime(2026, 4, 3, 14, 5, tzinfo=timezone.utc)
@@ -227,7 +227,7 @@ def test_empty_request_has_an_empty_manifest() -> None:
 def test_manifest_serializes_without_absent_optional_fields() -> None:
     p = plan(trace_id="t-1", timestamp="2026-01-02T03:04:05+02:00",
              knowledge_cards=[card("a", primary_tag="claims")])
-    d = manifest_json(p.manifest)
+    d = to_jsonable(p)["manifest"]
     assert d["trace_id"] == "t-1"
     assert d["timestamp"] == "2026-01-02T01:04:05Z"
     assert d["knowledge_cards"][0]["primary_tag"] == "claims"

@@ -20,10 +20,10 @@ from budgetlens.context.packer import (
     default_intent_map,
     intent_map_from_text,
     pack_context,
-    pack_result_json,
     parse_docs,
     resolve_intent,
 )
+from budgetlens.serialize import to_jsonable
 
 ENC = get_tokenizer("cl100k_base")
 COUNTER = TokenCounter(ENC)
@@ -402,7 +402,7 @@ def test_packing_is_deterministic(docs: list[dict[str, Any]], intent: str,
     first = pack_context(docs, intent, max_chars=cap, intent_map=MAP, counter=COUNTER)
     again = pack_context(json.loads(json.dumps(docs)), intent, max_chars=cap, intent_map=MAP,
                          counter=TokenCounter(ENC))
-    assert pack_result_json(first) == pack_result_json(again)
+    assert to_jsonable(first) == to_jsonable(again)
 
 
 def test_deep_or_non_json_python_data_is_an_input_error() -> None:

@@ -18,8 +18,8 @@ from budgetlens import (
 from budgetlens.continuation.loop import (
     CONTINUATION_TEMPLATE,
     build_continuation_prompt,
-    continuation_json,
 )
+from budgetlens.serialize import to_jsonable
 
 DOC = ('{"title": "Quarterly report", "sections": [{"id": 1, "text": "Revenue grew in '
        'every region."}, {"id": 2, "text": "Costs fell by a tenth."}], "done": true}')
@@ -157,7 +157,7 @@ def test_prompt_template_placeholders() -> None:
 
 def test_trace_serialises() -> None:
     result = continue_json(Script(DOC[:50], DOC[40:]), "p")
-    data = continuation_json(result)
+    data = to_jsonable(result)
     json.dumps(data)
     assert [it["case"] for it in data["iterations"]] == ["continue", "parsed"]
 
@@ -231,7 +231,7 @@ def test_async_loop_makes_the_same_calls_and_decisions_as_the_sync_loop() -> Non
     assert [it.case for it in result.iterations] == [
         Case.CONTINUE, Case.NO_OVERLAP, Case.BROKEN, Case.CONTINUE, Case.PARSED]
     assert async_model.prompts == sync_model.prompts
-    assert continuation_json(result) == continuation_json(expected)
+    assert to_jsonable(result) == to_jsonable(expected)
 
 
 def test_async_loop_gives_up_like_the_sync_loop_and_checks_the_reply_type() -> None:

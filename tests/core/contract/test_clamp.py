@@ -8,6 +8,7 @@ from pathlib import Path
 from budgetlens.contract.model import PipelineReport
 from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
 from budgetlens.files import DiskFiles
+from budgetlens.serialize import to_jsonable
 from tests.core.contract.helpers import check, make_workspace, tokens
 
 SYSTEM = "You are a careful assistant."
@@ -40,7 +41,7 @@ def _apply(plan: ClampPlan) -> dict[str, str]:
 
 def _assert_settled(path: Path) -> None:
     report, plan = _plan(path)
-    assert all(s.fits for s in report.steps), [s.budget_dict() for s in report.steps]
+    assert all(s.fits for s in report.steps), [to_jsonable(s.numbers) for s in report.steps]
     assert "BL050" not in [d.code for d in report.diagnostics]
     assert plan.empty
 

@@ -21,6 +21,7 @@ from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.model import CheckOptions
 from budgetlens.contract.plan import apply_plan, clamp_plan
 from budgetlens.files import DiskFiles
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex, TextEdit
 from tests.core.contract.helpers import make_workspace
 
@@ -213,7 +214,7 @@ def test_applying_the_plan_settles_the_pipeline(ws: Workspace) -> None:
             if ws.crlf:
                 assert "\n" not in text.replace("\r\n", "")
         after = check_pipeline(target, files=disk, options=options)
-        assert all(s.fits for s in after.steps), [s.budget_dict() for s in after.steps]
+        assert all(s.fits for s in after.steps), [to_jsonable(s.numbers) for s in after.steps]
         assert not [d for d in after.diagnostics if d.code in ("BL050", "BL051")]
         assert not [d for d in after.diagnostics if d.severity.value == "error"]
         assert clamp_plan(after, files=disk, edit_parent=ws.edit_parent).empty

@@ -12,6 +12,7 @@ import pytest
 
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.policy import Policy
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import Severity
 from tests.core.contract.helpers import check, codes_of, make_workspace, only, text_at, tokens
 
@@ -52,7 +53,7 @@ def test_every_term_of_a_fitting_step_is_the_hand_computed_number(tmp_path: Path
     template = tokens("Context: \nQuestion: \nUse {braces}.")  # emptied and unescaped by hand
     fixed = system + template + 20
     total = fixed + 0 + 2000 + 500 + 128
-    assert step.budget_dict() == {
+    assert to_jsonable(step.numbers) == {
         "system_prompt": system, "template": template, "format_overhead": 20, "fixed": fixed,
         "history": 0, "context": 2000, "output": 500, "output_source": "max_output_tokens",
         "margin": 128, "total": total, "window": WINDOW, "headroom": WINDOW - total}

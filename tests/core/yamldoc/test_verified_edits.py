@@ -33,6 +33,7 @@ from budgetlens.contract.plan import (
     output_clamp_plan,
 )
 from budgetlens.files import DiskFiles, OverlayFiles
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex, Range, TextEdit, apply_text_edits
 from budgetlens.yamldoc.parse import parse_yaml
 from budgetlens.yamldoc.verify import OverlappingEdits, Planned, assert_disjoint, verify_file_edits
@@ -74,7 +75,7 @@ def _settled(path: Path, texts: dict[str, str], edit_parent: bool = False) -> No
     """The new texts fix the pipeline, and clamping again changes nothing."""
     overlay = OverlayFiles(DiskFiles(), texts)
     report = _check(path, overlay)
-    assert all(s.fits for s in report.steps), [s.budget_dict() for s in report.steps]
+    assert all(s.fits for s in report.steps), [to_jsonable(s.numbers) for s in report.steps]
     assert not [d for d in report.diagnostics if d.severity.value == "error"], \
         [(d.code, d.message) for d in report.diagnostics]
     assert clamp_plan(report, files=overlay, edit_parent=edit_parent).empty
@@ -654,7 +655,7 @@ def _check_plan(plan: ClampPlan, report: PipelineReport, originals: dict[str, st
     if plan.notes:
         return
     if kind == "all":
-        assert all(s.fits for s in after.steps), [s.budget_dict() for s in after.steps]
+        assert all(s.fits for s in after.steps), [to_jsonable(s.numbers) for s in after.steps]
         assert clamp_plan(after, files=overlay, edit_parent=edit_parent).empty
     elif kind == "context":
         (change,) = [c for c in plan.changes if c.key == "settings.max_context_tokens"]
@@ -667,7 +668,7 @@ def _check_plan(plan: ClampPlan, report: PipelineReport, originals: dict[str, st
         # within the floor makes it fit with the context held) its output is at the ceiling
         assert after.steps[step].fits or (
             was_above and ceiling is not None and after.steps[step].output.value <= ceiling), \
-            after.steps[step].budget_dict()
+            to_jsonable(after.steps[step].numbers)
         assert output_clamp_plan(after, step, files=overlay, edit_parent=edit_parent).empty
 
 
