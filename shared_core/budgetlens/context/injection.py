@@ -63,7 +63,7 @@ INTERACTION_POLICY_KIND = "interaction_policy"
 _BUCKET_EXHAUSTED = "bucket budget exhausted"
 
 
-class Tier(TextEnum):
+class InjectionTier(TextEnum):
     """The rendering of a knowledge card, cheapest first."""
 
     COMPACT = "compact"
@@ -71,7 +71,8 @@ class Tier(TextEnum):
     FULL = "full"
 
 
-_TIER_ORDER: tuple[Tier, ...] = (Tier.FULL, Tier.STANDARD, Tier.COMPACT)
+_TIER_ORDER: tuple[InjectionTier, ...] = (InjectionTier.FULL, InjectionTier.STANDARD,
+                                          InjectionTier.COMPACT)
 
 
 class BucketMode(TextEnum):
@@ -175,9 +176,9 @@ class KnowledgeCardCandidate(BaseModel):
     force_level: Str80 | None = None
     source_bundle_ids: list[Str120] = Field(default_factory=list)
 
-    def text_for(self, tier: Tier) -> str | None:
-        return self.full if tier == Tier.FULL else self.standard if tier == Tier.STANDARD \
-            else self.compact
+    def text_for(self, tier: InjectionTier) -> str | None:
+        return self.full if tier == InjectionTier.FULL \
+            else self.standard if tier == InjectionTier.STANDARD else self.compact
 
 
 class InjectionRequest(BaseModel):
@@ -220,10 +221,10 @@ class TierThresholds:
     full: float = 0.75
     standard: float = 0.40
 
-    def tier_for(self, relevance: float) -> Tier:
+    def tier_for(self, relevance: float) -> InjectionTier:
         if relevance >= self.full:
-            return Tier.FULL
-        return Tier.STANDARD if relevance >= self.standard else Tier.COMPACT
+            return InjectionTier.FULL
+        return InjectionTier.STANDARD if relevance >= self.standard else InjectionTier.COMPACT
 
 
 # ----------------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ class ManifestKnowledgeCard(BaseModel):
     node_id: Str120
     node_kind: Str40
     canonical_name: Str200
-    rendering_tier: Tier
+    rendering_tier: InjectionTier
     token_count: int
     relevance_score: float
     resolution_source: Str40 | None = None
@@ -530,7 +531,7 @@ def _step_d_overlap(ranked: list[KnowledgeCardCandidate],
 
 @dataclass
 class _CardRendering:
-    entries: dict[str, tuple[Tier, int, str | None]] = field(default_factory=dict)
+    entries: dict[str, tuple[InjectionTier, int, str | None]] = field(default_factory=dict)
     """Per card: the tier, its tokens and why it was suppressed (None: rendered)."""
     parts: list[RenderedPart] = field(default_factory=list)
     rendered: list[KnowledgeCardCandidate] = field(default_factory=list)
@@ -568,8 +569,8 @@ def _step_e_render_cards(ranked: list[KnowledgeCardCandidate], redundant: set[st
     return out
 
 
-def _cheapest_fitting_tier(card: KnowledgeCardCandidate, wanted: Tier, limit: int,
-                           counter: TokenCounter) -> tuple[Tier, str, int] | None:
+def _cheapest_fitting_tier(card: KnowledgeCardCandidate, wanted: InjectionTier, limit: int,
+                           counter: TokenCounter) -> tuple[InjectionTier, str, int] | None:
     """The first tier from ``wanted`` down whose block fits ``limit``: tier, block, cost."""
     if limit <= 0:
         return None
@@ -679,7 +680,7 @@ def _step_g_manifest(request: InjectionRequest, budget: UnifiedBudget,
     )
 
 
-def _manifest_card(card: KnowledgeCardCandidate, tier: Tier, cost: int,
+def _manifest_card(card: KnowledgeCardCandidate, tier: InjectionTier, cost: int,
                    suppressed_why: str | None) -> ManifestKnowledgeCard:
     return ManifestKnowledgeCard(
         node_id=card.node_id, node_kind=card.node_kind, canonical_name=card.canonical_name,
@@ -723,12 +724,12 @@ __all__ = [
     "FileMode",
     "InjectionPlan",
     "InjectionRequest",
+    "InjectionTier",
     "KnowledgeCardCandidate",
     "ManifestBucketCard",
     "ManifestKnowledgeCard",
     "PartKind",
     "RenderedPart",
-    "Tier",
     "TierThresholds",
     "UnifiedInjectionManifest",
     "plan_injection",

@@ -64,7 +64,7 @@ MAX_DOC_CHARS = 8 * 1024 * 1024
 
 
 
-class Tier(TextEnum):
+class PackTier(TextEnum):
     """How much of a document is kept, most first (step 3 of the module doc)."""
 
     FULL = "full"
@@ -80,9 +80,9 @@ class Status(TextEnum):
     DROPPED = "dropped"
 
 
-_TIERS: tuple[Tier, ...] = (Tier.FULL, Tier.TRUNCATED, Tier.METADATA)
-_TIER_NOTE = {Tier.TRUNCATED: "long strings truncated",
-              Tier.METADATA: "metadata and structure only"}
+_TIERS: tuple[PackTier, ...] = (PackTier.FULL, PackTier.TRUNCATED, PackTier.METADATA)
+_TIER_NOTE = {PackTier.TRUNCATED: "long strings truncated",
+              PackTier.METADATA: "metadata and structure only"}
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
@@ -338,24 +338,24 @@ def _metadata_only(value: JsonValue, t: PackTrimming) -> JsonValue:
     return leaf(value)
 
 
-def trim_data(data: JsonValue, tier: Tier, trimming: PackTrimming) -> JsonValue:
+def trim_data(data: JsonValue, tier: PackTier, trimming: PackTrimming) -> JsonValue:
     """``data`` at a trimming tier (``full`` returns it unchanged)."""
-    if tier == Tier.TRUNCATED:
+    if tier == PackTier.TRUNCATED:
         return _truncate_strings(data, trimming.truncate_chars, trimming.truncated_marker)
-    if tier == Tier.METADATA:
+    if tier == PackTier.METADATA:
         return _metadata_only(data, trimming)
     return data
 
 
-def render_doc(doc: PackDoc, data: JsonValue, tier: Tier) -> str:
-    note = f" (trimmed: {_TIER_NOTE[tier]})" if tier != Tier.FULL else ""
+def render_doc(doc: PackDoc, data: JsonValue, tier: PackTier) -> str:
+    note = f" (trimmed: {_TIER_NOTE[tier]})" if tier != PackTier.FULL else ""
     return f"## {one_line(doc.schema_type)} · {one_line(doc.id)}{note}\n{_dumps(data)}\n\n"
 
 
-def tier_for_rank(rank: int, candidates: int, trimming: PackTrimming) -> Tier:
+def tier_for_rank(rank: int, candidates: int, trimming: PackTrimming) -> PackTier:
     if rank < trimming.full_count:
-        return Tier.FULL
-    return Tier.TRUNCATED if rank < candidates / 2 else Tier.METADATA
+        return PackTier.FULL
+    return PackTier.TRUNCATED if rank < candidates / 2 else PackTier.METADATA
 
 
 # ----------------------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ class PackedDoc:
     status: Status
     rank: int
     score: float = field(metadata={JSON_AS: lambda score: round(score, 6)})
-    tier: Tier | None
+    tier: PackTier | None
     """The tier rendered (None when dropped)."""
     chars_before: int
     """Length of the document rendered in full."""
@@ -470,9 +470,9 @@ class _Packer:
 
     def add(self, doc: PackDoc, rank: int, score: float, candidates: int,
             intent: ResolvedIntent) -> None:
-        full = render_doc(doc, doc.data, Tier.FULL)
+        full = render_doc(doc, doc.data, PackTier.FULL)
 
-        def row(status: Status, tier: Tier | None, chars_after: int, tokens_after: int | None,
+        def row(status: Status, tier: PackTier | None, chars_after: int, tokens_after: int | None,
                 reason: str) -> None:
             self.rows.append(PackedDoc(doc.id, doc.schema_type, status, rank, score, tier,
                                        len(full), chars_after, tokens_after, reason))
@@ -495,19 +495,20 @@ class _Packer:
         self.chars += len(text)
         self.tokens += n or 0
         if text == full:
-            reason = f"rank {rank}: full" if t == Tier.FULL else f"rank {rank}: nothing to trim"
-            row(Status.KEPT, Tier.FULL, len(text), n, reason)
+            reason = f"rank {rank}: full" if t == PackTier.FULL else f"rank {rank}: nothing to trim"
+            row(Status.KEPT, PackTier.FULL, len(text), n, reason)
             return
         reason = f"rank {rank}: {_TIER_NOTE[t]}" + ("" if t == tier else " to fit the cap")
         row(Status.TRIMMED, t, len(text), n, reason)
 
-    def _place(self, doc: PackDoc, full: str, tier: Tier) -> tuple[Tier, str, int | None] | None:
+    def _place(self, doc: PackDoc, full: str,
+               tier: PackTier) -> tuple[PackTier, str, int | None] | None:
         """The first tier from ``tier`` on (only ``tier`` without ``escalate``) that fits the
         caps: the tier, the rendered block and its tokens (None without a token cap)."""
         tried = _TIERS[_TIERS.index(tier):] if self.trimming.escalate else (tier,)
         for t in tried:
             text = full
-            if t != Tier.FULL:
+            if t != PackTier.FULL:
                 trimmed = trim_data(doc.data, t, self.trimming)
                 if trimmed != doc.data:
                     text = render_doc(doc, trimmed, t)

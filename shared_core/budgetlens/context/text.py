@@ -12,7 +12,7 @@ def one_line(text: str) -> str:
 
 class TextEnum(str, Enum):
     """A str-valued enum whose ``str()`` and ``format()`` give its value, as ``enum.StrEnum``
-    does from Python 3.11 on: ``f"{Tier.FULL}"`` is ``full``, so text output that
+    does from Python 3.11 on: ``f"{PackTier.FULL}"`` is ``full``, so text output that
     interpolates a member reads as the plain string it replaced."""
 
     def __str__(self) -> str:
