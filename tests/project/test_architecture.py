@@ -25,9 +25,10 @@ LONG_FUNCTION_MARK = "# long-function:"
 
 # The core's layers, lowest first. A key is a module or a package (every module below it).
 CORE_LAYERS: dict[str, int] = {
-    # 1. shared infrastructure: source, codes, serialize -> files -> writes
+    # 1. shared infrastructure: source, codes, serialize, enums -> files -> writes
     "budgetlens.source": 10, "budgetlens.codes": 10, "budgetlens.serialize": 10,
     "budgetlens.usercache": 10,
+    "budgetlens.enums": 10,
     "budgetlens.files": 11,
     "budgetlens.writes": 12,
     # 2.

@@ -45,13 +45,14 @@ from budgetlens.context.overlap import (
     background_covered_by_cards,
     detect_bucket_overlap,
 )
-from budgetlens.context.text import TextEnum, one_line
+from budgetlens.context.text import one_line
 from budgetlens.context.unified_budget import (
     UnifiedBudget,
     UnifiedContextBudgetPolicy,
     compute_unified_budget,
 )
 from budgetlens.context.unified_policy import MAX_TOKEN_COUNT
+from budgetlens.enums import TextEnum
 from budgetlens.serialize import JSON_AS, OMIT
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 

@@ -55,7 +55,8 @@ from pydantic import (
 )
 
 from budgetlens.context.input_errors import InputError, describe_validation_error
-from budgetlens.context.text import TextEnum, one_line
+from budgetlens.context.text import one_line
+from budgetlens.enums import TextEnum
 from budgetlens.serialize import JSON_AS
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
 

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from budgetlens.context.text import TextEnum
+from budgetlens.enums import TextEnum
 
 if TYPE_CHECKING:  # the policy model loads on first use: see __getattr__ below
     from budgetlens.context.unified_policy import POLICY_FIELDS as POLICY_FIELDS

@@ -3,14 +3,7 @@ string in JSON (``to_jsonable``, ``json.dumps``) and in text (``str``, f-strings
 
 from __future__ import annotations
 
-from enum import Enum
-
-
-class TextEnum(str, Enum):
-    """A closed set of strings: each member is its string in JSON and in text."""
-
-    def __str__(self) -> str:
-        return str.__str__(self)
+from budgetlens.enums import TextEnum
 
 
 class TermSource(TextEnum):
