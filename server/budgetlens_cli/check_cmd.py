@@ -45,7 +45,7 @@ from budgetlens_cli import ci_formats
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
-    from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
+    from budgetlens.contract.results import CheckOptions, PipelineReport, StepBudget
     from budgetlens.contract.targets import TargetMatrix
 
 JSON_SCHEMA_VERSION = 1
@@ -151,7 +151,7 @@ def options_from(args: argparse.Namespace) -> CheckOptions:
     check_usage(args)
     # lazy for start-up speed: a check whose results all come from the result cache never
     # loads the contract's models (pydantic)
-    from budgetlens.contract.model import CheckOptions
+    from budgetlens.contract.results import CheckOptions
 
     return CheckOptions(policy=args.policy, tokenizer=args.tokenizer,
                         config_path=args.config, environ=policy_environ())
@@ -384,7 +384,7 @@ class CheckSpec:
     """The result cache is on: fingerprint the inputs of each pipeline checked."""
 
     def options(self) -> CheckOptions:
-        from budgetlens.contract.model import CheckOptions  # lazy: start-up speed
+        from budgetlens.contract.results import CheckOptions  # lazy: start-up speed
 
         return CheckOptions(policy=self.policy, tokenizer=self.tokenizer,
                             config_path=self.config, environ=policy_environ())

@@ -34,7 +34,7 @@ from budgetlens.contract import escape
 from budgetlens.source import Diagnostic, Severity, unique_diagnostics
 
 if TYPE_CHECKING:
-    from budgetlens.contract.model import PipelineReport
+    from budgetlens.contract.results import PipelineReport
 
 GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning",
                   Severity.INFORMATION: "notice", Severity.HINT: "notice"}

@@ -18,8 +18,8 @@ from typing import TextIO
 from budgetlens.contract import escape
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.limits import unknown_model_message
-from budgetlens.contract.model import CheckOptions
 from budgetlens.contract.report_text import display_width
+from budgetlens.contract.results import CheckOptions
 from budgetlens.contract.targets import TargetFit, TargetMatrix, target_matrix
 from budgetlens.files import FileSource
 from budgetlens.models import load_registry

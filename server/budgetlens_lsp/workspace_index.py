@@ -53,7 +53,7 @@ from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckStopped, check_pipeline
 from budgetlens.contract.discovery import find_pipelines, project_root
-from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
+from budgetlens.contract.results import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
 from budgetlens_lsp.convert import UTF16, Converter, RangeMemo
 from budgetlens_lsp.settings import Settings

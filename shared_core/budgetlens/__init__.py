@@ -76,8 +76,8 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time see __geta
     from budgetlens.continuation.merge import MergeResult, merge_with_overlap
     from budgetlens.contract.cache import BudgetCache
     from budgetlens.contract.check import check_pipeline
-    from budgetlens.contract.model import CheckOptions, ClampValues, PipelineReport
     from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
+    from budgetlens.contract.results import CheckOptions, ClampValues, PipelineReport
     from budgetlens.files import DiskFiles
     from budgetlens.request.chat_loop import (
         ChatCall,
@@ -106,9 +106,9 @@ _EXPORTS: dict[str, str] = {
     "Case": "budgetlens.continuation.loop",
     "ChatCall": "budgetlens.request.chat_loop",
     "ChatContinuationResult": "budgetlens.request.chat_loop",
-    "CheckOptions": "budgetlens.contract.model",
+    "CheckOptions": "budgetlens.contract.results",
     "ClampPlan": "budgetlens.contract.plan",
-    "ClampValues": "budgetlens.contract.model",
+    "ClampValues": "budgetlens.contract.results",
     "ContinuationResult": "budgetlens.continuation.loop",
     "Diagnostic": "budgetlens.source",
     "DiskFiles": "budgetlens.files",
@@ -121,7 +121,7 @@ _EXPORTS: dict[str, str] = {
     "ModelReplyError": "budgetlens.continuation.loop",
     "Outcome": "budgetlens.continuation.loop",
     "PackResult": "budgetlens.context.packer",
-    "PipelineReport": "budgetlens.contract.model",
+    "PipelineReport": "budgetlens.contract.results",
     "RequestCount": "budgetlens.request.fit",
     "RequestDoesNotFit": "budgetlens.request.fit",
     "RequestFit": "budgetlens.request.fit",

@@ -90,7 +90,7 @@ def test_the_run_keeps_no_report_no_plan_and_no_checked_parse(
 
 def test_the_results_are_those_of_check_pipeline_with_a_full_cache(
         ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from budgetlens.contract.model import CheckOptions
+    from budgetlens.contract.results import CheckOptions
     from budgetlens.files import DiskFiles
 
     assert main(["check", "ws", "-j", "1", "--no-cache", "--format", "json"]) == 0

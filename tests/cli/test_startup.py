@@ -117,7 +117,7 @@ def test_a_cached_check_loads_no_checker_no_model_and_no_library(tmp_path: Path)
     second = _modules_after(run, cwd=tmp_path, env=env)["modules"]
     assert isinstance(second, set)
     # the examples have an error: its text output (display widths) loads no model either
-    assert {"budgetlens.contract.check", "budgetlens.contract.model",
+    assert {"budgetlens.contract.check", "budgetlens.contract.results",
             "budgetlens.contract.config"} & second == set()
     assert _heavy(second) == []
 

@@ -28,7 +28,7 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from budgetlens import codes
-from budgetlens.contract.model import PipelineReport
+from budgetlens.contract.results import PipelineReport
 from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Range, TextEdit

@@ -38,8 +38,8 @@ import attrs
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.contract.model import PipelineReport, StepBudget
 from budgetlens.contract.policy import Policy
+from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import Diagnostic, Range, Related, Severity, unique_diagnostics
 from budgetlens_lsp.convert import SOURCE, Converter, format_int, uri_from_path
 from budgetlens_lsp.features.context import Analysis, ServerContext

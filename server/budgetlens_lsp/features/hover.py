@@ -13,7 +13,7 @@ import os
 
 from lsprotocol import types
 
-from budgetlens.contract.model import PipelineReport, StepBudget, Term
+from budgetlens.contract.results import PipelineReport, StepBudget, Term
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 from budgetlens_lsp.convert import format_int

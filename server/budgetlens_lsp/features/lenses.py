@@ -19,7 +19,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from budgetlens.contract.model import PipelineReport, StepBudget
+from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import Location, Range
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
 from budgetlens.tokens.families import approx_mark

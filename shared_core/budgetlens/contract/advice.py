@@ -8,7 +8,7 @@ import os
 from budgetlens.contract.enums import (
     OutputSource,
 )
-from budgetlens.contract.model import (
+from budgetlens.contract.results import (
     StepBudget,
     Term,
 )

@@ -56,13 +56,6 @@ from budgetlens.contract.enums import (
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.injection import check_injection
 from budgetlens.contract.limits import ModelLimits, config_limits, step_limits
-from budgetlens.contract.model import (
-    CheckOptions,
-    ClampValues,
-    PipelineReport,
-    StepBudget,
-    Term,
-)
 from budgetlens.contract.models_file import (
     ModelsFile,
     overlay,
@@ -85,6 +78,13 @@ from budgetlens.contract.pipeline import (
     steps_owner,
 )
 from budgetlens.contract.policy import Policy, PolicyChoice, resolve_policy
+from budgetlens.contract.results import (
+    CheckOptions,
+    ClampValues,
+    PipelineReport,
+    StepBudget,
+    Term,
+)
 from budgetlens.files import (
     MISSING_FINGERPRINT,
     DiskFiles,

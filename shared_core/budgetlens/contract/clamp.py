@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from budgetlens.contract.enums import (
     TermSource,
 )
-from budgetlens.contract.model import (
+from budgetlens.contract.results import (
     ClampValues,
     OutputClamp,
     PipelineReport,

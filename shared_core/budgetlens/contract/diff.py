@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path, PurePath
 
-from budgetlens.contract.model import PipelineReport, StepBudget
+from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.files import FileSource, SourceError, content_hash
 from budgetlens.source import Diagnostic, Severity, unique_diagnostics
 

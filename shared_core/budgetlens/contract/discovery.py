@@ -13,7 +13,7 @@ from budgetlens.files import MISSING_FINGERPRINT, RunFiles, SourceError
 
 if TYPE_CHECKING:
     from budgetlens.contract.config import LoadedConfig
-    from budgetlens.contract.model import CheckOptions
+    from budgetlens.contract.results import CheckOptions
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
 #: Folders the search for pipelines never enters, besides hidden ones (dependencies).

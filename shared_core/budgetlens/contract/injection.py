@@ -34,14 +34,14 @@ from budgetlens.codes import (
     INJECTION_UNKNOWN_KEY,
     Code,
 )
-from budgetlens.contract.model import (
+from budgetlens.contract.pipeline import PipelineFile, load_pipeline_text, read_pipeline
+from budgetlens.contract.results import (
     InjectionCheck,
     PipelineReport,
     StepInjection,
     injection_label,
 )
 from budgetlens.contract.near_miss import suggest
-from budgetlens.contract.pipeline import PipelineFile, load_pipeline_text, read_pipeline
 from budgetlens.files import FileSource
 from budgetlens.source import Diagnostic, Location, Related, Severity
 

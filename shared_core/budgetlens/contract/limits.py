@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from budgetlens import codes
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.frozen import quick_init
-from budgetlens.contract.model import Term
+from budgetlens.contract.results import Term
 from budgetlens.models.registry import ModelInfo, Registry, load_registry
 from budgetlens.models.resolution import query_of
 from budgetlens.source import Diagnostic, Location, Related, Severity

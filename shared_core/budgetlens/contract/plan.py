@@ -40,12 +40,12 @@ from budgetlens.contract.clamp import compute_clamp
 from budgetlens.contract.enums import (
     OutputSource,
 )
-from budgetlens.contract.model import (
+from budgetlens.contract.pipeline import load_chain, merged_settings, steps_owner
+from budgetlens.contract.results import (
     ClampValues,
     PipelineReport,
     StepBudget,
 )
-from budgetlens.contract.pipeline import load_chain, merged_settings, steps_owner
 from budgetlens.files import FileSource, OverlayFiles
 from budgetlens.source import Range, TextEdit, apply_text_edits
 from budgetlens.yamldoc.edit import YamlText, edited_block, load_yaml_text, number_at

@@ -15,7 +15,7 @@ from budgetlens.contract.enums import (
 )
 
 if TYPE_CHECKING:  # (the CLI prints a cached result's diagnostics without loading the models)
-    from budgetlens.contract.model import PipelineReport
+    from budgetlens.contract.results import PipelineReport
 
 
 def display_width(text: str) -> int:

@@ -19,7 +19,7 @@ from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.discovery import pipeline_config
 from budgetlens.contract.limits import unknown_model_message
-from budgetlens.contract.model import CheckOptions, PipelineReport, StepBudget
+from budgetlens.contract.results import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import FileSource
 from budgetlens.models.registry import load_registry
 from budgetlens.source import Diagnostic, Location, Range, Severity

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions, PipelineReport
+from budgetlens.contract.results import CheckOptions, PipelineReport
 from budgetlens.files import DiskFiles
 from budgetlens.tokens.core import get_tokenizer
 

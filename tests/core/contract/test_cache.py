@@ -7,7 +7,7 @@ from pathlib import Path
 
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions
+from budgetlens.contract.results import CheckOptions
 from budgetlens.files import DiskFiles, OverlayFiles
 from tests.core.contract.helpers import make_workspace, tokens
 

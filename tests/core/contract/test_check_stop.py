@@ -14,7 +14,7 @@ import pytest
 
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckStopped, check_pipeline
-from budgetlens.contract.model import CheckOptions, PipelineReport
+from budgetlens.contract.results import CheckOptions, PipelineReport
 from budgetlens.files import DiskFiles, OverlayFiles
 from tests.core.contract.helpers import make_workspace
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetlens.contract.model import PipelineReport
 from budgetlens.contract.plan import ClampPlan, apply_plan, clamp_plan
+from budgetlens.contract.results import PipelineReport
 from budgetlens.files import DiskFiles
 from budgetlens.serialize import to_jsonable
 from tests.core.contract.helpers import check, make_workspace, tokens

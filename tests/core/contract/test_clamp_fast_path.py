@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from budgetlens.contract import clamp
 from budgetlens.contract.clamp import compute_clamp
 from budgetlens.contract.enums import OutputSource
-from budgetlens.contract.model import ClampValues, StepBudget, Term
+from budgetlens.contract.results import ClampValues, StepBudget, Term
 
 
 def _step(i: int, fixed: int, output: int, *, history: int = 0, margin: int = 128,

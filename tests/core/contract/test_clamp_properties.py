@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions
 from budgetlens.contract.plan import apply_plan, clamp_plan
+from budgetlens.contract.results import CheckOptions
 from budgetlens.files import DiskFiles
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex, TextEdit

@@ -18,7 +18,7 @@ from budgetlens.contract.diff import (
     budget_diff,
 )
 from budgetlens.contract.discovery import find_pipelines
-from budgetlens.contract.model import CheckOptions
+from budgetlens.contract.results import CheckOptions
 from budgetlens.files import DiskFiles
 from tests.core.contract.helpers import make_workspace, tokens
 

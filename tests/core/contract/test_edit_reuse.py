@@ -24,8 +24,8 @@ from budgetlens import source as source_module
 from budgetlens.contract import check as check_module
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.pipeline import Pipeline
+from budgetlens.contract.results import CheckOptions, PipelineReport
 from budgetlens.contract.validation import validate_lenient
 from budgetlens.files import DiskFiles, OverlayFiles
 from budgetlens.serialize import to_jsonable

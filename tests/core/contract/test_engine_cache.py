@@ -25,7 +25,7 @@ from budgetlens.contract import config as config_module
 from budgetlens.contract import pipeline as pipeline_module
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions, PipelineReport
+from budgetlens.contract.results import CheckOptions, PipelineReport
 from budgetlens.files import DiskFiles, OverlayFiles, RunFiles
 from budgetlens.yamldoc import parse as yamldoc_parse
 from tests.core.contract.helpers import CL100K, make_workspace, tokens

@@ -14,8 +14,8 @@ import pytest
 from budgetlens.contract.check import _Plan, _Shared
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.limits import ModelLimits
-from budgetlens.contract.model import PipelineReport, StepBudget, Term
 from budgetlens.contract.pipeline import Chain, PipelineFile, Setting
+from budgetlens.contract.results import PipelineReport, StepBudget, Term
 
 
 @dataclass(frozen=True)

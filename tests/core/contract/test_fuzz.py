@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.plan import clamp_plan
+from budgetlens.contract.results import CheckOptions, PipelineReport
 from budgetlens.files import DiskFiles
 from tests.core.contract.helpers import make_workspace
 

@@ -17,7 +17,7 @@ from budgetlens.contract import check as check_module
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.config import LoadedConfig
-from budgetlens.contract.model import CheckOptions
+from budgetlens.contract.results import CheckOptions
 from budgetlens.files import DiskFiles, RunFiles
 from tests.core.contract.helpers import make_workspace
 

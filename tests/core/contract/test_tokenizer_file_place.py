@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions
+from budgetlens.contract.results import CheckOptions
 from tests.tokenizer_files import save_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

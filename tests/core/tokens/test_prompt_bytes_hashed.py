@@ -13,7 +13,7 @@ import pytest
 
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions
+from budgetlens.contract.results import CheckOptions
 from budgetlens.files import (
     DiskFiles,
     OverlayFiles,

@@ -24,7 +24,6 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from budgetlens.contract.check import check_pipeline
-from budgetlens.contract.model import CheckOptions, PipelineReport
 from budgetlens.contract.plan import (
     ClampPlan,
     apply_plan,
@@ -32,6 +31,7 @@ from budgetlens.contract.plan import (
     context_clamp_plan,
     output_clamp_plan,
 )
+from budgetlens.contract.results import CheckOptions, PipelineReport
 from budgetlens.files import DiskFiles, OverlayFiles
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import LineIndex, Range, TextEdit, apply_text_edits
