@@ -67,7 +67,7 @@ def test_the_policy_model_is_built_only_for_a_pipeline_with_an_injection_block(
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES, root)
     check = ("from budgetlens.contract.check import check_pipeline\n"
-             "from budgetlens.contract.injection import check_injection\n"
+             "from budgetlens.contract.injection_settings import check_injection\n"
              "from budgetlens.files import DiskFiles\n"
              "import sys\n"
              "r = check_pipeline('pipelines/{name}', files=DiskFiles())\n"
@@ -266,7 +266,7 @@ PYDANTIC = ("pydantic", "pydantic_core")
 
 def test_valid_pipelines_and_config_are_checked_without_pydantic(tmp_path: Path) -> None:
     """The first diagnostics of valid files need no pydantic (contract/shapes.py reads them,
-    contract/injection.py the injection policy); a wrong value loads it and gets the same
+    contract/injection_settings.py the injection policy); a wrong value loads it and gets the same
     diagnostic as before, at the value."""
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES, root)

@@ -56,7 +56,7 @@ class Split(TextEnum):
 
 class PolicyValues(Protocol):
     """What ``compute_unified_budget`` reads of a policy: a ``UnifiedContextBudgetPolicy``, or
-    the contract's light copy of one (``contract/injection.py``, read without pydantic)."""
+    the contract's light copy of one (``contract/injection_settings.py``, read without pydantic)."""
 
     @property
     def max_injection_tokens_absolute(self) -> int: ...

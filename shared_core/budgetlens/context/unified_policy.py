@@ -1,7 +1,7 @@
 """The unified context budget policy (``settings.injection``, injection requests) as a pydantic
 model: its own module, so that ``unified_budget`` (the arithmetic) loads without pydantic, and
 a pipeline whose ``settings.injection`` block is valid is checked without it
-(``contract/injection.py`` reads the keys this model gives the committed JSON Schema).
+(``contract/injection_settings.py`` reads the keys this model gives the committed JSON Schema).
 """
 
 from __future__ import annotations

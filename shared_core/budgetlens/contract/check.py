@@ -54,7 +54,7 @@ from budgetlens.contract.enums import (
     TermSource,
 )
 from budgetlens.contract.frozen import quick_init
-from budgetlens.contract.injection import check_injection
+from budgetlens.contract.injection_settings import check_injection
 from budgetlens.contract.limits import ModelLimits, config_limits, step_limits
 from budgetlens.contract.models_file import (
     ModelsFile,

@@ -18,8 +18,8 @@ from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
 from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import TokenizerLike
 
-if TYPE_CHECKING:  # only annotations here; the module loads with the first
-    # settings.injection block (contract/injection.py), not with every check (start-up speed)
+if TYPE_CHECKING:  # only annotations here; the module loads with the first settings.injection
+    # block (contract/injection_settings.py), not with every check (start-up speed)
     from budgetlens.context.unified_budget import PolicyValues, UnifiedBudget
 
 
@@ -187,7 +187,7 @@ class InjectionCheck:
 
     policy: PolicyValues | None
     """None when no file of the chain has a ``settings.injection`` block; the values of a
-    ``UnifiedContextBudgetPolicy`` (``contract.injection.merged_policy``)."""
+    ``UnifiedContextBudgetPolicy`` (``contract.injection_settings.merged_policy``)."""
     location: Location | None = field(metadata={"json": False})
     """The block that contributes first (the pipeline's own, else the nearest parent's)."""
     diagnostics: tuple[Diagnostic, ...]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from budgetlens import DiskFiles, check_pipeline
-from budgetlens.contract.injection import (
+from budgetlens.contract.injection_settings import (
     INJECTION_CODES,
     check_injection,
     check_injection_text,

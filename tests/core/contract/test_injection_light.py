@@ -1,5 +1,5 @@
-"""The ``settings.injection`` policy read without pydantic (contract/injection.py) against the
-policy model (``UnifiedContextBudgetPolicy``, pydantic).
+"""The ``settings.injection`` policy read without pydantic (contract/injection_settings.py)
+against the policy model (``UnifiedContextBudgetPolicy``, pydantic).
 
 - a value the light read takes, the model takes too and keeps as the same value and type;
 - the merged policy has the model's values (and JSON) for every generated block;
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from budgetlens.context.unified_policy import POLICY_FIELDS, UnifiedContextBudgetPolicy
-from budgetlens.contract import injection
+from budgetlens.contract import injection_settings as injection
 from budgetlens.contract.check import check_pipeline
 from budgetlens.files import DiskFiles
 from budgetlens.serialize import to_jsonable

@@ -174,7 +174,7 @@ settings:
 ])
 def test_schema_and_the_injection_check_agree_on_injection_blocks(
         block: str, code: str, where: list[str]) -> None:
-    from budgetlens.contract.injection import check_injection_text
+    from budgetlens.contract.injection_settings import check_injection_text
 
     validator = jsonschema.Draft7Validator(_schema())
     good = yaml.safe_load(GOOD_INJECTION)
