@@ -317,7 +317,7 @@ class FileDecision:
     reason: str = field(default="", metadata={JSON_AS: lambda reason: reason or OMIT})
 
 
-def _manifest_json(manifest: UnifiedInjectionManifest) -> dict[str, Any]:
+def _manifest_data(manifest: UnifiedInjectionManifest) -> dict[str, Any]:
     """The manifest as JSON data; absent optional fields (None) are left out."""
     return manifest.model_dump(mode="json", exclude_none=True)
 
@@ -329,7 +329,7 @@ class InjectionPlan:
     Its JSON (``to_jsonable``; ``budgetlens inject --format json``) has the manifest (absent
     optional fields left out), the budget, the tokenizer, the file decisions and the text."""
 
-    manifest: UnifiedInjectionManifest = field(metadata={JSON_AS: _manifest_json})
+    manifest: UnifiedInjectionManifest = field(metadata={JSON_AS: _manifest_data})
     budget: UnifiedBudget
     card_parts: tuple[RenderedPart, ...]
     bucket_parts: tuple[RenderedPart, ...]

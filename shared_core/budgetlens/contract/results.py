@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from budgetlens.contract.enums import OutputSource, TermSource
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
+from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import TokenizerLike
 
@@ -254,7 +255,7 @@ class PipelineReport:
     @property
     def summary(self) -> ReportSummary:
         return ReportSummary(self.pipeline, self.policy, self.tokenizer, self.config,
-                             tuple(d.to_dict() for d in self.diagnostics),
+                             tuple(to_jsonable(d) for d in self.diagnostics),
                              tuple(s.summary for s in self.steps))
 
 
