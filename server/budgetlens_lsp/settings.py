@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from budgetlens.contract.policy import Policy
+from budgetlens.serialize import JSON_KEY
 
 # The defaults of budgetlens.continuation.contexts (DEFAULT_BUDGET, DEFAULT_MARKER), written
 # out so that the server's start does not load get_contexts (tests/server/test_startup.py
@@ -29,7 +30,7 @@ DEFAULT_DEBOUNCE_MS = 30
 class DiagnosticToggles:
     pipelines: bool = True
     prompts: bool = True
-    truncated_json: bool = True
+    truncated_json: bool = field(default=True, metadata={JSON_KEY: "truncatedJson"})
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,11 @@ class Settings:
 
     policy: str | None = None
     tokenizer: str | None = None
-    config_path: str | None = None
-    hierarchy_budget: int = DEFAULT_HIERARCHY_BUDGET
-    cut_marker: str = DEFAULT_CUT_MARKER
-    debounce_ms: int = DEFAULT_DEBOUNCE_MS
+    config_path: str | None = field(default=None, metadata={JSON_KEY: "configPath"})
+    hierarchy_budget: int = field(default=DEFAULT_HIERARCHY_BUDGET,
+                                  metadata={JSON_KEY: "hierarchyBudget"})
+    cut_marker: str = field(default=DEFAULT_CUT_MARKER, metadata={JSON_KEY: "cutMarker"})
+    debounce_ms: int = field(default=DEFAULT_DEBOUNCE_MS, metadata={JSON_KEY: "debounceMs"})
     diagnostics: DiagnosticToggles = field(default_factory=DiagnosticToggles)
     lenses: LensToggles = field(default_factory=LensToggles)
 
@@ -149,16 +151,5 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
     return replace(defaults, **values), problems
 
 
-def settings_to_json(settings: Settings) -> dict[str, Any]:
-    """The settings as the client would write them (camelCase), for logs and docs."""
-    out: dict[str, Any] = {}
-    for key, attr in _KEYS.items():
-        out[key] = getattr(settings, attr)
-    out["diagnostics"] = {k: getattr(settings.diagnostics, a)
-                          for k, a in _DIAGNOSTIC_KEYS.items()}
-    out["lenses"] = {k: getattr(settings.lenses, a) for k, a in _LENS_KEYS.items()}
-    return out
-
-
 __all__ = ["INIT_ONLY_KEYS", "POLICIES", "DiagnosticToggles", "LensToggles", "Settings",
-           "parse_settings", "settings_to_json"]
+           "parse_settings"]

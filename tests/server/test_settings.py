@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from budgetlens_lsp.settings import Settings, parse_settings, settings_to_json
+from budgetlens.serialize import to_jsonable
+from budgetlens_lsp.settings import Settings, parse_settings
 
 
 def test_defaults_and_a_full_valid_object() -> None:
@@ -15,7 +16,7 @@ def test_defaults_and_a_full_valid_object() -> None:
            "lenses": {"steps": False, "prompts": True, "settings": False}}
     settings, problems = parse_settings({"budgetlens": raw})
     assert problems == []
-    assert settings_to_json(settings) == raw
+    assert to_jsonable(settings) == raw
 
 
 def test_each_invalid_value_is_reported_and_falls_back_alone() -> None:

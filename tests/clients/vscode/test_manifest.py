@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from budgetlens.serialize import to_jsonable
 from budgetlens_lsp.features import commands
-from budgetlens_lsp.settings import Settings, settings_to_json
+from budgetlens_lsp.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "editor-clients" / "vscode" / "package.json"
@@ -35,7 +36,7 @@ def _flatten(prefix: str, value: Any) -> dict[str, Any]:
 
 
 def test_every_server_setting_is_contributed_with_the_servers_default() -> None:
-    server = _flatten("budgetlens", settings_to_json(Settings()))
+    server = _flatten("budgetlens", to_jsonable(Settings()))
     props = _manifest()["contributes"]["configuration"]["properties"]
     contributed = {k: v for k, v in props.items() if not k.startswith(CLIENT_ONLY)}
     assert sorted(contributed) == sorted(server)
