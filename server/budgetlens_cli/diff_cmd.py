@@ -227,7 +227,7 @@ def json_output(diff: BudgetDiff, args: argparse.Namespace) -> dict[str, Any]:
             "new_errors_at_head": len(diff.new_errors_at_head),
             "added_pipelines": list(diff.added_pipelines),
             "removed_pipelines": list(diff.removed_pipelines),
-            "steps": [dict(to_jsonable(s), headroom_drop=s.headroom_drop) for s in diff.steps],
+            "steps": to_jsonable(diff.steps),
             "pipeline_errors": to_jsonable(diff.pipeline_errors),
             "notes": list(diff.notes)}
 

@@ -8,7 +8,8 @@ and paths. A dataclass says how its JSON differs from its fields, and nothing mo
 - ``{JSON_AS: f}`` writes ``f(value)`` instead of the value (``f`` may return :data:`OMIT` to
   leave the key out, e.g. an empty reason);
 - a class attribute ``JSON_ORDER`` (a tuple of attribute names) lists the keys in order, and may
-  name properties too (a value derived from the fields); fields it does not name are left out.
+  name properties too (a value derived from the fields); ``...`` in it stands for every field
+  it does not name, in field order; without ``...``, fields it does not name are left out.
 
 Result types need no hand-written ``to_dict``.
 """
@@ -98,8 +99,10 @@ def _dataclass(value: Any) -> dict[str, Any]:
 def _plan(cls: type) -> tuple[tuple[str, str, Callable[[Any], Any] | None], ...]:
     """(attribute, JSON name, converter) of each key of ``cls``'s JSON, in order."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    order = getattr(cls, "JSON_ORDER", None) or (...,)
+    rest = [name for name in fields if name not in order]
     plan = []
-    for attr in getattr(cls, "JSON_ORDER", None) or fields:
+    for attr in (name for item in order for name in (rest if item is ... else (item,))):
         metadata = fields[attr].metadata if attr in fields else {}
         name = metadata.get(JSON_KEY, attr)
         if name is not False:

@@ -91,3 +91,22 @@ def test_json_order_properties_converters_and_omitted_keys() -> None:
         '{"total": 0.246912, "kind": "cut", "why": "because", "score": 0.12}')
     empty = Shaped(1.0, "", None)
     assert json.dumps(to_jsonable(empty)) == '{"total": 2.0, "kind": null, "score": 1.0}'
+
+
+@dataclasses.dataclass(frozen=True)
+class Extended:
+    """Every field in order (``...``), then a property."""
+
+    a: int
+    b: int = dataclasses.field(default=2, metadata={JSON_KEY: False})
+    c: int = 3
+
+    JSON_ORDER: ClassVar = ("c", ..., "sum")
+
+    @property
+    def sum(self) -> int:
+        return self.a + self.b + self.c
+
+
+def test_an_ellipsis_in_json_order_stands_for_the_other_fields() -> None:
+    assert json.dumps(to_jsonable(Extended(1))) == '{"c": 3, "a": 1, "sum": 6}'

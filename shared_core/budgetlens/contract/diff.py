@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path, PurePath
+from typing import ClassVar
 
 from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.files import FileSource, SourceError, content_hash
@@ -123,6 +124,9 @@ class StepDiff:
     unknown_after: bool = False
     """The step is on that side but has no numbers there: it failed before they were
     computed (its pipeline did not load)."""
+
+    #: Its JSON: every field, then ``headroom_drop``.
+    JSON_ORDER: ClassVar = (..., "headroom_drop")
 
     @property
     def new_errors(self) -> list[SideError]:
