@@ -46,7 +46,7 @@ from budgetlens.request.limits import (
 from budgetlens.tokens.core import TokenCounter, get_tokenizer
 
 if TYPE_CHECKING:  # annotations only
-    from budgetlens.contract.model import PipelineReport, StepBudget
+    from budgetlens.contract.results import PipelineReport, StepBudget
 
 log = logging.getLogger("budgetlens")
 _SYSTEM_ROLES = frozenset({"system", "developer"})
