@@ -34,6 +34,7 @@ from budgetlens.codes import (
     INJECTION_UNKNOWN_KEY,
     Code,
 )
+from budgetlens.contract.near_miss import suggest
 from budgetlens.contract.pipeline import PipelineFile, load_pipeline_text, read_pipeline
 from budgetlens.contract.results import (
     InjectionCheck,
@@ -41,7 +42,6 @@ from budgetlens.contract.results import (
     StepInjection,
     injection_label,
 )
-from budgetlens.contract.near_miss import suggest
 from budgetlens.files import FileSource
 from budgetlens.source import Diagnostic, Location, Related, Severity
 
