@@ -32,7 +32,15 @@ from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
 from budgetlens.files import DiskFiles, FileSource, RunFiles, SourceError
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic, LineIndex, Range, Related, Severity, unique_diagnostics
+from budgetlens.source import (
+    ClampFix,
+    Diagnostic,
+    LineIndex,
+    Range,
+    Related,
+    Severity,
+    unique_diagnostics,
+)
 from budgetlens.tokens.core import (
     SHIPPED_ENCODINGS,
     TokenizerError,
@@ -957,7 +965,7 @@ def head_line(d: Diagnostic) -> str:
 def _notes(d: Diagnostic) -> list[str]:
     """The ``= ...`` lines: where each term comes from (a defaulted one says so), else the
     related places; for a violation, how to see the clamp plan."""
-    terms = d.data.get("terms") if isinstance(d.data, dict) else None
+    terms = d.data.terms if isinstance(d.data, ClampFix) else None
     notes: list[str] = []
     if isinstance(terms, dict):
         for label, term in terms.items():

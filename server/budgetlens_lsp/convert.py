@@ -30,8 +30,23 @@ from urllib.parse import quote, unquote_to_bytes, urlsplit
 from lsprotocol import types
 from pygls import uris
 
+from budgetlens import codes
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic, LineIndex, Location, Position, Range, Severity, TextEdit
+from budgetlens.source import (
+    ClampFix,
+    Diagnostic,
+    FailureStage,
+    FixData,
+    JsonCut,
+    JsonTooLarge,
+    LineIndex,
+    Location,
+    Position,
+    Range,
+    RenameKey,
+    Severity,
+    TextEdit,
+)
 
 UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value
@@ -338,7 +353,12 @@ class CheckedJson(dict[str, Any]):
 class DiagnosticData:
     """What every budgetlens diagnostic carries in ``Diagnostic.data`` (to the client and,
     with a code-action request, back): the pipeline and step a quick-fix works on, the
-    code, and the core diagnostic's own data in JSON form (``core``)."""
+    code, and the core diagnostic's own payload in JSON form (``core``).
+
+    This is the one place the core's typed payloads (:data:`budgetlens.source.FixData`) meet
+    JSON: :meth:`of` encodes one (:func:`fix_json`), :meth:`fix` decodes a client's copy.
+    The ``code`` is the kind tag: it names the payload's class (:data:`FIX_KINDS`), so a
+    payload of an unknown code, or one malformed, decodes to None and is ignored."""
 
     pipeline: str | None = None
     step: str | None = None
@@ -350,7 +370,7 @@ class DiagnosticData:
     @classmethod
     def of(cls, diag: Diagnostic) -> DiagnosticData:
         return cls(diag.pipeline, diag.step, diag.code,
-                   _jsonable(diag.data) if diag.data else None)
+                   fix_json(diag.data) if diag.data else None)
 
     def to_json(self) -> CheckedJson:
         out = CheckedJson(pipeline=self.pipeline, step=self.step, code=self.code)
@@ -371,6 +391,90 @@ class DiagnosticData:
         core = raw.get("core")
         return cls(text("pipeline"), text("step"), text("code"),
                    dict(core) if isinstance(core, Mapping) else None)
+
+    def fix(self) -> FixData | None:
+        """The typed payload of ``core``, of the kind ``code`` names; None when the code
+        carries none, or ``core`` is missing or malformed (a client's copy is never
+        trusted)."""
+        kind = FIX_KINDS.get(self.code or "")
+        if kind is None or self.core is None:
+            return None
+        try:
+            return _FIX_READERS[kind](self.core)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
+def fix_json(fix: FixData) -> Any:
+    """The JSON of a core diagnostic's payload (the ``core`` of :class:`DiagnosticData`).
+
+    Each kind has its JSON shape here and nowhere else (its reader is :data:`_FIX_READERS`).
+    A contract diagnostic's budget and terms are JSON already and go out as they are."""
+    if type(fix) is ClampFix:  # the most frequent: every budget diagnostic
+        return _jsonable({"budget": fix.budget, "step_index": fix.step_index,
+                          "defined_in": fix.defined_in, "terms": fix.terms})
+    if type(fix) is RenameKey:
+        return {"rename": {"from": fix.key, "to": fix.suggestion, "range": to_jsonable(fix.range),
+                           "new_text": fix.new_text}}
+    if type(fix) is FailureStage:
+        return {"stage": to_jsonable(fix.stage)}
+    if type(fix) is JsonCut:
+        return {"path": fix.path, "kind": fix.kind}
+    if type(fix) is JsonTooLarge:
+        return {"length": fix.length}
+    return _jsonable(fix)  # not a FixData (mypy rejects one): a test's raw value
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return value
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(value)
+    return value
+
+
+def _dict(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(value)
+    return value
+
+
+def _range_of(raw: object) -> Range:
+    rng = _dict(raw)
+    start, end = _dict(rng["start"]), _dict(rng["end"])
+    return Range(Position(_int(start["line"]), _int(start["character"])),
+                 Position(_int(end["line"]), _int(end["character"])))
+
+
+def _rename(core: dict[str, Any]) -> RenameKey:
+    r = _dict(core["rename"])
+    new_text = r.get("new_text")
+    return RenameKey(_str(r["from"]), _str(r["to"]), _range_of(r["range"]),
+                     None if new_text is None else _str(new_text))
+
+
+_FIX_READERS: dict[type[FixData], Callable[[dict[str, Any]], FixData]] = {
+    RenameKey: _rename,
+    ClampFix: lambda c: ClampFix(_dict(c["budget"]), _int(c["step_index"]),
+                                 _str(c["defined_in"]), _dict(c["terms"])),
+    FailureStage: lambda c: FailureStage(_str(c["stage"])),
+    JsonCut: lambda c: JsonCut(_str(c["path"]), _str(c["kind"])),
+    JsonTooLarge: lambda c: JsonTooLarge(_int(c["length"])),
+}
+
+#: The kind of payload each code carries (the kind tag of :meth:`DiagnosticData.fix`).
+FIX_KINDS: dict[str, type[FixData]] = {
+    codes.NEAR_MISS_KEY: RenameKey,
+    codes.CONTRACT_VIOLATION: ClampFix,
+    codes.CANNOT_FIT: ClampFix,
+    codes.INTERNAL_ERROR: FailureStage,
+    codes.JSON_TRUNCATED: JsonCut,
+    codes.JSON_TOO_LARGE: JsonTooLarge,
+}
 
 
 # --- the converter ----------------------------------------------------------------------------

@@ -133,6 +133,59 @@ class Related:
     message: str
 
 
+# --- the payload of a diagnostic (``Diagnostic.data``): one frozen dataclass per fix kind ---
+# The language server encodes each to the LSP ``Diagnostic.data`` JSON, and decodes a
+# client's copy back, in one place: ``budgetlens_lsp.convert.DiagnosticData``.
+
+@dataclass(frozen=True)
+class RenameKey:
+    """A near-miss key (BL008): rename ``key`` to ``suggestion`` over ``range`` (the key's own
+    characters); ``new_text`` is None when the rename is not safe to offer (a duplicate key,
+    a key written with quotes or escapes)."""
+
+    key: str
+    suggestion: str
+    range: Range
+    new_text: str | None
+
+
+@dataclass(frozen=True)
+class ClampFix:
+    """A budget diagnostic (BL050, BL051, ...): the step's budget and each term with its place,
+    already JSON data (what the CLI prints under the message, what a clamp is about)."""
+
+    budget: dict[str, Any]
+    step_index: int
+    defined_in: str
+    terms: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FailureStage:
+    """An internal failure (BL009): the stage of the analysis that failed."""
+
+    stage: str
+
+
+@dataclass(frozen=True)
+class JsonCut:
+    """A truncated JSON buffer (BL200): the cut's path and kind."""
+
+    path: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class JsonTooLarge:
+    """A JSON buffer too large to analyse as you type (BL201): its length in characters."""
+
+    length: int
+
+
+#: Every kind of ``Diagnostic.data``: a closed set, so mypy strict rejects a dict there.
+FixData = RenameKey | ClampFix | FailureStage | JsonCut | JsonTooLarge
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     file: str
@@ -144,8 +197,8 @@ class Diagnostic:
     step: str | None = None
     related: tuple[Related, ...] = field(default=(), metadata={JSON_KEY: False})
     """Not in the JSON form (the CLI and the server each show it their own way)."""
-    data: dict[str, Any] | None = field(default=None, compare=False, metadata={JSON_KEY: False})
-    """The payload of a quick fix; not in the JSON form."""
+    data: FixData | None = field(default=None, compare=False, metadata={JSON_KEY: False})
+    """The payload of a quick fix (one of :data:`FixData`); not in the JSON form."""
 
     def to_dict(self) -> dict[str, Any]:
         """``to_jsonable(self)`` (see ``_compat_to_dict``)."""

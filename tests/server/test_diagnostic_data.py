@@ -101,3 +101,39 @@ def test_plain_core_data_is_sent_as_it_is_and_anything_else_converted() -> None:
                      data={"stage": Stage.CHECK, "where": (1, 2)})
     assert Converter("utf-16", lambda _: "").diagnostic(odd).data["core"] == {
         "stage": "check", "where": [1, 2]}
+
+
+def test_each_fix_kind_goes_to_json_and_back_by_its_code() -> None:
+    from budgetlens.source import ClampFix, FailureStage, JsonCut, JsonTooLarge, RenameKey
+
+    cases = [
+        ("BL008", RenameKey("max_token", "max_tokens", Range.at(2, 4, 2, 13), None)),
+        ("BL008", RenameKey("max_token", "max_tokens", Range.at(1, 0, 1, 9), "max_tokens")),
+        ("BL050", ClampFix({"total": 9000}, 3, "/w/p.yaml", {"context": {"value": 1}})),
+        ("BL052", ClampFix({}, 0, "/w/base.yaml", {})),
+        ("BL009", FailureStage("check")),
+        ("BL200", JsonCut("$.items[2]", "string")),
+        ("BL201", JsonTooLarge(2_000_001)),
+    ]
+    conv = Converter("utf-16", lambda _: "")
+    for code, fix in cases:
+        diag = Diagnostic("/w/p.yaml", Range.at(0, 0), Severity.ERROR, code, "m", data=fix)
+        sent = conv.diagnostic(diag).data
+        back = DiagnosticData.from_json(sent)
+        assert back is not None and back.fix() == fix, code
+
+
+def test_a_client_payload_of_an_unknown_code_or_shape_is_ignored() -> None:
+    rename = {"rename": {"from": "a", "to": "b", "new_text": "b",
+                         "range": {"start": {"line": 0, "character": 0},
+                                   "end": {"line": 0, "character": 1}}}}
+    assert DiagnosticData(code="BL008", core=rename).fix() is not None
+    for code, core in [
+        ("BL999", rename), (None, rename), ("BL050", rename), ("BL008", None),
+        ("BL008", {"rename": "x"}), ("BL008", {"rename": {"from": 1, "to": "b"}}),
+        ("BL008", {"rename": {**rename["rename"], "range": {"start": [0, 0]}}}),
+        ("BL009", {"stage": 3}), ("BL201", {"length": True}), ("BL201", {"length": "9"}),
+        ("BL200", {"path": "$"}), ("BL050", {"budget": [], "step_index": 0,
+                                             "defined_in": "p", "terms": {}}),
+    ]:
+        assert DiagnosticData(code=code, core=core).fix() is None, (code, core)

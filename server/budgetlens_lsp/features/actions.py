@@ -31,7 +31,7 @@ from budgetlens import codes
 from budgetlens.contract.results import PipelineReport
 from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic, Range, TextEdit
+from budgetlens.source import Diagnostic, RenameKey, TextEdit
 from budgetlens_lsp.convert import SOURCE, DiagnosticData
 from budgetlens_lsp.features import json_documents
 from budgetlens_lsp.features.commands import APPLY_FIX, readable
@@ -193,17 +193,12 @@ def rename_fixes(analysis: Analysis, own: list[tuple[Diagnostic, types.Diagnosti
     exactly the key's characters."""
     out: list[types.CodeAction] = []
     for d, shown in own:
-        if d.code != codes.NEAR_MISS_KEY or not isinstance(d.data, dict):
+        rename = d.data
+        if not isinstance(rename, RenameKey) or rename.new_text is None:
             continue
-        rename = d.data.get("rename")
-        if not isinstance(rename, dict):
-            continue
-        new_text, rng = rename.get("new_text"), rename.get("range")
-        if not isinstance(new_text, str) or not isinstance(rng, Range):
-            continue
-        edit = TextEdit(d.file, rng, new_text)
+        edit = TextEdit(d.file, rename.range, rename.new_text)
         out.append(types.CodeAction(
-            title=f"Rename {rename['from']!r} to {rename['to']!r}",
+            title=f"Rename {rename.key!r} to {rename.suggestion!r}",
             kind=types.CodeActionKind.QuickFix, diagnostics=[shown],
             edit=text_edits(analysis.index, [edit], ctx), is_preferred=True))
     return out

@@ -40,7 +40,14 @@ from lsprotocol import types
 from budgetlens import codes
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import PipelineReport, StepBudget
-from budgetlens.source import Diagnostic, Range, Related, Severity, unique_diagnostics
+from budgetlens.source import (
+    Diagnostic,
+    FailureStage,
+    Range,
+    Related,
+    Severity,
+    unique_diagnostics,
+)
 from budgetlens_lsp.convert import SOURCE, Converter, format_int, uri_from_path
 from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.json_documents import json_diagnostic, too_large_diagnostic
@@ -132,7 +139,7 @@ def failure_diagnostic(index: WorkspaceIndex, failure: Failure) -> Diagnostic:
     return Diagnostic(failure.path, Range.at(0, 0, 0, len(first)), Severity.ERROR,
                       codes.INTERNAL_ERROR,
                       f"budgetlens could not {what} this file: {failure.error}; details in the"
-                      " log", data={"stage": failure.stage})
+                      " log", data=FailureStage(failure.stage))
 
 
 def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:

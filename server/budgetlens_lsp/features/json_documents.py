@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.source import Diagnostic, Range, Severity
+from budgetlens.source import Diagnostic, JsonCut, JsonTooLarge, Range, Severity
 from budgetlens_lsp.workspace_index import MAX_JSON_CHARS, WorkspaceIndex
 
 if TYPE_CHECKING:  # get_contexts loads with the first JSON buffer (start-up speed)
@@ -35,7 +35,7 @@ def json_diagnostic(path: str, contexts: JsonContexts) -> Diagnostic | None:
     message = (f"truncated JSON: {contexts.description}; run the budgetlens \"show hierarchy"
                " context\" command (the quick fix) to see what a continuation needs")
     return Diagnostic(path, at, Severity.INFORMATION, CODE, message,
-                      data={"path": cut.path_text, "kind": cut.kind.value})
+                      data=JsonCut(cut.path_text, cut.kind.value))
 
 
 def too_large_diagnostic(path: str, length: int) -> Diagnostic:
@@ -45,7 +45,7 @@ def too_large_diagnostic(path: str, length: int) -> Diagnostic:
                " as you type: a cut in it is not shown; to analyse it, save it and run"
                f" `budgetlens contexts {shlex.quote(name)}` in a terminal")
     return Diagnostic(path, Range.at(0, 0), Severity.INFORMATION, TOO_LARGE_CODE, message,
-                      data={"length": length})
+                      data=JsonTooLarge(length))
 
 
 def code_actions(uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:

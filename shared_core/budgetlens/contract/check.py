@@ -97,7 +97,7 @@ from budgetlens.files import (
 )
 from budgetlens.models.registry import Registry, load_registry
 from budgetlens.serialize import to_jsonable
-from budgetlens.source import Diagnostic, Location, Related, Severity
+from budgetlens.source import ClampFix, Diagnostic, FixData, Location, Related, Severity
 from budgetlens.tokens.core import (
     DEFAULT_TOKENIZER,
     TokenCounter,
@@ -416,7 +416,7 @@ class _Planner:
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
-            data: dict[str, Any] | None = None) -> None:
+            data: FixData | None = None) -> None:
         self.diags.append(Diagnostic(loc.file, loc.range, severity, code, message, self.pipe,
                                      step, related, data))
 
@@ -816,7 +816,7 @@ class _Checker:
 
     def add(self, loc: Location, severity: Severity, code: str, message: str,
             step: str | None = None, related: tuple[Related, ...] = (),
-            data: dict[str, Any] | None = None) -> None:
+            data: FixData | None = None) -> None:
         self.diags.append(Diagnostic(loc.file, loc.range, severity, code, message, self.pipe,
                                      step, related, data))
 
@@ -1073,10 +1073,10 @@ def _ceiling_name(ceiling: Term) -> str:
     return f"{ceiling.value} ({ceiling.source})"
 
 
-def _violation_data(s: StepBudget) -> dict[str, Any]:
+def _violation_data(s: StepBudget) -> ClampFix:
     """The data of a contract diagnostic: the budget, and each term with its place."""
-    return {"budget": to_jsonable(s.numbers), "step_index": s.index, "defined_in": s.defined_in,
-            "terms": {label: to_jsonable(t) for label, t in s.terms().items()}}
+    return ClampFix(to_jsonable(s.numbers), s.index, s.defined_in,
+                    {label: to_jsonable(t) for label, t in s.terms().items()})
 
 
 def _violation(label: str, s: StepBudget, window: Term) -> str:

@@ -33,11 +33,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from budgetlens import codes
 from budgetlens.contract.shapes import Shape
-from budgetlens.source import Diagnostic, Range, Severity
+from budgetlens.source import Diagnostic, Range, RenameKey, Severity
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath
 
 if TYPE_CHECKING:  # only for a pydantic model given to model_keys (start-up speed)
@@ -217,11 +217,10 @@ def _safe_name(name: str) -> bool:
 
 # -------------------------------------------------------------------------- diagnostics
 def rename_data(old: str, new: str, spot: TextSpot, *, blocked: bool = False
-                ) -> dict[str, Any]:
+                ) -> RenameKey:
     """What the rename quick-fix needs: replace ``range`` with ``new_text``."""
     fixable = spot.exact and not blocked and _safe_name(new)
-    return {"rename": {"from": old, "to": new, "range": spot.range,
-                       "new_text": new if fixable else None}}
+    return RenameKey(old, new, spot.range, new if fixable else None)
 
 
 #: What a near miss of a budget key costs (the end of its BL008 error).

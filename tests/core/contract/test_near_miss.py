@@ -14,7 +14,7 @@ import pytest
 
 from budgetlens import codes
 from budgetlens.contract.near_miss import osa_distance, suggest
-from budgetlens.source import Range, Severity, TextEdit, apply_text_edits
+from budgetlens.source import Range, RenameKey, Severity, TextEdit, apply_text_edits
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import check, make_workspace
 
@@ -108,9 +108,10 @@ def _assert_one_warning(tmp_path: Path, pipeline: Path, file: Path, key: str, su
     text = file.read_text("utf-8")
     assert text.split("\n")[line][start:end] == key
     # renaming as the quick-fix data says removes the warning
-    rename = diag.data["rename"]
-    assert (rename["from"], rename["to"], rename["range"]) == (key, suggestion, diag.range)
-    assert rename["new_text"] == suggestion
+    rename = diag.data
+    assert isinstance(rename, RenameKey)
+    assert (rename.key, rename.suggestion, rename.range) == (key, suggestion, diag.range)
+    assert rename.new_text == suggestion
     fixed = apply_text_edits(text, [TextEdit(str(file), diag.range, suggestion)])
     file.write_text(fixed, "utf-8")
     assert _bl008(check(pipeline)) == []
@@ -238,7 +239,7 @@ def test_a_quoted_key_is_reported_and_renamed_inside_its_quotes(tmp_path: Path) 
     pipeline = _write(tmp_path, pipeline=SETTINGS % "'max_histroy_tokens'")
     [diag] = _bl008(check(pipeline))
     assert diag.range == Range.at(2, 3, 2, 21)
-    assert diag.data["rename"]["new_text"] == "max_history_tokens"
+    assert diag.data.new_text == "max_history_tokens"
 
 
 def test_no_rename_when_the_right_key_is_there_too(tmp_path: Path) -> None:
@@ -246,7 +247,7 @@ def test_no_rename_when_the_right_key_is_there_too(tmp_path: Path) -> None:
     [diag] = _bl008(check(pipeline))
     assert diag.message == ("unknown key 'max_context_token': did you mean"
                             " 'max_context_tokens'?")
-    assert diag.data["rename"]["new_text"] is None  # a rename would make a duplicate key
+    assert diag.data.new_text is None  # a rename would make a duplicate key
 
 
 # ------------------------------------------------------------------ the step type
@@ -269,7 +270,7 @@ def test_a_step_type_close_to_call_model(tmp_path: Path, value: str, end: int) -
                             + OUT_OF_BUDGET)
     assert diag.range == Range.at(4, start, 4, end)
     assert diag.step == "answer"
-    assert diag.data["rename"]["new_text"] == "call_model"
+    assert diag.data.new_text == "call_model"
     pipeline.write_text(apply_text_edits(text, [TextEdit(str(pipeline), diag.range,
                                                          "call_model")]), "utf-8")
     report = check(pipeline)
