@@ -56,10 +56,10 @@ class BudgetLensServer(LanguageServer):
         self._counts_saved = 0.0  # time.monotonic() of the last write of the count cache
         self._tasks: set[asyncio.Future[None]] = set()
 
-    async def published(self, results: list[types.PublishDiagnosticsParams]) -> None:
+    async def published(self, results: diagnostics.Batch) -> None:
         """After each analysis (on the loop): the features that show its results; then,
         off the critical path, the persistent count cache's upkeep."""
-        diagnostics.publish(self.ctx, results)
+        diagnostics.publish(self.ctx, results.publish)
         lenses.refresh(self.ctx)
         now = time.monotonic()
         if not self._first_published:

@@ -38,10 +38,11 @@ its docstring).
 
 The session knows no feature: the analysis function (run on the worker thread with a
 snapshot, the changed paths and an :class:`IndexMode`) and the callback that publishes its
-result (on the loop) are given to it. A result may carry two flags, read with ``getattr``:
-``held`` (superseded, nothing to deliver) and ``more`` (background work left); and
+result (on the loop) are given to it. The result is a ``scheduling.AnalysisResult``: the
+pushes, ``held`` (superseded, nothing to deliver), ``more`` (background work left) and
 ``after``, a callable run on the worker once the result is delivered and no edit waits
-(freeing what the analysis replaced, which would otherwise delay its results).
+(freeing what the analysis replaced, which would otherwise delay its results). When an
+analysis is held or forced is ``scheduling``'s policy.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import gc
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence, Sized
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -61,6 +62,7 @@ from lsprotocol import types
 from budgetlens import get_tokenizer
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, TiktokenTokenizer
 from budgetlens_lsp.convert import UTF16, apply_changes, path_from_uri
+from budgetlens_lsp.scheduling import AnalysisResult
 from budgetlens_lsp.settings import Settings
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot, norm
 
@@ -68,7 +70,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 #: The analysis: ``(snapshot, changed paths, mode, progress hook) -> result``, on the worker.
-Analyze = Callable[[Snapshot, frozenset[str], IndexMode, ProgressHook | None], R]
+Analyze = Callable[[Snapshot, frozenset[str], IndexMode, ProgressHook | None],
+                   AnalysisResult[R]]
 
 
 @dataclass
@@ -162,7 +165,7 @@ class Session(Generic[R]):
         self._generation = 0  # bumped by every edit; read by the analysis thread
         self._edited_at = float("-inf")  # time.monotonic() of the newest edit (the same)
         self._more = False  # the last analysis left background work
-        self.on_results: Callable[[R], Awaitable[None]] | None = None
+        self.on_results: Callable[[AnalysisResult[R]], Awaitable[None]] | None = None
         self.progress_hook: Callable[[], ProgressHook | None] | None = None
         #: the newest version published per open document's URI (the publisher's guard)
         self.published_versions: dict[str, int] = {}
@@ -331,19 +334,17 @@ class Session(Generic[R]):
         except Exception:
             log.exception("analysis failed for %d changed file(s)", len(changed))
             return None
-        self._more = getattr(results, "more", False) is True
-        after = getattr(results, "after", None)
-        held = getattr(results, "held", False) is True
-        log.info("analysis %d %s", number, "held (superseded)" if held else
-                 f"delivered: {len(results) if isinstance(results, Sized) else '?'} push(es)")
+        self._more = results.more
+        log.info("analysis %d %s", number, "held (superseded)" if results.held else
+                 f"delivered: {len(results.publish)} push(es)")
         # superseded (held): the next analysis delivers
-        if not held and self.on_results is not None:
+        if not results.held and self.on_results is not None:
             try:
                 await self.on_results(results)
             except Exception:
                 log.exception("publishing analysis results failed")
         await self._after_analysis(background)  # after the publish: it never waits on it
-        return after if callable(after) else None
+        return results.after
 
     async def _tidy(self, after: Callable[[], None] | None, paused: bool) -> None:
         """After an analysis was delivered (or held), on the analysis thread: the work its

@@ -50,6 +50,8 @@ SERVER_LAYERS: dict[str, int] = {
     "budgetlens_lsp.convert": 10, "budgetlens_lsp.settings": 10, "budgetlens_lsp.protocol": 10,
     # 2. analysis over the core, returns plain data, imports no feature
     "budgetlens_lsp.workspace_index": 20,
+    # 2.5 what an analysis hands to the session; when it is held or forced
+    "budgetlens_lsp.scheduling": 25,
     # 3. documents, versions, settings, scheduling; analysis and publishing injected
     "budgetlens_lsp.session": 30,
     # 4. the features, each owning its publishing / refresh
@@ -370,3 +372,95 @@ def test_no_module_longer_than_800_lines() -> None:
                       "seams):\n" + "\n".join(over))
     assert not stale, ("OVERSIZED_FOR_NOW lists modules that are no longer over "
                        f"{MAX_MODULE_LINES} lines; remove them from it:\n" + "\n".join(stale))
+
+
+# ------------------------------------------------------------ features and shared modules
+# A feature module answers the client (server.py registers its handlers); a shared module
+# holds what features have in common (see features/shared.py). A feature never imports
+# another feature, and a shared module imports no feature.
+FEATURE_MODULES = frozenset({
+    "actions", "commands", "diagnostics", "documents", "hover", "lenses", "lifecycle", "models",
+})
+SHARED_FEATURE_MODULES = frozenset({"context", "edits", "json_documents", "shared", "views"})
+FEATURES_PACKAGE = "budgetlens_lsp.features"
+
+
+def _feature_problems(modules: list[str], imports: list[Import]) -> list[str]:
+    problems = []
+    for m in modules:
+        if not m.startswith(FEATURES_PACKAGE + "."):
+            continue
+        name = m.rsplit(".", 1)[1]
+        if name not in FEATURE_MODULES | SHARED_FEATURE_MODULES:
+            problems.append(f"{m} is neither a feature nor a shared module (say which)")
+    for imp in imports:
+        source, target = imp.source.rsplit(".", 1), imp.target.rsplit(".", 1)
+        if source[0] != FEATURES_PACKAGE or target[0] != FEATURES_PACKAGE:
+            continue
+        if source[1] != target[1] and target[1] in FEATURE_MODULES:
+            kind = "feature" if source[1] in FEATURE_MODULES else "shared module"
+            problems.append(f"{imp}: a {kind} imports the feature {target[1]}")
+    return problems
+
+
+def test_the_feature_rule_itself() -> None:
+    pkg = FEATURES_PACKAGE
+    modules = [f"{pkg}.hover", f"{pkg}.lenses", f"{pkg}.shared", f"{pkg}.gadget"]
+    imports = [Import(f"{pkg}.hover", f"{pkg}.lenses", 3),
+               Import(f"{pkg}.hover", f"{pkg}.shared", 4),
+               Import(f"{pkg}.shared", f"{pkg}.hover", 5),
+               Import(f"{pkg}.lenses", "budgetlens_lsp.convert", 6)]
+    assert _feature_problems(modules, imports) == [
+        f"{pkg}.gadget is neither a feature nor a shared module (say which)",
+        f"{pkg}.hover -> {pkg}.lenses (line 3): a feature imports the feature lenses",
+        f"{pkg}.shared -> {pkg}.hover (line 5): a shared module imports the feature hover"]
+
+
+def test_no_feature_imports_another_feature() -> None:
+    problems = _feature_problems(list(MODULES), INTERNAL)
+    assert not problems, "features import each other:\n" + "\n".join(problems)
+
+
+# ------------------------------------------------------------------- the analysis hand-off
+# The session reads an analysis result's fields (scheduling.AnalysisResult), never probes it.
+HAND_OFF_MODULES = ("budgetlens_lsp.session", "budgetlens_lsp.scheduling",
+                    "budgetlens_lsp.features.diagnostics")
+
+
+def _getattr_calls(text: str) -> list[int]:
+    """The lines of every ``getattr(...)`` call, and of ``hasattr(...)``."""
+    return [node.lineno for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")]
+
+
+def test_the_getattr_rule_itself() -> None:
+    assert _getattr_calls("x = 1\nmore = getattr(results, 'more', False)\n"
+                          "y = hasattr(r, 'held')\n") == [2, 3]
+    assert _getattr_calls("results.more\n") == []
+
+
+def test_the_session_never_probes_an_analysis_result_with_getattr() -> None:
+    offenders = [f"{m}:{line}" for m in HAND_OFF_MODULES
+                 for line in _getattr_calls(MODULES[m].read_text("utf-8"))]
+    assert not offenders, ("getattr on the analysis hand-off (read AnalysisResult's "
+                           "fields):\n" + "\n".join(offenders))
+
+
+# ------------------------------------------------------------------ Diagnostic.data's type
+def test_diagnostic_data_is_a_closed_set_of_payloads_not_a_dict() -> None:
+    import types as pytypes
+    import typing
+
+    from budgetlens.source import Diagnostic
+
+    hint = typing.get_type_hints(Diagnostic)["data"]
+    kinds = [k for k in typing.get_args(hint) if k is not type(None)]
+    assert kinds, f"Diagnostic.data is {hint!r}: not a union of payload classes"
+    for kind in kinds:
+        origin = typing.get_origin(kind) or kind
+        assert kind is not typing.Any and origin not in (dict, typing.Mapping), hint
+        assert isinstance(kind, type) and not issubclass(origin, (dict, list)), kind
+        params = getattr(kind, "__dataclass_params__", None)
+        assert params is not None and params.frozen, f"{kind!r} is not a frozen dataclass"
+    assert typing.get_origin(hint) in (typing.Union, pytypes.UnionType)

@@ -21,7 +21,7 @@ import pytest
 from lsprotocol import types
 
 from budgetlens.contract.check import CheckStopped
-from budgetlens_lsp import workspace_index
+from budgetlens_lsp import scheduling, workspace_index
 from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.session import Session
@@ -97,7 +97,7 @@ async def test_a_check_overtaken_mid_pipeline_is_abandoned_and_never_published(
     checks = PausingChecks(workspace_index.check_pipeline)
     monkeypatch.setattr(workspace_index, "check_pipeline", checks)
     # a held streak is never cut short by the clock here (that is a separate mechanism)
-    monkeypatch.setattr(diagnostics, "MAX_HOLD_S", 1e9)
+    monkeypatch.setattr(scheduling, "MAX_HOLD_S", 1e9)
 
     analysis = Analysis()
     held: list[bool] = []  # per analysis: held (superseded) or delivered

@@ -1,6 +1,6 @@
 """A forced analysis stops for the end of a burst (issue 12): mechanisms, never wall-clock.
 
-After a streak of held analyses (``diagnostics.MAX_HOLD_S``) the next analysis is *forced*:
+After a streak of held analyses (``scheduling.MAX_HOLD_S``) the next analysis is *forced*:
 it is delivered even though newer edits exist, so a long burst still sees diagnostics. But
 when the editor then goes quiet (``FORCED_QUIET_S`` after a newer edit: the burst looks
 over), it stops, so the last keystroke's analysis does not wait behind it; at most once per
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from budgetlens_lsp import workspace_index
+from budgetlens_lsp import scheduling, workspace_index
 from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.session import Session
@@ -64,8 +64,8 @@ async def _burst(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet_s: float
     shared = _workspace(tmp_path / "ws")
     checks = PausingChecks(workspace_index.check_pipeline)
     monkeypatch.setattr(workspace_index, "check_pipeline", checks)
-    monkeypatch.setattr(diagnostics, "MAX_HOLD_S", 0.0)
-    monkeypatch.setattr(diagnostics, "FORCED_QUIET_S", quiet_s)
+    monkeypatch.setattr(scheduling, "MAX_HOLD_S", 0.0)
+    monkeypatch.setattr(scheduling, "FORCED_QUIET_S", quiet_s)
     analysis = Analysis()
     held: list[bool] = []
     pauses = [0]  # analyses left that pause (once each, in their first check)
@@ -167,7 +167,7 @@ class _Clock:
 def test_forced_stop_rule(superseded: bool, quiet: float, allowed: bool, fires: bool) -> None:
     clock = _Clock()
     snap = Snapshot(superseded=lambda: clock.superseded, quiet_for=lambda: clock.quiet)
-    stop = diagnostics._ForcedStop(snap, allowed)
+    stop = scheduling.ForcedStop(snap, allowed)
     clock.superseded, clock.quiet = superseded, quiet
     assert stop() is fires and stop.fired is fires
     clock.superseded, clock.quiet = False, 0.0

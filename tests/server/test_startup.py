@@ -35,6 +35,7 @@ from budgetlens_lsp import serve
 from budgetlens_lsp import session as session_module
 from budgetlens_lsp.features import lifecycle
 from budgetlens_lsp.features.context import Analysis, ServerContext
+from budgetlens_lsp.scheduling import AnalysisResult
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot
 
@@ -138,9 +139,9 @@ class _Recorder:
         self.events = events
 
     def __call__(self, snapshot: Snapshot, changed: frozenset[str], mode: IndexMode,
-                 progress: ProgressHook | None) -> SimpleNamespace:
+                 progress: ProgressHook | None) -> AnalysisResult[Any]:
         self.events.append(f"analyse {mode.value} {sorted(snapshot.versions)}")
-        return SimpleNamespace(held=False, more=False)
+        return AnalysisResult()
 
 
 async def test_the_heap_is_frozen_after_the_results_are_delivered(

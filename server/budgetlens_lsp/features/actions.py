@@ -34,9 +34,9 @@ from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, RenameKey, TextEdit
 from budgetlens_lsp.convert import SOURCE, DiagnosticData
 from budgetlens_lsp.features import json_documents
-from budgetlens_lsp.features.commands import APPLY_FIX, readable
 from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.edits import EditContext, text_edits, workspace_edit
+from budgetlens_lsp.features.shared import APPLY_FIX, readable
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 if TYPE_CHECKING:  # an annotation only; the plans load with the first fix (start-up speed)

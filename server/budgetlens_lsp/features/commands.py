@@ -11,10 +11,10 @@
 - ``budgetlens.showLocation`` ``{"uri", "range"}`` -> ``{"shown"}``: asks the client to open a
   place (``window/showDocument``); lenses use it.
 
-Bad arguments raise :class:`json_documents.CommandError`; the ``on_*`` handlers turn it
+Bad arguments raise :class:`shared.CommandError`; the ``on_*`` handlers turn it
 into an "invalid params" error response.
 
-What a command may read (:func:`command_target`, the one check every command's URI goes
+What a command may read (:func:`shared.command_target`, the one check every command's URI goes
 through): an open document (the editor's buffer), or a file inside a workspace folder, both
 as written and with symlinks resolved. Anything else — a ``..`` segment (also written
 ``%2e%2e``), an absolute path elsewhere, a symlink that leads out, a non-``file:`` URI that
@@ -24,22 +24,33 @@ is not open — is refused with an error that names this rule, before anything i
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlsplit
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams
 
 from budgetlens.contract.report_text import budget_table
-from budgetlens.files import is_inside
 from budgetlens.serialize import to_jsonable
-from budgetlens_lsp.convert import path_from_uri
 from budgetlens_lsp.features import views
 from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.edits import EditContext, workspace_edit
-from budgetlens_lsp.features.json_documents import COMMAND, CommandError, hierarchy_context
+from budgetlens_lsp.features.json_documents import hierarchy_context
+from budgetlens_lsp.features.shared import (
+    ALL,
+    APPLY_FIX,
+    CLAMP_ALL,
+    READ_RULE,
+    SHOW_HIERARCHY,
+    SHOW_LOCATION,
+    SHOW_REPORT,
+    CommandError,
+    check_target,
+    command_target,
+    outside_reason,
+    readable,
+)
 from budgetlens_lsp.workspace_index import WorkspaceIndex, norm
 
 if TYPE_CHECKING:  # an annotation only; the plans load with the first clamp (start-up speed)
@@ -51,15 +62,6 @@ __all__ = ["ALL", "APPLY_FIX", "CLAMP_ALL", "READ_RULE", "SHOW_HIERARCHY", "SHOW
            "on_show_report", "outside_reason", "readable", "show_hierarchy", "single_object"]
 
 T = TypeVar("T")
-
-SHOW_HIERARCHY = COMMAND  # "budgetlens.showHierarchyContext"
-CLAMP_ALL = "budgetlens.clampAll"
-SHOW_REPORT = "budgetlens.showBudgetReport"
-SHOW_LOCATION = "budgetlens.showLocation"
-#: Applies one quick-fix's edit; what a client without code-action literals runs.
-APPLY_FIX = "budgetlens.applyFix"
-#: Every command the server registers (``executeCommandProvider.commands``).
-ALL = (SHOW_HIERARCHY, CLAMP_ALL, SHOW_REPORT, SHOW_LOCATION, APPLY_FIX)
 
 
 def single_object(args: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
@@ -76,51 +78,6 @@ def single_object(args: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
     if not isinstance(uri, str) or not uri:
         raise CommandError("the argument needs \"uri\": the document's URI")
     return arg
-
-
-#: The rule every refusal names.
-READ_RULE = "budgetlens reads only open documents and files inside the workspace folders"
-
-
-def outside_reason(path: str, roots: Sequence[str]) -> str | None:
-    """Why the file ``path`` (absolute, normalised) may not be read, or None if it may: it
-    must lie inside one of ``roots`` as written and after resolving symlinks."""
-    if "\0" in path:
-        return "is not a valid path"
-    if not roots:
-        return "is outside the workspace folders (the client opened none)"
-    if any(is_inside(path, root) for root in roots):
-        return None
-    if any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
-        return "leads outside the workspace folders through a symlink"
-    return "is outside the workspace folders"
-
-
-def command_target(uri: str, documents: Mapping[str, str], roots: Sequence[str],
-                   open_paths: Collection[str] = ()) -> str:
-    """The path (the index's key) a command may read for ``uri``; ``CommandError`` naming
-    :data:`READ_RULE` otherwise.
-
-    ``documents`` maps the URI of each open document to its key, ``open_paths`` holds those
-    keys; ``roots`` are the workspace folders (absolute, normalised).
-    """
-    key = documents.get(uri)
-    if key is not None:
-        return key
-    if not uri.startswith("file:"):
-        raise CommandError(f"{uri} is not an open document and not a file: URI; {READ_RULE}")
-    if ".." in unquote(urlsplit(uri).path).split("/"):  # "..", "%2e%2e", "a%2f..%2fb"
-        raise CommandError(f"{uri} has a '..' segment; {READ_RULE}")
-    path = path_from_uri(uri)
-    if path is None:
-        raise CommandError(f"{uri} is not a file path; {READ_RULE}")
-    key = os.path.normpath(os.path.abspath(str(path)))
-    if key in open_paths:
-        return key
-    reason = outside_reason(key, roots)
-    if reason is not None:
-        raise CommandError(f"{uri} {reason}; {READ_RULE}")
-    return key
 
 
 def show_hierarchy(index: WorkspaceIndex, path: str, uri: str, arg: dict[str, Any]
@@ -161,23 +118,6 @@ def clamp_all_plan(index: WorkspaceIndex, path: str, uri: str,
 
 
 # --- the handlers (on the loop) ------------------------------------------------------------------
-
-def check_target(ctx: ServerContext, uri: str) -> str:
-    """What a URI may read (:func:`command_target`: an open document, or a file inside the
-    workspace folders); ``CommandError`` naming the rule otherwise."""
-    docs = ctx.session.documents
-    return command_target(uri, {u: d.path for u, d in docs.items()}, ctx.session.roots,
-                          {d.path for d in docs.values()})
-
-
-def readable(ctx: ServerContext, uri: str) -> str | None:
-    """The key of a document lenses, hover and code actions may read, by the commands'
-    rule; None (the request answers with nothing) for anything else."""
-    try:
-        return check_target(ctx, uri)
-    except CommandError:
-        return None
-
 
 def _invalid(exc: Exception) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(message=str(exc))

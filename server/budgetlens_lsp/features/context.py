@@ -15,6 +15,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from budgetlens.source import Diagnostic
+from budgetlens_lsp.scheduling import HoldState
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
@@ -69,36 +70,21 @@ def displays_results(init_options: Any) -> bool:
 
 
 @dataclass
-class AnalysisCounts:
-    """What the analyses did (the mechanism, for tests and the log): delivered, held
-    (superseded, not delivered), forced (run after a held streak of ``MAX_HOLD_S``), and
-    forced ones stopped for the end of a burst."""
-
-    delivered: int = 0
-    held: int = 0
-    forced: int = 0
-    forced_stopped: int = 0
-
-
-@dataclass
-class Analysis:
-    """The analysis thread's state: the workspace index and what each file shows."""
+class Analysis(HoldState):
+    """The analysis thread's state: the workspace index and what each file shows, with what
+    the hold policy remembers (``scheduling.HoldState``: ``held_since``, ``forced_stopped``,
+    ``counts``)."""
 
     index: WorkspaceIndex = field(default_factory=WorkspaceIndex)
     shown: dict[str, list[Diagnostic]] = field(default_factory=dict)  # by path, non-empty
-    #: when the first analysis not delivered (superseded) since the last delivery ended
-    held_since: float | None = None
     #: buffers to publish whatever their diagnostics, from analyses not delivered
     republish: set[str] = field(default_factory=set)
-    #: a forced analysis of the current held streak was stopped (the next one is not)
-    forced_stopped: bool = False
-    counts: AnalysisCounts = field(default_factory=AnalysisCounts)
 
 
 @dataclass
 class ServerContext:
     server: LanguageServer
-    session: Session[list[types.PublishDiagnosticsParams]]
+    session: Session[types.PublishDiagnosticsParams]
     analysis: Analysis
     client: ClientFeatures = field(
         default_factory=lambda: ClientFeatures(types.ClientCapabilities()))

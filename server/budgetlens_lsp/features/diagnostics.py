@@ -19,8 +19,8 @@ them (on the loop); :func:`pull` answers ``textDocument/diagnostic``.
 Superseded analyses are not delivered: when newer edits exist by the time an analysis ends
 (``Snapshot.superseded``), it is *held* — nothing converted, nothing sent, ``shown`` left as
 the client has it — and the next analysis delivers every difference since the last delivery.
-A streak of held analyses ends after :data:`MAX_HOLD_S` (the next one runs to its end and is
-delivered), so a long typing burst still sees fresh diagnostics now and then. Versions only
+A streak of held analyses ends after ``scheduling.MAX_HOLD_S`` (the next one runs to its end
+and is delivered), so a long typing burst still sees fresh diagnostics now and then. Versions only
 grow: each analysis runs on a newer snapshot than the one before, and :func:`publish` drops
 a push whose version is older than one already sent for that document.
 """
@@ -30,9 +30,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import attrs
 from lsprotocol import types
@@ -48,9 +47,12 @@ from budgetlens.source import (
     Severity,
     unique_diagnostics,
 )
+from budgetlens_lsp import scheduling
 from budgetlens_lsp.convert import SOURCE, Converter, format_int, uri_from_path
 from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.json_documents import json_diagnostic, too_large_diagnostic
+from budgetlens_lsp.features.shared import step_label
+from budgetlens_lsp.scheduling import AnalysisResult
 from budgetlens_lsp.workspace_index import (
     Failure,
     IndexMode,
@@ -63,12 +65,8 @@ from budgetlens_lsp.workspace_index import (
 
 log = logging.getLogger(__name__)
 
-#: Seconds a streak of superseded analyses may go undelivered (see the module docstring).
-MAX_HOLD_S = 1.0
-#: Seconds of quiet after a newer edit that stop a forced analysis (see :class:`_ForcedStop`):
-#: longer than the gaps of a fast burst, so a burst still sees a delivery, shorter than an
-#: analysis of many dependents, which the last keystroke would otherwise wait for.
-FORCED_QUIET_S = 0.06
+#: The result the session gets from :func:`analyze`: the pushes of one analysis and its flags.
+Batch = AnalysisResult[types.PublishDiagnosticsParams]
 
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 _CONTRACT = (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)
@@ -83,10 +81,6 @@ def _enabled(index: WorkspaceIndex, path: str) -> bool:
     if is_prompt_path(path):
         return toggles.prompts
     return toggles.pipelines
-
-
-def step_label(step: StepBudget) -> str:
-    return f"{os.path.basename(step.pipeline)} › {step.step}"
 
 
 def _step_severity(report: PipelineReport, step: StepBudget) -> Severity:
@@ -229,71 +223,25 @@ class Results:
     held: bool = False  # superseded by newer edits: nothing to deliver, the next one does
 
 
-class Batch(list[types.PublishDiagnosticsParams]):
-    """The session's result: the pushes of one analysis, with the flags it reads, and
-    ``after``: work that waits until the pushes are out (freeing what the analysis
-    replaced)."""
-
-    def __init__(self, items: list[types.PublishDiagnosticsParams], *, more: bool = False,
-                 held: bool = False, after: Callable[[], None] | None = None) -> None:
-        super().__init__(items)
-        self.more = more
-        self.held = held
-        self.after = after
-
-
-class _ForcedStop:
-    """The ``superseded`` of a forced analysis (a held streak over :data:`MAX_HOLD_S`): true
-    once newer edits exist and the editor has been quiet for :data:`FORCED_QUIET_S` (the
-    burst looks over: its last version's analysis should not wait behind this one); never
-    true for the second forced analysis of a streak (``allowed`` false), so a long burst
-    still gets one analysis delivered. Remembers that it fired (``fired``)."""
-
-    def __init__(self, snapshot: Snapshot, allowed: bool) -> None:
-        self._superseded = snapshot.superseded
-        self._quiet_for = snapshot.quiet_for
-        self._allowed = allowed
-        self.fired = False
-
-    def __call__(self) -> bool:
-        if not self.fired and self._allowed and self._superseded():
-            self.fired = self._quiet_for() >= FORCED_QUIET_S
-        return self.fired
-
-
 def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
            mode: IndexMode = IndexMode.INCREMENTAL,
            progress: ProgressHook | None = None) -> Results:
     """Update the index, then the diagnostics of every file whose set changed; never raises
     (a failure becomes a BL009 diagnostic on the edited files). Superseded by the time it
-    ends (and not held for :data:`MAX_HOLD_S` already), it is held instead; a forced one
-    (held that long) is held only when it stopped for the end of a burst (:class:`_ForcedStop`)."""
+    ends, it is held instead, by the policy of ``scheduling`` (held streaks, forced
+    analyses)."""
     index = analysis.index
-    may_hold = analysis.held_since is None or \
-        time.monotonic() - analysis.held_since < MAX_HOLD_S
-    forced: _ForcedStop | None = None
-    if not may_hold:
-        forced = _ForcedStop(snapshot, allowed=not analysis.forced_stopped)
-        snapshot = replace(snapshot, superseded=forced)
-        analysis.counts.forced += 1
-    changes = index.update(snapshot, changed, mode, progress)
+    turn = scheduling.begin(analysis, snapshot)
+    changes = index.update(turn.snapshot, changed, mode, progress)
     if changes.failed:
         return _failed(analysis, changes.republish)
-    if (may_hold and snapshot.superseded()) or (forced is not None and forced.fired):
+    if turn.should_hold():
         analysis.republish.update(changes.republish)
-        if analysis.held_since is None:
-            analysis.held_since = time.monotonic()
-        analysis.counts.held += 1
-        if forced is not None:
-            analysis.forced_stopped = True
-            analysis.counts.forced_stopped += 1
-            log.info("forced analysis stopped: newer edits, then %.0f ms of quiet",
-                     FORCED_QUIET_S * 1000)
+        scheduling.hold(analysis, turn)
         return Results(more=changes.more, held=True)
     always = tuple(sorted(analysis.republish.union(changes.republish)))
     analysis.republish.clear()
-    analysis.held_since = None
-    analysis.forced_stopped = False
+    scheduling.end_streak(analysis)
     try:
         publish = _refresh(analysis, always)
     except Exception as exc:
@@ -305,8 +253,7 @@ def update(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str],
 
 def _failed(analysis: Analysis, paths: tuple[str, ...]) -> Results:
     """The analysis itself raised: each of ``paths`` shows its failure (and only that)."""
-    analysis.held_since = None
-    analysis.forced_stopped = False
+    scheduling.end_streak(analysis)
     results = Results(more=analysis.index.backlog != set())
     for path in paths:
         diags = [failure_diagnostic(analysis.index, analysis.index.failures[path])]
@@ -335,7 +282,7 @@ def analyze(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str], mod
     results = update(analysis, snapshot, changed, mode, progress)
     release = analysis.index.release
     if results.held:
-        return Batch([], more=results.more, held=True, after=release)
+        return Batch((), more=results.more, held=True, after=release)
     return Batch(publish_params(analysis.index, results.publish), more=results.more,
                  after=release)
 
@@ -351,7 +298,7 @@ def for_client(ctx: ServerContext, items: Sequence[types.Diagnostic]
     return [attrs.evolve(d, related_information=None) for d in items]
 
 
-def publish(ctx: ServerContext, params_list: list[types.PublishDiagnosticsParams]) -> None:
+def publish(ctx: ServerContext, params_list: Sequence[types.PublishDiagnosticsParams]) -> None:
     """Push to every client; a client that pulls gets its OPEN documents by pull only (so
     nothing is shown twice) and a refresh request instead."""
     for text in ctx.index.take_messages():  # budgetlens failed on a file (BL009)

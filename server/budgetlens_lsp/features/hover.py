@@ -17,10 +17,8 @@ from budgetlens.contract.results import PipelineReport, StepBudget, Term
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 from budgetlens_lsp.convert import format_int
-from budgetlens_lsp.features.commands import readable
 from budgetlens_lsp.features.context import ServerContext
-from budgetlens_lsp.features.diagnostics import step_label
-from budgetlens_lsp.features.lenses import budget_sum
+from budgetlens_lsp.features.shared import budget_sum, readable, step_label
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 SETTING_TERMS = {"max_context_tokens": "context", "max_history_tokens": "history",

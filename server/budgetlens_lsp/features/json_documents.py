@@ -17,6 +17,7 @@ from lsprotocol import types
 
 from budgetlens import codes
 from budgetlens.source import Diagnostic, JsonCut, JsonTooLarge, Range, Severity
+from budgetlens_lsp.features.shared import SHOW_HIERARCHY, CommandError
 from budgetlens_lsp.workspace_index import MAX_JSON_CHARS, WorkspaceIndex
 
 if TYPE_CHECKING:  # get_contexts loads with the first JSON buffer (start-up speed)
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # get_contexts loads with the first JSON buffer (start-up spe
 
 CODE = codes.JSON_TRUNCATED
 TOO_LARGE_CODE = codes.JSON_TOO_LARGE
-COMMAND = "budgetlens.showHierarchyContext"
+COMMAND = SHOW_HIERARCHY
 
 
 def json_diagnostic(path: str, contexts: JsonContexts) -> Diagnostic | None:
@@ -58,10 +59,6 @@ def code_actions(uri: str, diagnostics: list[types.Diagnostic]) -> list[types.Co
         diagnostics=mine,
         command=types.Command(title="Show hierarchy context", command=COMMAND,
                               arguments=[{"uri": uri}]))]
-
-
-class CommandError(ValueError):
-    """Bad command arguments; becomes an LSP "invalid params" error."""
 
 
 def hierarchy_context(index: WorkspaceIndex, path: str, uri: str,

@@ -25,23 +25,16 @@ from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokeni
 from budgetlens.tokens.families import approx_mark
 from budgetlens.yamldoc.parse import YamlDocument, parse_yaml
 from budgetlens_lsp.convert import Converter, format_int, uri_from_path
-from budgetlens_lsp.features.commands import SHOW_LOCATION, SHOW_REPORT, readable
 from budgetlens_lsp.features.context import ServerContext
-from budgetlens_lsp.features.diagnostics import step_label
+from budgetlens_lsp.features.shared import (
+    SHOW_LOCATION,
+    SHOW_REPORT,
+    budget_sum,
+    headroom_text,
+    readable,
+    step_label,
+)
 from budgetlens_lsp.workspace_index import WorkspaceIndex
-
-
-def headroom_text(step: StepBudget) -> str:
-    if step.headroom < 0:
-        return f"{format_int(-step.headroom)} over"
-    return f"{format_int(step.headroom)} free"
-
-
-def budget_sum(step: StepBudget) -> str:
-    approx = "≈ " if step.approximate else ""  # the model's tokenizer is approximated
-    return (f"{approx}fixed {step.fixed.value} + history {step.history.value} + context"
-            f" {step.context.value} + output {step.output.value} + margin {step.margin.value}"
-            f" = {step.total} / {step.window.value} ({headroom_text(step)})")
 
 
 def tightest(steps: list[StepBudget]) -> StepBudget | None:

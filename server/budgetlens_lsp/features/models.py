@@ -30,8 +30,8 @@ from budgetlens.models import ModelInfo, Registry, load_registry
 from budgetlens.models.resolution import query_of
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
-from budgetlens_lsp.features.commands import SHOW_REPORT, readable
 from budgetlens_lsp.features.context import ServerContext
+from budgetlens_lsp.features.shared import SHOW_REPORT, readable
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 #: A model name being typed at the end of a line prefix: after ``model:`` (YAML or JSON)
