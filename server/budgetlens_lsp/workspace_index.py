@@ -56,6 +56,7 @@ from budgetlens.contract.discovery import find_pipelines, project_root
 from budgetlens.contract.results import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
 from budgetlens_lsp.convert import UTF16, Converter, RangeMemo
+from budgetlens_lsp.links import Links, LinkTracker, real_path
 from budgetlens_lsp.settings import Settings
 
 if TYPE_CHECKING:  # get_contexts loads with the first JSON buffer (start-up speed)
@@ -197,31 +198,6 @@ def norm(path: str | Path) -> str:
     return os.path.normpath(os.path.abspath(str(path)))
 
 
-def _real_path(path: str) -> str:
-    """``os.path.realpath(path)``; a path with a NUL (which names no file) is its own."""
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):
-        return path
-
-
-def _chain_of(name: str, hops: int = 40) -> tuple[str, ...]:
-    """The symbolic links the link ``name`` leads through to its file (none when ``name``
-    is no link, or leads straight to it), each named as the link before it names it (its
-    target joined to that link's folder): where a file watcher reports a change of one."""
-    chain: list[str] = []
-    at = name
-    for _ in range(hops):
-        try:
-            at = os.path.normpath(os.path.join(os.path.dirname(at), os.readlink(at)))
-            if not stat.S_ISLNK(os.lstat(at).st_mode):
-                break
-        except (OSError, ValueError):  # no link (any more), or a NUL
-            break
-        chain.append(at)
-    return tuple(chain)
-
-
 def is_pipeline_path(path: str) -> bool:
     return path.endswith(PIPELINE_SUFFIXES) and os.path.basename(os.path.dirname(path)) \
         == "pipelines"
@@ -237,15 +213,8 @@ class WorkspaceIndex:
         #: path (a link's target edited on disk, or open in a buffer, is that input too)
         self.dependents: dict[str, set[str]] = {}
         self._edges: dict[str, frozenset[str]] = {}  # pipeline -> its keys in dependents
-        #: pipeline -> (name, real path) of each symbolic link its report read through
-        self._links: dict[str, tuple[tuple[str, str], ...]] = {}
-        #: this update's open buffers under the other names of their files (``_aliases``)
-        self._aliased: dict[str, str] = {}
-        #: open buffer -> its file's real path, resolved when it opens, when it changes
-        #: (its link may lead elsewhere now) and on an update that rediscovers
-        self._buffer_reals: dict[str, str] = {}
-        #: this update's open buffers by their files' real paths (``_aliases``)
-        self._open_by_real: dict[str, str] = {}
+        #: the symbolic links reports read and the open buffers' other names (links.py)
+        self.links = LinkTracker(ANALYZED_SUFFIXES)
         self.json_docs: dict[str, JsonContexts] = {}  # open .json buffers with a cut
         self.failures: dict[str, Failure] = {}  # files budgetlens failed on (shown as BL009)
         self.json_too_large: dict[str, int] = {}  # open JSON buffers not analysed: length
@@ -258,8 +227,6 @@ class WorkspaceIndex:
         self._round: set[str] = set()  # pipelines of the running whole re-check left to check
         self._round_total = 0
         self._sources: dict[str | None, FileSource] = {}  # one per root, for one update
-        #: the links a linked input leads through (``_chain_of``), for one update
-        self._chains: dict[str, tuple[str, ...]] = {}
         #: the project root of each folder of pipelines, for one update (as ``_sources``)
         self._project_roots: dict[str, str | None] = {}
         #: what updates replaced (reports, diagnostics shown), freed by :meth:`release`
@@ -274,7 +241,7 @@ class WorkspaceIndex:
         """The buffer text of ``path`` if open, else its disk text; None if unreadable."""
         text = self.snapshot.overlay.get(path)
         if text is None:
-            text = self._aliased.get(path)  # a link to an open buffer: what the check read
+            text = self.links.aliased.get(path)  # a link to an open buffer: what was read
         if text is not None:
             return text
         return self._disk_text(path)
@@ -336,77 +303,12 @@ class WorkspaceIndex:
             base = DiskFiles(root) if root else DiskFiles()
             overlay = {p: t for p, t in self.snapshot.overlay.items()
                        if p.endswith(ANALYZED_SUFFIXES)}
-            overlay.update(self._aliased)
+            overlay.update(self.links.aliased)
             # one RunFiles per root and update: each path is stat'ed and resolved once for
             # all the pipelines the update checks
             source = self._sources[root] = RunFiles(OverlayFiles(base, overlay) if overlay
                                                     else base, resolve_by_folder=True)
         return source
-
-    def _aliases(self, overlay: Mapping[str, str]) -> dict[str, str]:
-        """The open buffers under the other names of their files, so a buffer beats the
-        disk whichever name a pipeline reads it by: a buffer opened through a link under
-        its file's real path, and under the names of the symbolic links to its file that
-        reports read (each checked to lead there now). The buffers' real paths are
-        ``_buffer_reals``'s (``_track_buffers``)."""
-        by_real: dict[str, str] = {}
-        out: dict[str, str] = {}
-        for path in overlay:
-            real = self._buffer_reals.get(path, path)
-            if real == path or real not in by_real:
-                by_real[real] = path
-            if real != path and real not in overlay:
-                out[real] = overlay[path]
-        self._open_by_real = by_real
-        for pairs in self._links.values():
-            for name, real in pairs:
-                buffer = by_real.get(real)
-                if buffer is not None and name not in overlay and name not in out \
-                        and _real_path(name) == real:
-                    out[name] = overlay[buffer]
-        return out
-
-    def _track_buffers(self, overlay: Mapping[str, str], changed: frozenset[str],
-                       closed: frozenset[str], mode: IndexMode) -> frozenset[str]:
-        """Keep each open buffer's real path (``_buffer_reals``), resolved when it opens,
-        when it is among ``changed`` (its link may lead elsewhere now) and on an update that
-        rediscovers; the real paths, before and after, of the changed and closed buffers
-        opened through a link, whose readers by those names are checked again."""
-        old = self._buffer_reals if mode is IndexMode.INCREMENTAL else {}
-        reals: dict[str, str] = {}
-        moved: set[str] = set()
-        for path in overlay:
-            real = old.get(path)
-            if real is None or path in changed:
-                new = _real_path(path)
-                if real is not None and new != real:
-                    moved.add(real)  # retargeted: the file it led to reads the disk again
-                real = new
-            reals[path] = real
-        for path in changed | closed:
-            for real in (old.get(path), reals.get(path)):
-                if real is not None and real != path:
-                    moved.add(real)
-        self._buffer_reals = reals
-        return frozenset(moved)
-
-    def _learn_aliases(self, links: tuple[tuple[str, str], ...]) -> bool:
-        """Whether a report read an open buffer's file from the disk through a symbolic
-        link this update did not know of (``links``: its (name, real path) pairs, from
-        ``_edges_of``; the buffer was open before any report read the link): its name
-        joins the aliases, for a check again."""
-        overlay = self.snapshot.overlay
-        learned = False
-        for name, real in links:
-            if name in overlay or name in self._aliased:
-                continue
-            buffer = self._open_by_real.get(real)
-            if buffer is not None and buffer.endswith(ANALYZED_SUFFIXES):
-                self._aliased[name] = overlay[buffer]
-                learned = True
-        if learned:
-            self._sources.clear()  # a source takes the aliases when it is made
-        return learned
 
     def options_for(self, path: str) -> CheckOptions:
         s = self.snapshot.settings
@@ -496,20 +398,18 @@ class WorkspaceIndex:
         self._drop_failures(Stage.ANALYSIS)  # shown until the next analysis
         self.snapshot = snapshot
         self._sources = {}
-        self._chains = {}
         self._project_roots = {}
         mode = self._settings_mode(snapshot, mode)
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
-        changed = changed | self._track_buffers(snapshot.overlay, changed, closed, mode)
-        self._aliased = self._aliases({p: t for p, t in snapshot.overlay.items()
-                                       if p.endswith(ANALYZED_SUFFIXES)})
+        changed = changed | self.links.start_update(snapshot.overlay, changed, closed,
+                                                    mode is not IndexMode.INCREMENTAL)
         self._track_pipelines(mode, closed)
         affected = self._affected(changed, mode)
         gone = self._forget_gone()
         urgent = self._plan(affected, changed, mode)
         checked = self._run_checks(urgent, progress)
         self._sources = {}  # per update: no file facts kept across updates
-        self._chains = {}
+        self.links.end_checks()
         self._project_roots = {}
         json_changed = set(changed) | closed
         if mode is IndexMode.FULL:  # the marker, budget or the toggle may have changed
@@ -618,16 +518,15 @@ class WorkspaceIndex:
         """The pipelines reading the changed file ``path``: by this name and, when reports
         read it as a symbolic link, by the name of the file it leads to. For a file no report
         reads by this name (a watcher event under a link, or under a linked folder), the
-        readers of its real path (an open buffer's real path is ``_track_buffers``')."""
+        readers of its real path (an open buffer's real path is ``links``')."""
         readers = self.dependents.get(path)
         if readers is None:
             if path in self.snapshot.overlay or path in self.pipelines \
-                    or path in self._open_by_real:  # (a buffer's real path, resolved)
+                    or self.links.is_open_real(path):  # (a buffer's real path, resolved)
                 return set()
-            return set(self.dependents.get(_real_path(path), ()))
+            return set(self.dependents.get(real_path(path), ()))
         found = set(readers)
-        for real in {real for p in readers for name, real in self._links.get(p, ())
-                     if name == path}:
+        for real in self.links.real_names_of(path, readers):
             found.update(self.dependents.get(real, ()))
         return found
 
@@ -654,7 +553,8 @@ class WorkspaceIndex:
                 _test_fault("check")
                 report = self._check_one(path, superseded)
                 edges = self._edges_of(path, report)
-                if self._learn_aliases(edges[1]):
+                if self.links.learn(edges[1], self.snapshot.overlay):
+                    self._sources.clear()  # a source takes the aliases when it is made
                     report = self._check_one(path, superseded)
                     edges = self._edges_of(path, report)
             except CheckStopped:
@@ -693,25 +593,24 @@ class WorkspaceIndex:
         self.pipelines = found
 
     def _store(self, path: str, report: PipelineReport,
-               edges_and_links: tuple[frozenset[str], tuple[tuple[str, str], ...]]) -> None:
+               edges_and_links: tuple[frozenset[str], Links]) -> None:
         """Keep ``report`` and its edges (``_edges_of``)."""
         old = self.reports.get(path)
         edges, links = edges_and_links
         if old is not None and self._edges.get(path) == edges \
-                and self._links.get(path, ()) == links:  # the same files: the same edges
+                and self.links.same(path, links):  # the same files: the same edges
             self.retired.append(old)
             self.reports[path] = report
             return
         self._forget(path)
         self.reports[path] = report
         self._edges[path] = edges
-        if links:
-            self._links[path] = links
+        self.links.store(path, links)
         for key in edges:
             self.dependents.setdefault(key, set()).add(path)
 
     def _edges_of(self, path: str, report: PipelineReport
-                  ) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
+                  ) -> tuple[frozenset[str], Links]:
         """The keys of ``path`` in ``dependents``: each file its report read (itself too),
         by name and, for a link, by its real path (from this update's ``RunFiles``, which
         the check resolved it with) and by the links it leads through to it (a chain's
@@ -728,17 +627,14 @@ class WorkspaceIndex:
             if real != name:
                 edges.add(real)
                 links.append((name, real))
-                chain = self._chains.get(name)
-                if chain is None:
-                    chain = self._chains[name] = _chain_of(name)
-                edges.update(chain)
+                edges.update(self.links.chain(name))
         return frozenset(edges), tuple(links)
 
     def _forget(self, path: str) -> None:
         old = self.reports.pop(path, None)
         if old is not None:
             self.retired.append(old)
-        self._links.pop(path, None)
+        self.links.forget(path)
         for key in self._edges.pop(path, ()):
             readers = self.dependents.get(key)
             if readers is not None:

@@ -48,6 +48,8 @@ SERVER_LAYERS: dict[str, int] = {
     "budgetlens_lsp": 0,
     # 1. conversion and settings (the core only); the JSON-RPC life cycle (pygls only)
     "budgetlens_lsp.convert": 10, "budgetlens_lsp.settings": 10, "budgetlens_lsp.protocol": 10,
+    # 1.5 symbolic links: which names lead to which files (the index's bookkeeping)
+    "budgetlens_lsp.links": 15,
     # 2. analysis over the core, returns plain data, imports no feature
     "budgetlens_lsp.workspace_index": 20,
     # 2.5 what an analysis hands to the session; when it is held or forced

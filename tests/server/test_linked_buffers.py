@@ -106,7 +106,7 @@ def test_a_relink_with_the_same_edges_does_not_check_twice_per_keystroke(
     monkeypatch.undo()
     pipeline = norm(ws / "pipelines" / "p.yaml")
     assert tokens(index, pipeline, 0) == tokens(fresh(snap), pipeline, 0)
-    assert per_keystroke == 1, index._links
+    assert per_keystroke == 1, index.links.by_pipeline
 
 
 def test_a_linked_pipeline_open_by_its_real_name_at_startup(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_linked_names_do_not_pile_up_across_relinks(tmp_path: Path) -> None:
         os.symlink(version, link)
         index.update(snap, frozenset([norm(link)]), IndexMode.INCREMENTAL)
     live = {k for keys in index._edges.values() for k in keys}
-    held = [pair for pairs in index._links.values() for pair in pairs]
+    held = [pair for pairs in index.links.by_pipeline.values() for pair in pairs]
     assert len(held) == 1 and set(held[0]) <= live, held
 
 
