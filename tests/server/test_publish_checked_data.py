@@ -17,7 +17,7 @@ from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
-from .test_forced_stop import _prompt, _workspace
+from .scheduling.test_forced import _prompt, _workspace
 
 
 def _count_walks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:

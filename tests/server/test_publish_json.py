@@ -21,7 +21,7 @@ from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.server import BudgetLensServer
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
-from .test_forced_stop import _prompt, _workspace
+from .scheduling.test_forced import _prompt, _workspace
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONVERTER = default_converter()

@@ -18,7 +18,7 @@ from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, WorkspaceIndex, norm
 
-from .test_forced_stop import _prompt, _workspace
+from .scheduling.test_forced import _prompt, _workspace
 
 RANGE = Range(Position(1, 4), Position(1, 6))  # the 5th and 6th characters of line 2
 

@@ -24,7 +24,7 @@ from budgetlens_lsp.features.context import Analysis
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
-from .test_abandoned_check import PAUSE_AT, PausingChecks, _acquire
+from .test_held import PAUSE_AT, PausingChecks, _acquire
 
 CONFIG = ('{"model_context_window": 2048, "model_max_tokens": 512,'
           ' "prompts_dir": "prompts"}\n')

@@ -1,5 +1,5 @@
-"""What the tests of the index with linked inputs and buffers share (test_linked_inputs.py,
-test_linked_inputs_edges.py, test_linked_buffers.py): a workspace whose prompt is a
+"""What the tests of the index with linked inputs and buffers share (this folder's
+test_inputs.py, test_buffers.py, test_watched.py): a workspace whose prompt is a
 symbolic link, token counts read from a report, and ``os.path.realpath`` calls counted over
 one keystroke."""
 

@@ -41,7 +41,7 @@ def test_a_file_without_a_uri_does_not_drop_the_batch(
     from budgetlens_lsp.features.context import Analysis
     from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
-    examples = Path(__file__).resolve().parents[2] / "examples"
+    examples = Path(__file__).resolve().parents[3] / "examples"
     shutil.copytree(examples, tmp_path / "ws")
     root = norm(tmp_path / "ws")
     analysis = Analysis()
