@@ -443,7 +443,7 @@ def test_the_getattr_rule_itself() -> None:
 
 
 def test_the_session_never_probes_an_analysis_result_with_getattr() -> None:
-    offenders = [f"{m}:{line}" for m in HAND_OFF_MODULES
+    offenders = [f"{m}:{line}" for m in HAND_OFF_MODULES if m in MODULES
                  for line in _getattr_calls(MODULES[m].read_text("utf-8"))]
     assert not offenders, ("getattr on the analysis hand-off (read AnalysisResult's "
                            "fields):\n" + "\n".join(offenders))
