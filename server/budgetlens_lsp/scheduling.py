@@ -74,9 +74,10 @@ class AnalysisCounts:
     forced_stopped: int = 0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class HoldState:
-    """What the policy remembers between analyses (on the analysis thread)."""
+    """What the policy remembers between analyses (on the analysis thread). Keyword-only,
+    so a state that extends it (``features.context.Analysis``) keeps its own fields first."""
 
     #: when the first analysis not delivered (superseded) since the last delivery ended
     held_since: float | None = None
