@@ -20,7 +20,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
-from budgetlens.contract.model import StepBudget
+from budgetlens.contract.results import StepBudget
 from budgetlens.files import is_inside
 from budgetlens_lsp.convert import format_int, path_from_uri
 from budgetlens_lsp.features.context import ServerContext
