@@ -20,6 +20,7 @@ import pytest
 
 from budgetlens.contract import check as core_check
 from budgetlens.contract import pipeline as core_pipeline
+from budgetlens.contract import planner as core_planner
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.yamldoc import incremental
 from budgetlens_cli import check_cmd
@@ -66,7 +67,7 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         reads[os.path.basename(path)] += 1
         return read(path, files)
 
-    monkeypatch.setattr(core_check, "read_pipeline", counting)
+    monkeypatch.setattr(core_planner, "read_pipeline", counting)
     return reads
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from budgetlens import codes
 from budgetlens.contract import cache as cache_module
-from budgetlens.contract import check as check_module
 from budgetlens.contract import config as config_module
 from budgetlens.contract import pipeline as pipeline_module
+from budgetlens.contract import planner as planner_module
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.results import CheckOptions, PipelineReport
@@ -104,7 +104,7 @@ def _count_structure(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     extends chain, the merged settings."""
     calls: Counter[str] = Counter()
     for name in ("pipeline_config", "load_chain", "merged_settings"):
-        _counting(monkeypatch, check_module, name, calls, name)
+        _counting(monkeypatch, planner_module, name, calls, name)
     return calls
 
 
