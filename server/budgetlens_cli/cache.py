@@ -399,9 +399,11 @@ def _decode_answer(data: bytes, key: str, path: str | None = None,
     return code, pipelines, fields[2], fields[3], fields[4:], text
 
 
-def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int | None:
-    """Print the recorded answer of this ``check`` command line and return its exit status,
-    when every fingerprint it depends on is unchanged; else None (print nothing)."""
+def replay(argv: Sequence[str], environ: Mapping[str, str],
+           out: TextIO) -> tuple[int, int] | None:
+    """Print the recorded answer of this ``check`` command line and return its exit status
+    and its number of pipelines, when every fingerprint it depends on is unchanged; else
+    None (print nothing)."""
     folder = answer_folder(argv, environ)
     if folder is None or not answerable(out):
         return None
@@ -416,7 +418,6 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
     answer = _decode_answer(data, key, path) if data is not None else None
     if answer is None:
         return None
-    global last_replayed_pipelines
     code, pipelines, cache_file, cache_fp, checks, text = answer
     if not checks or cache_fp == MISSING or disk_fingerprint(cache_file) != cache_fp:
         return None  # record_answer writes none such: not an answer it wrote
@@ -425,12 +426,7 @@ def replay(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> int 
         if fingerprint_of(checks[i], checks[i + 1], folders) != checks[i + 1]:
             return None
     out.write(text)
-    last_replayed_pipelines = pipelines
-    return code
-
-
-#: The number of pipelines of the last answer ``replay`` printed (in this process).
-last_replayed_pipelines = 0
+    return code, pipelines
 
 
 # the result caches this process opened since ``begin_run`` (``ResultCache.load``)

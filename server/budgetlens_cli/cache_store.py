@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from budgetlens import __version__, usercache
@@ -264,7 +265,7 @@ class ContentHashes:
     def record_digest(self, path: str, at: str, digest: str, size: int) -> None:
         """Keep the content fingerprint of ``size`` bytes of blake2b ``digest`` (16 bytes,
         hex) a check used from ``path`` while its stat fingerprint was ``at``: read by it
-        (``record``), or given to a tokenizer library (``check_cmd._tokenizer_bytes``); the
+        (``record``), or given to a tokenizer library (``check_run._tokenizer_bytes``); the
         fingerprint a read for the hash would give (``_read_fingerprint``)."""
         if path not in self._failed and size <= MAX_HASHED_BYTES:
             self._contents[path] = (at, self._located(path, _bytes_fingerprint(size, digest)))
@@ -345,8 +346,8 @@ class Entry:
 
 #: The classes a result is made of, by name: only these are made again from a cache file
 #: (their module imported when first met, as a result of that kind is loaded).
-_CLASSES = {
-    "PipelineResult": ("budgetlens_cli.check_cmd", "PipelineResult"),
+_CLASSES = MappingProxyType({
+    "PipelineResult": ("budgetlens_cli.check_result", "PipelineResult"),
     "Diagnostic": ("budgetlens.source", "Diagnostic"),
     "Related": ("budgetlens.source", "Related"),
     "Location": ("budgetlens.source", "Location"),
@@ -355,7 +356,7 @@ _CLASSES = {
     "Severity": ("budgetlens.source", "Severity"),
     "TargetMatrix": ("budgetlens.contract.targets", "TargetMatrix"),
     "TargetFit": ("budgetlens.contract.targets", "TargetFit"),
-}
+})
 _NAMES: dict[type, str] = {}  # class -> its name above, once loaded
 _LOADED: dict[str, type] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}

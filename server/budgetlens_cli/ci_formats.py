@@ -28,6 +28,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract import escape
@@ -36,10 +37,10 @@ from budgetlens.source import Diagnostic, Severity, unique_diagnostics
 if TYPE_CHECKING:
     from budgetlens.contract.results import PipelineReport
 
-GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning",
-                  Severity.INFORMATION: "notice", Severity.HINT: "notice"}
-GITLAB_SEVERITY = {Severity.ERROR: "major", Severity.WARNING: "minor",
-                   Severity.INFORMATION: "info", Severity.HINT: "info"}
+GITHUB_COMMAND = MappingProxyType({Severity.ERROR: "error", Severity.WARNING: "warning",
+                                   Severity.INFORMATION: "notice", Severity.HINT: "notice"})
+GITLAB_SEVERITY = MappingProxyType({Severity.ERROR: "major", Severity.WARNING: "minor",
+                                    Severity.INFORMATION: "info", Severity.HINT: "info"})
 FILE_CASE = "(file)"
 
 

@@ -36,15 +36,8 @@ from budgetlens.files import OverlayFiles, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Severity, apply_text_edits, unique_diagnostics
 from budgetlens.writes import PlannedWrite, SnapshotFiles, WriteError, write_plan
-from budgetlens_cli.check_cmd import (
-    add_common_arguments,
-    collect_pipelines,
-    file_text,
-    full_places,
-    options_from,
-    parent_pointer,
-    place,
-)
+from budgetlens_cli.check_cmd import add_common_arguments, collect_pipelines, options_from
+from budgetlens_cli.check_text import file_text, full_places, parent_pointer, place
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
 
 

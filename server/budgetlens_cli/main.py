@@ -14,6 +14,7 @@ from __future__ import annotations
 import io as _io  # loaded at start-up by the interpreter
 import os
 import sys
+from types import MappingProxyType  # loaded at start-up by the interpreter
 
 from budgetlens import __version__
 
@@ -22,8 +23,10 @@ from budgetlens import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Sequence
-    from typing import Any
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -39,7 +42,7 @@ TRACEBACK_VARIABLE = "BUDGETLENS_TRACEBACK"
 # The one-line help of each is repeated here so that ``budgetlens --help`` and a run of one
 # subcommand import only the module they need (start-up speed; tests/cli/test_startup.py
 # checks that this table says what each module registers).
-SUBCOMMAND_HELP: dict[str, str] = {
+SUBCOMMAND_HELP: Mapping[str, str] = MappingProxyType({
     "check": "check pipelines against the token budget contract",
     "clamp": "show or apply the clamp plan of pipelines",
     "diff": "the budget diff of a change: every step before and after",
@@ -53,8 +56,39 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "models": "list the model registry's models, or check it (--doctor)",
     "rule": "explain a diagnostic code (meaning and fix), or list them all",
     "mcp": "run the MCP server for coding agents (stdio; needs budgetlens[mcp])",
-}
+})
 SUBCOMMANDS: tuple[str, ...] = tuple(SUBCOMMAND_HELP)
+
+
+class RunStats:
+    """What a ``check`` did: its pipelines, how many it checked, and where (tests read it:
+    mechanisms, not times). ``run`` returns it; nothing keeps it. A plain class, not a
+    dataclass: a replayed answer imports no more than it needs."""
+
+    __slots__ = ("checked", "method", "pipelines", "worker_pids", "worker_stderr")
+
+    def __init__(self, pipelines: int, checked: int, worker_pids: frozenset[int] = frozenset(),
+                 method: str | None = None, worker_stderr: bool = False) -> None:
+        self.pipelines = pipelines
+        self.checked = checked
+        self.worker_pids = worker_pids
+        """The worker processes that checked pipelines (empty: all checked in this process)."""
+        self.method = method
+        """``fork`` or ``spawn`` when workers ran."""
+        self.worker_stderr = worker_stderr
+        """A worker wrote to its ``sys.stderr`` (the run's answer is not recorded)."""
+
+    def _fields(self) -> tuple[int, int, frozenset[int], str | None, bool]:
+        return self.pipelines, self.checked, self.worker_pids, self.method, self.worker_stderr
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunStats) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"RunStats{self._fields()!r}"
 
 
 class UsageError(Exception):
@@ -106,24 +140,31 @@ def chosen_subcommand(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: the exit status of the command line ``argv``."""
+    return run(argv)[0]
+
+
+def run(argv: Sequence[str] | None = None) -> tuple[int, RunStats | None]:
+    """The exit status of the command line ``argv`` and, for a ``check`` that ended normally,
+    what it did (None for the other commands)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if sys.stdout is None and _writes_stdout(args):
         # descriptor 1 closed when the process started (``budgetlens check >&-``): the
         # output has nowhere to go
         print("budgetlens: error: standard output is closed: nothing can be written",
               file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_USAGE, None
     given = _whole_writes()
     try:
-        code = _main(args)
+        code, stats = _main(args)
         try:  # here, not at the interpreter's exit, where a broken pipe is exit status 120
             sys.stdout.flush()
         except BrokenPipeError:
             _discard_stdout()
-            return EXIT_BROKEN_PIPE
+            return EXIT_BROKEN_PIPE, stats
         except (AttributeError, OSError, ValueError):  # no usable standard output
             pass
-        return code
+        return code, stats
     finally:
         _notes_logged()
         if given is not None:  # the caller's stream back (it shares the descriptor)
@@ -171,7 +212,7 @@ def _notes_logged() -> None:
         usercache.NOTE = None  # type: ignore[attr-defined]
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str]) -> tuple[int, RunStats | None]:
     command = chosen_subcommand(argv)
     if command != "serve":  # the server logs its notes
         from budgetlens import usercache  # light (os): a replayed answer loads it anyway
@@ -183,23 +224,24 @@ def _main(argv: list[str]) -> int:
 
         cache.begin_run()
         replayed = _guarded(lambda: cache.replay(argv, os.environ, sys.stdout))
-        if replayed is not None:
-            _note_replayed()
-            return replayed
+        if isinstance(replayed, int):  # it failed
+            return replayed, None
+        if replayed is not None:  # (exit status, pipelines): none checked
+            return replayed[0], RunStats(replayed[1], 0)
     parser = build_parser(only=command)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
-        return int(exc.code or 0)
+        return int(exc.code or 0), None
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
-        return EXIT_USAGE
+        return EXIT_USAGE, None
     got = _guarded(lambda: _check_recording(argv, args) if command == "check"
-                   else int(args.run(args)))
-    return EXIT_USAGE if got is None else got
+                   else (int(args.run(args)), None))
+    return (got, None) if isinstance(got, int) else got
 
 
-def _guarded(call: Callable[[], int | None]) -> int | None:
+def _guarded(call: Callable[[], T]) -> T | int:
     """``call()``, its failures turned into an exit status: a ``UsageError`` or an internal
     failure is one line on standard error."""
     try:
@@ -272,7 +314,7 @@ class _Tee:
         return getattr(self.stream, name)
 
 
-def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
+def _check_recording(argv: list[str], args: argparse.Namespace) -> tuple[int, RunStats]:
     """Run ``check`` and record its output as the answer of ``argv`` (``cache.record_answer``)
     when it ended normally, with nothing on standard error (its workers' included). The
     cyclic garbage collector is off until both are done (as ``check_cmd.collector_paused``
@@ -293,7 +335,8 @@ def _check_recording(argv: list[str], args: argparse.Namespace) -> int:
             gc.enable()
 
 
-def _record_check(argv: list[str], args: argparse.Namespace, cache: Any) -> int:
+def _record_check(argv: list[str], args: argparse.Namespace,
+                  cache: Any) -> tuple[int, RunStats]:
     """``_check_recording``'s work, the collector off."""
     import time
 
@@ -302,29 +345,17 @@ def _record_check(argv: list[str], args: argparse.Namespace, cache: Any) -> int:
     before = cache.listings_before(argv, os.environ, out, args.paths)
     sys.stdout, sys.stderr = tee, watch = _Tee(out), _Tee(err)
     try:
-        code = int(args.run(args))
+        code, stats = _command_module("check").run_counted(args)
     finally:
         sys.stdout, sys.stderr = out, err
-    if code in (EXIT_OK, EXIT_FINDINGS) and not any(watch.parts):
-        stats = _command_module("check").LAST_RUN  # what the run checked
-        if stats is not None and not stats.worker_stderr:
-            try:
-                cache.record_answer(argv, os.environ, out, args, code, "".join(tee.parts),
-                                    stats.pipelines, stats.checked, started, before)
-            except (OSError, cache.CacheDirError) as exc:
-                print(f"budgetlens: warning: result cache not written ({exc}); --no-cache"
-                      " skips it", file=sys.stderr)
-    return code
-
-
-def _note_replayed() -> None:
-    """A replayed ``check`` checked nothing: ``check_cmd.LAST_RUN`` says so when that module
-    is loaded (in this process; tests read it), counting the pipelines of the answer."""
-    if "budgetlens_cli.check_cmd" in sys.modules:
-        from budgetlens_cli import cache  # lazy: start-up speed (loaded by now)
-
-        check_cmd = _command_module("check")
-        check_cmd.LAST_RUN = check_cmd.RunStats(cache.last_replayed_pipelines, 0)
+    if code in (EXIT_OK, EXIT_FINDINGS) and not any(watch.parts) and not stats.worker_stderr:
+        try:
+            cache.record_answer(argv, os.environ, out, args, code, "".join(tee.parts),
+                                stats.pipelines, stats.checked, started, before)
+        except (OSError, cache.CacheDirError) as exc:
+            print(f"budgetlens: warning: result cache not written ({exc}); --no-cache"
+                  " skips it", file=sys.stderr)
+    return code, stats
 
 
 def _command_module(name: str) -> Any:

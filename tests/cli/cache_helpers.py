@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from budgetlens_cli import cache as result_cache
-from budgetlens_cli import check_cmd
+from budgetlens_cli import check_run
 from budgetlens_cli.main import main
 
 STEP = ("settings:\n  max_context_tokens: 1000\n"
@@ -27,6 +27,22 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture()
+def replayed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of pipelines of each answer ``cache.replay`` printed, in order."""
+    real = result_cache.replay
+    found: list[int] = []
+
+    def watched(*args: Any, **kwargs: Any) -> tuple[int, int] | None:
+        got = real(*args, **kwargs)
+        if got is not None:
+            found.append(got[1])
+        return got
+
+    monkeypatch.setattr(result_cache, "replay", watched)
+    return found
+
+
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """Exit status, standard output and standard error of ``budgetlens ARGV``."""
     code = main(list(argv))
@@ -38,13 +54,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the pipelines checked (not taken from the cache), in order."""
     calls: list[str] = []
-    real = check_cmd.check_pipeline
+    real = check_run.check_pipeline
 
     def counting(path: Path | str, **kwargs: Any) -> Any:
         calls.append(Path(path).name)
         return real(path, **kwargs)
 
-    monkeypatch.setattr(check_cmd, "check_pipeline", counting)
+    monkeypatch.setattr(check_run, "check_pipeline", counting)
     return calls
 
 

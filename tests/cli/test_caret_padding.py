@@ -7,28 +7,28 @@ from __future__ import annotations
 
 import pytest
 
-from budgetlens_cli import check_cmd
+from budgetlens_cli import check_text
 
 
 def test_an_ascii_prefix_is_blanks_and_its_tabs() -> None:
-    assert check_cmd._pad("ab\tc: {x") == "  \t     "
-    assert check_cmd._pad("\x01\x7f") == "  "  # one column each, as display_width has them
-    assert check_cmd._pad("") == ""
+    assert check_text._pad("ab\tc: {x") == "  \t     "
+    assert check_text._pad("\x01\x7f") == "  "  # one column each, as display_width has them
+    assert check_text._pad("") == ""
 
 
 def test_a_wide_character_is_two_blanks() -> None:
-    assert check_cmd._pad("数\tab😀é") == "  \t    " + " " * 1
+    assert check_text._pad("数\tab😀é") == "  \t    " + " " * 1
 
 
 def test_an_ascii_prefix_looks_up_no_width(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = check_cmd.display_width
+    real = check_text.display_width
 
     def counting(text: str) -> int:
         calls.append(text)
         return real(text)
-    monkeypatch.setattr(check_cmd, "display_width", counting)
-    assert check_cmd._pad("  template: " + "{a" * 5000) == " " * (12 + 10000)
+    monkeypatch.setattr(check_text, "display_width", counting)
+    assert check_text._pad("  template: " + "{a" * 5000) == " " * (12 + 10000)
     assert calls == []
-    check_cmd._pad("é数")
+    check_text._pad("é数")
     assert calls == ["é", "数"]

@@ -25,8 +25,9 @@ from budgetlens.contract import discovery
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV
 from budgetlens.files import MISSING_FINGERPRINT, DiskFiles
 from budgetlens_cli import cache as result_cache
-from budgetlens_cli import check_cmd
-from budgetlens_cli.main import main
+from budgetlens_cli import check_cmd, check_run
+from budgetlens_cli.main import RunStats
+from budgetlens_cli.main import run as run_cli
 from tests.cli.cache_helpers import IGNORED_NOTE, without_note
 from tests.core.contract.helpers import make_workspace
 
@@ -51,13 +52,13 @@ def not_racy(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real = check_cmd.check_pipeline
+    real = check_run.check_pipeline
 
     def counting(path: Path | str, **kwargs: Any) -> Any:
         calls.append(Path(path).name)
         return real(path, **kwargs)
 
-    monkeypatch.setattr(check_cmd, "check_pipeline", counting)
+    monkeypatch.setattr(check_run, "check_pipeline", counting)
     return calls
 
 
@@ -79,8 +80,12 @@ def small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return Path("ws")
 
 
+#: What the last ``_run`` did (``main.run`` returns it; the CLI keeps no such global).
+_LAST: list[RunStats | None] = [None]
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code, _LAST[0] = run_cli(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -112,7 +117,7 @@ def test_the_second_run_replays_the_same_bytes_and_opens_only_its_answer(
     assert second == reference
     assert checked == []
     assert [Path(p) for p in opened] == _answers()  # no input, no cache file read
-    assert check_cmd.RunStats(4, 0) == check_cmd.LAST_RUN
+    assert RunStats(4, 0) == _LAST[0]
 
 
 def test_each_command_line_has_its_own_answer(
@@ -359,16 +364,16 @@ def test_the_run_that_creates_the_default_folder_in_its_workspace_records_the_an
 def test_a_pipeline_added_while_the_run_searches_records_no_answer(
         small: Path, not_racy: None, checked: list[str], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    real = check_cmd.check_pipeline
+    real = check_run.check_pipeline
 
     def adding(path: Path | str, **kwargs: Any) -> Any:
         (small / "pipelines" / "late.yaml").write_text("steps: []\n", "utf-8")
         return real(path, **kwargs)
 
-    monkeypatch.setattr(check_cmd, "check_pipeline", adding)
+    monkeypatch.setattr(check_run, "check_pipeline", adding)
     first = _run(capsys, "check", "ws")
     assert "late.yaml" not in first[1] and _answers() == []
-    monkeypatch.setattr(check_cmd, "check_pipeline", real)
+    monkeypatch.setattr(check_run, "check_pipeline", real)
     assert "late.yaml" in _run(capsys, "check", "ws")[1]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from budgetlens_cli import check_cmd
+from budgetlens_cli import check_cmd, check_result, check_run
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
 
@@ -51,7 +51,7 @@ def collections() -> Iterator[list[int]]:
 
     run = check_cmd._run
 
-    def watched(args: Any) -> int:
+    def watched(args: Any) -> tuple[int, Any]:
         inside[0] = True
         try:
             return run(args)
@@ -109,11 +109,11 @@ def test_the_results_are_freed_before_the_collector_is_back_on(
     enable = gc.enable
 
     def counting_enable() -> None:
-        alive.append(sum(isinstance(o, (check_cmd.PipelineResult, check_cmd._Checker))
+        alive.append(sum(isinstance(o, (check_result.PipelineResult, check_run._Checker))
                          for o in gc.get_objects()))
         enable()
 
-    monkeypatch.setattr(check_cmd.gc, "enable", counting_enable)
+    monkeypatch.setattr(check_run.gc, "enable", counting_enable)
     _check(workspace, "json", capsys)
     assert alive == [0]
 
@@ -149,11 +149,11 @@ def test_the_results_kept_for_the_answer_are_freed_before_the_collector_is_back_
     enable = gc.enable
 
     def counting_enable() -> None:
-        alive.append(sum(isinstance(o, (check_cmd.PipelineResult, check_cmd._Checker))
+        alive.append(sum(isinstance(o, (check_result.PipelineResult, check_run._Checker))
                          for o in gc.get_objects()))
         enable()
 
-    monkeypatch.setattr(check_cmd.gc, "enable", counting_enable)
+    monkeypatch.setattr(check_run.gc, "enable", counting_enable)
     code = main(["check", str(workspace), "-j", "1", "--cache-dir", str(tmp_path / "cache")])
     assert code == 1
     assert capsys.readouterr().out

@@ -2,9 +2,10 @@
 
 Mechanisms, never wall-clock: the output of ``-j 2`` is compared byte for byte with ``-j 1``
 (itself the path every other test checks); the worker processes used are counted by their
-PIDs (``check_cmd.LAST_RUN``); writes of the result cache are counted; leftover processes
-are looked for in ``/proc`` and ``multiprocessing.active_children()``. A signal is sent only
-once every worker has said it is at work (a line on the pipe); the waits are events
+PIDs (the ``RunStats`` that ``main.run`` returns); writes of the result cache are counted;
+leftover processes are looked for in ``/proc`` and ``multiprocessing.active_children()``.
+A signal is sent only once every worker has said it is at work (a line on the pipe); the
+waits are events
 (``tests/waiting.py``), with a hang guard only.
 """
 
@@ -23,14 +24,15 @@ from typing import Any
 import pytest
 
 from budgetlens_cli import cache as result_cache
-from budgetlens_cli import check_cmd, workers
-from budgetlens_cli.main import main
+from budgetlens_cli import check_run, workers
+from budgetlens_cli.main import RunStats, main
+from budgetlens_cli.main import run as run_cli
 from tests.core.contract.helpers import make_workspace
 from tests.waiting import HANG_GUARD, Lines, wait_ended, wait_until
 
 FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
 REPO = Path(__file__).resolve().parents[2]
-PIPELINES = 90  # above check_cmd.MIN_PARALLEL
+PIPELINES = 90  # above check_run.MIN_PARALLEL
 
 
 @pytest.fixture(autouse=True)
@@ -113,15 +115,19 @@ def big(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return Path("ws")
 
 
+#: What the last ``_run`` did (``main.run`` returns it; the CLI keeps no such global).
+_LAST: list[RunStats | None] = [None]
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code, _LAST[0] = run_cli(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def _last() -> check_cmd.RunStats:
-    assert check_cmd.LAST_RUN is not None
-    return check_cmd.LAST_RUN
+def _last() -> RunStats:
+    assert _LAST[0] is not None
+    return _LAST[0]
 
 
 # ------------------------------------------------------------------ the same output
@@ -198,10 +204,10 @@ def test_fork_only_while_the_process_has_one_thread() -> None:
 def test_a_small_workspace_is_checked_in_this_process(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    make_big(tmp_path / "ws", count=check_cmd.MIN_PARALLEL - 3)  # + 2 bases: one short
+    make_big(tmp_path / "ws", count=check_run.MIN_PARALLEL - 3)  # + 2 bases: one short
     monkeypatch.chdir(tmp_path)
     _run(capsys, "check", "ws", "-j", "2", "--no-cache")
-    assert _last().checked == check_cmd.MIN_PARALLEL - 1 and _last().worker_pids == frozenset()
+    assert _last().checked == check_run.MIN_PARALLEL - 1 and _last().worker_pids == frozenset()
 
 
 def test_bad_jobs_is_bad_usage(big: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -271,13 +277,13 @@ def test_the_targets_of_config_json_are_looked_up_once_per_folder(
         big: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = check_cmd.target_matrix
+    real = check_run.target_matrix
 
     def counting(path: Path, *args: Any) -> Any:
         calls.append(Path(path).name)
         return real(path, *args)
 
-    monkeypatch.setattr(check_cmd, "target_matrix", counting)
+    monkeypatch.setattr(check_run, "target_matrix", counting)
     reference = _run(capsys, "check", "ws", "-j", "1", "--no-cache")
     assert len(calls) == 1  # config.json names no targets: the other pipelines skip it
     # a config.json with targets: every pipeline gets its matrix
@@ -301,7 +307,7 @@ class _Unpicklable(Exception):
 def test_an_error_in_a_worker_is_shown_as_in_one_process(
         big: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         kind: type[Exception]) -> None:
-    real = check_cmd.check_pipeline
+    real = check_run.check_pipeline
 
     def broken(path: Path | str, **kwargs: Any) -> Any:
         if Path(path).name in ("f070.yaml", "f080.yaml"):
@@ -309,7 +315,7 @@ def test_an_error_in_a_worker_is_shown_as_in_one_process(
                    else kind("table is gone", 7))
         return real(path, **kwargs)
 
-    monkeypatch.setattr(check_cmd, "check_pipeline", broken)  # a forked worker has it too
+    monkeypatch.setattr(check_run, "check_pipeline", broken)  # a forked worker has it too
     monkeypatch.setattr(workers, "start_method", lambda: "fork")
     one = _run(capsys, "check", "ws", "-j", "1")
     two = _run(capsys, "check", "ws", "-j", "2")
@@ -350,21 +356,21 @@ def _at_work_forever() -> None:
         signal.pause()
 
 
-_REAL_CHECK_WORKER = check_cmd._worker
+_REAL_CHECK_WORKER = check_run._worker
 
 
 def _check_worker_at_work(conn: Any, spec: Any) -> None:
-    """``check_cmd._worker`` whose checks of the ``f*`` pipelines never end, forked or
+    """``check_run._worker`` whose checks of the ``f*`` pipelines never end, forked or
     spawned (a spawned worker imports this module afresh: a patch made in the parent would
     not reach it)."""
-    real = check_cmd.check_pipeline
+    real = check_run.check_pipeline
 
     def at_work(path: Path | str, **kwargs: Any) -> Any:
         if os.path.basename(str(path)).startswith("f"):
             _at_work_forever()
         return real(path, **kwargs)
 
-    check_cmd.check_pipeline = at_work  # type: ignore[assignment]
+    check_run.check_pipeline = at_work  # type: ignore[assignment]
     _REAL_CHECK_WORKER(conn, spec)
 
 
@@ -443,11 +449,11 @@ workers.run_chunks(_sleep, None, [[i] for i in range(8)], 2, lambda *a: None, {m
 _CHECK_SCRIPT = """
 import sys
 sys.path.insert(0, {repo!r})
-from budgetlens_cli import check_cmd, workers
+from budgetlens_cli import check_run, workers
 from budgetlens_cli.main import main
 from tests.cli.test_check_jobs import _check_worker_at_work
 workers.start_method = lambda: {method!r}
-check_cmd._worker = _check_worker_at_work  # a base is checked here, f* hang in the workers
+check_run._worker = _check_worker_at_work  # a base is checked here, f* hang in the workers
 print("started", flush=True)
 sys.exit(main(["check", {ws!r}, "-j", "2", "--no-cache"]))
 """

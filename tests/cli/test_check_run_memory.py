@@ -23,7 +23,7 @@ from budgetlens.contract import pipeline as core_pipeline
 from budgetlens.contract import planner as core_planner
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.yamldoc import incremental
-from budgetlens_cli import check_cmd
+from budgetlens_cli import check_run
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
 
@@ -49,13 +49,13 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def _caches(monkeypatch: pytest.MonkeyPatch) -> list[BudgetCache]:
     made: list[BudgetCache] = []
-    init = check_cmd._DepsCache.__init__
+    init = check_run._DepsCache.__init__
 
-    def keep(self: check_cmd._DepsCache, *args: Any, **kwargs: Any) -> None:
+    def keep(self: check_run._DepsCache, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         made.append(self)
 
-    monkeypatch.setattr(check_cmd._DepsCache, "__init__", keep)
+    monkeypatch.setattr(check_run._DepsCache, "__init__", keep)
     return made
 
 
@@ -132,16 +132,16 @@ def test_the_policy_variables_are_read_once_per_run(
     # no user models.json to locate: the run's environment is the policy variable alone
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("HOME", raising=False)
-    options = check_cmd.CheckSpec().options()
+    options = check_run.CheckSpec().options()
     assert options.environ == {"PIPELINE_LIMITS_POLICY": "fail_fast"}
     calls: list[dict[str, str]] = []
-    read = check_cmd.policy_environ
+    read = check_run.policy_environ
 
     def counting() -> dict[str, str]:
         calls.append(read())
         return calls[-1]
 
-    monkeypatch.setattr(check_cmd, "policy_environ", counting)
+    monkeypatch.setattr(check_run, "policy_environ", counting)
     assert main(["check", "ws", "-j", "1", "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert calls == [{"PIPELINE_LIMITS_POLICY": "fail_fast"}]  # once for 13 pipelines

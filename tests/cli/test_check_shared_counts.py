@@ -22,11 +22,11 @@ from budgetlens.contract.cache import BudgetCache
 from budgetlens.files import content_hash
 from budgetlens.tokens import core
 from budgetlens.tokens.core import TokenCounter
-from budgetlens_cli import check_cmd, workers
-from budgetlens_cli.main import main
+from budgetlens_cli import check_run, workers
+from budgetlens_cli.main import main, run
 from tests.core.contract.helpers import make_workspace
 
-PIPELINES = 96  # above check_cmd.MIN_PARALLEL
+PIPELINES = 96  # above check_run.MIN_PARALLEL
 PERIOD = 40  # pipeline i uses prompt i % PERIOD: five chunks of 8 apart, another worker's
 
 
@@ -130,16 +130,16 @@ def _count_encodes(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return calls
 
 
-def _in_order(worker: Callable[..., None], spec: check_cmd.CheckSpec, chunks: Sequence[Any],
+def _in_order(worker: Callable[..., None], spec: check_run.CheckSpec, chunks: Sequence[Any],
               jobs: int, handle: Callable[[int, int, Any], None], method: str | None = None,
               outgoing: Callable[[int, Any], Any] | None = None) -> None:
     """``workers.run_chunks`` in this process: two workers (as spawned: their own caches)
     taking the chunks in turn, each reply handled before the next chunk is handed out."""
-    checkers: dict[int, check_cmd._Checker] = {}
+    checkers: dict[int, check_run._Checker] = {}
     for index, chunk in enumerate(chunks):
         pid = 101 + index % 2
         if pid not in checkers:
-            checkers[pid] = check_cmd._Checker.of_spec(spec)
+            checkers[pid] = check_run._Checker.of_spec(spec)
             checkers[pid].cache.share_counts()
         assert outgoing is not None
         handle(index, pid, checkers[pid].check_shared(outgoing(pid, chunk)))
@@ -156,9 +156,10 @@ def test_a_text_counted_by_one_worker_is_not_encoded_by_another(
     calls.clear()
 
     monkeypatch.setattr(workers, "run_chunks", _in_order)
-    assert main(["check", "ws", "-j", "2", "--no-cache"]) == 0
-    assert check_cmd.LAST_RUN is not None
-    assert check_cmd.LAST_RUN.worker_pids == frozenset({101, 102})
+    code, stats = run(["check", "ws", "-j", "2", "--no-cache"])
+    assert code == 0
+    assert stats is not None
+    assert stats.worker_pids == frozenset({101, 102})
     assert capsys.readouterr() == one
     # each text once in all: the first pipeline's prompt and the template by this process
     # (before the workers), every other prompt by the worker that met it first; the other

@@ -11,7 +11,7 @@ import pytest
 
 from budgetlens.contract.config import load_config
 from budgetlens.source import Range
-from budgetlens_cli import check_cmd
+from budgetlens_cli import check_run
 from budgetlens_cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -80,7 +80,7 @@ def test_an_internal_failure_is_one_line_and_exit_2(
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("tokenizer table is gone\nsecond line")
 
-    monkeypatch.setattr(check_cmd, "check_pipeline", broken)
+    monkeypatch.setattr(check_run, "check_pipeline", broken)
     code = main(["check", "ws"])
     out, err = capsys.readouterr()
     assert code == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from budgetlens.source import Diagnostic, Position, Range, Severity
-from budgetlens_cli import check_cmd
+from budgetlens_cli import check_text
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
 
@@ -34,7 +34,7 @@ def _diagnostic(text: str, start: int, end: int, tmp_path: Path,
     path.write_bytes(text.encode("utf-8"))
     d = Diagnostic(file=str(path), range=Range(Position(0, start), Position(end_line, end)),
                    severity=Severity.ERROR, code="BL043", message="m")
-    return check_cmd.format_diagnostic(d, check_cmd.SourceLines()).splitlines()[1:]
+    return check_text.format_diagnostic(d, check_text.SourceLines()).splitlines()[1:]
 
 
 def test_a_200_kb_one_line_pipeline_prints_a_window_per_diagnostic(
@@ -148,12 +148,12 @@ def test_a_long_line_is_windowed_looking_at_the_window_only(
     """Many diagnostics on one long line of wide characters: each looks up the width of the
     characters of its own window, not of the whole line."""
     calls: list[str] = []
-    real = check_cmd.display_width
+    real = check_text.display_width
 
     def counting(text: str) -> int:
         calls.append(text)
         return real(text)
-    monkeypatch.setattr(check_cmd, "display_width", counting)
+    monkeypatch.setattr(check_text, "display_width", counting)
     assert _diagnostic("数" * 100_000, 50_000, 50_001, tmp_path) == [
         "    1 | ..." + "数" * 57 + "...",
         "      | " + " " * 59 + "^^"]

@@ -1,6 +1,6 @@
 """The persistent result cache of ``budgetlens check`` (``budgetlens_cli.cache``).
 
-Mechanisms, never wall-clock: the core's check is counted (``check_cmd.check_pipeline``, the
+Mechanisms, never wall-clock: the core's check is counted (``check_run.check_pipeline``, the
 one door to it), and a cached run must print the same bytes as a run without the cache.
 """
 
@@ -21,7 +21,7 @@ import pytest
 
 import budgetlens
 from budgetlens_cli import cache as result_cache
-from budgetlens_cli import check_cmd
+from budgetlens_cli import check_cmd, check_run
 from budgetlens_cli.main import main
 from tests.cli.cache_helpers import without_note
 from tests.core.contract.helpers import make_workspace
@@ -42,13 +42,13 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every pipeline the core checks, in order (the real check runs)."""
     calls: list[str] = []
-    real = check_cmd.check_pipeline
+    real = check_run.check_pipeline
 
     def counting(path: Path | str, **kwargs: object) -> object:
         calls.append(Path(path).name)
         return real(path, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(check_cmd, "check_pipeline", counting)
+    monkeypatch.setattr(check_run, "check_pipeline", counting)
     return calls
 
 

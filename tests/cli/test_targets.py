@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from budgetlens.models import load_registry
+from budgetlens.source import unique_diagnostics
+from budgetlens_cli import check_cmd, check_formats, check_run
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
 
@@ -168,3 +170,20 @@ def test_text_and_json_say_where_the_window_comes_from_and_mark_approximation(
     assert steps[1]["terms"]["window"]["source"] == (
         f"config.json serving.num_ctx (below 131072 from model llama-3.1-8b-instruct"
         f" (registry {date}))")
+
+
+def test_the_spliced_json_text_is_the_json_of_its_data(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``check_formats.json_text`` puts the steps rendered at check time together (a speed
+    trick); its bytes are those of ``json.dumps`` of the document as data."""
+    code, out = _run(capsys, "check", ".", "--no-cache", "--format", "json", *TARGETS)
+    assert code == 0 and '"targets"' in out
+    pipelines = check_cmd.collect_pipelines(["."])
+    results, _ = check_run.check_results(pipelines, check_run.CheckSpec().options, "steps",
+                                         targets=["gpt-4o", "gpt-4", "claude-sonnet-4-5"])
+    matrices = [r.matrix for r in results if r.matrix is not None]
+    diagnostics = unique_diagnostics([*(d for r in results for d in r.diagnostics),
+                                      *(d for m in matrices for d in m.diagnostics)])
+    document = check_formats.json_output(results, diagnostics, matrices)
+    assert out == json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    assert check_formats.json_text(results, diagnostics, matrices) + "\n" == out

@@ -1,7 +1,7 @@
 """``workers.run_chunks`` promises to say "whether a worker wrote to its sys.stderr", and
 ``check -j N`` relies on it to record no answer (docs/cli.md "The answer of a command
 line"). But only what a worker writes once ``serve`` has wrapped ``sys.stderr`` in
-``_Watched`` is counted: whatever it writes while starting up (``check_cmd._worker``
+``_Watched`` is counted: whatever it writes while starting up (``check_run._worker``
 building its ``_Checker`` from the spec and sharing counts before it calls ``serve``;
 ``warnings.warn`` there) reaches the terminal but not the flag, so the run records an
 answer whose replay lacks that text. (Modules a spawned worker imports before its target
@@ -23,8 +23,8 @@ import pytest
 
 from budgetlens.contract.cache import BudgetCache
 from budgetlens_cli import cache as result_cache
-from budgetlens_cli import check_cmd, workers
-from budgetlens_cli.main import main
+from budgetlens_cli import workers
+from budgetlens_cli.main import run
 from tests.cli.test_check_jobs import make_big
 
 
@@ -52,7 +52,7 @@ def test_a_write_before_serve_is_reported(method: str, worker: Any) -> None:
 def test_check_records_no_answer_after_a_worker_wrote_while_starting(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capfd: pytest.CaptureFixture[str]) -> None:
-    """``check_cmd._worker`` runs ``checker.cache.share_counts()`` (and, spawned,
+    """``check_run._worker`` runs ``checker.cache.share_counts()`` (and, spawned,
     ``_Checker.of_spec``) before ``serve``; a message written there is on the terminal
     (captured below on file descriptor 2) yet the run records its answer, which the next
     identical run replays without that message. Right answer: no answer recorded."""
@@ -71,8 +71,9 @@ def test_check_records_no_answer_after_a_worker_wrote_while_starting(
             print("some library: a message while the worker starts", file=sys.stderr)
         real(self)
     monkeypatch.setattr(BudgetCache, "share_counts", talking)
-    assert main(["check", "ws", "-j", "2"]) == 1
-    assert check_cmd.LAST_RUN is not None and check_cmd.LAST_RUN.worker_pids
+    code, stats = run(["check", "ws", "-j", "2"])
+    assert code == 1
+    assert stats is not None and stats.worker_pids
     assert "while the worker starts" in capfd.readouterr().err  # the user saw it
     answers = sorted(Path(result_cache.CACHE_DIR_NAME).glob("*/*" + result_cache.ANSWER_SUFFIX))
     assert answers == []

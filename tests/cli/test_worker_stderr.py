@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from budgetlens_cli import cache as result_cache
-from budgetlens_cli import check_cmd, workers
-from budgetlens_cli.main import main
+from budgetlens_cli import check_run, workers
+from budgetlens_cli.main import run
 from tests.cli.test_check_jobs import make_big
 
 
@@ -36,30 +36,32 @@ def _answers() -> list[Path]:
 
 def _talking(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """``check_pipeline`` of pipeline ``name`` prints a line on standard error."""
-    real = check_cmd.check_pipeline
+    real = check_run.check_pipeline
 
     def talking(path: Path | str, **kwargs: Any) -> Any:
         if Path(path).name == name:
             print("some library: a message", file=sys.stderr)
         return real(path, **kwargs)
-    monkeypatch.setattr(check_cmd, "check_pipeline", talking)
+    monkeypatch.setattr(check_run, "check_pipeline", talking)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_run_that_wrote_to_standard_error_records_no_answer(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], jobs: str) -> None:
     _talking(monkeypatch, "f070.yaml")  # checked in a worker with -j 2 (the first is here)
-    assert main(["check", "ws", "-j", jobs]) == 1
-    assert check_cmd.LAST_RUN is not None
-    assert bool(check_cmd.LAST_RUN.worker_pids) == (jobs == "2")
+    code, stats = run(["check", "ws", "-j", jobs])
+    assert code == 1
+    assert stats is not None
+    assert bool(stats.worker_pids) == (jobs == "2")
     capsys.readouterr()
     assert _answers() == []
 
 
 def test_a_quiet_run_in_workers_records_its_answer(capsys: pytest.CaptureFixture[str]) -> None:
     """The control: the same run, nothing on standard error, records one."""
-    assert main(["check", "ws", "-j", "2"]) == 1
-    assert check_cmd.LAST_RUN is not None and check_cmd.LAST_RUN.worker_pids
+    code, stats = run(["check", "ws", "-j", "2"])
+    assert code == 1
+    assert stats is not None and stats.worker_pids
     capsys.readouterr()
     assert len(_answers()) == 1
 

@@ -1,4 +1,10 @@
-"""A read the check could not do keeps every result of the run that depends on the file out
+"""A result made from a read the check could not do is never cached. When an input cannot
+be read (an I/O error that leaves its stat as it was: EIO on a network file system,
+EMFILE/ENFILE under descriptor pressure), the report says so (BL041, an error); the cache
+used to key that result by reading the file again for its hash, and when that read worked,
+every later run printed the error while ``--no-cache`` passed (review25).
+
+A read the check could not do keeps every result of the run that depends on the file out
 of the cache, not only the first: the core keeps the failed read's error
 (``BudgetCache.prompt_tokens`` memoises a ``SourceError`` per tokenizer and fingerprint), so a
 later step or pipeline that counts the prompt with the same tokenizer reports "cannot read"
@@ -6,7 +12,8 @@ from the memo even after another read of the file worked (a step's own ``model``
 pipeline's, or ``--target``). Such a result was cached under the good hash: every later run
 printed the error and exited 1 while ``--no-cache`` passed. And a tokenizer.json, which its
 library reads (not the check), that could not be read (BL014) keeps its pipeline out of the
-cache. Found by a review (review25b); each test failed before the fix."""
+cache. Found by a review (review25b); each test failed before the fix.
+"""
 
 from __future__ import annotations
 
@@ -19,11 +26,39 @@ import pytest
 
 from budgetlens import files as core_files
 from budgetlens_cli import cache as result_cache
+from tests.cli.cache_helpers import CONFIG, STEP, checked, clean_environment, run
 from tests.core.contract.helpers import make_workspace
 
-from .cache_helpers import CONFIG, STEP, checked, clean_environment, run
-
 __all__ = ["checked", "clean_environment"]
+
+
+def test_a_prompt_the_check_could_not_read_is_read_again_by_the_next_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        checked: list[str]) -> None:
+    make_workspace(tmp_path / "ws", config=CONFIG, prompts={"p.txt": "Be helpful.\n"},
+                   pipelines={"a.yaml": STEP, "b.yaml": STEP.replace("100}", "120}")})
+    monkeypatch.chdir(tmp_path)
+    real_opener = core_files._open_nonblocking
+
+    def failing(path: str, flags: int) -> int:
+        if str(path).endswith("p.txt"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(path))
+        return real_opener(path, flags)
+
+    with monkeypatch.context() as mp:  # the first run's reads of the prompt fail
+        mp.setattr(core_files, "_open_nonblocking", failing)
+        first = run(capsys, "check", "ws")
+    assert first[0] == 1 and "BL041" in first[1] and "cannot read" in first[1]
+
+    fresh = run(capsys, "check", "ws", "--no-cache")
+    assert fresh[0] == 0 and "BL041" not in fresh[1]
+    checked.clear()
+    assert run(capsys, "check", "ws") == fresh
+    assert sorted(checked) == ["a.yaml", "b.yaml"]  # neither result was kept
+    checked.clear()
+    assert run(capsys, "check", "ws") == fresh
+    assert checked == []  # the results of good reads are
+
 
 TWO_MODELS = ("settings:\n  max_context_tokens: 1000\n"
               "steps:\n  - {id: s, type: call_model, prompt_key: p, max_output_tokens: 100}\n"

@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from budgetlens_cli import cache as result_cache
+from tests.cli.cache_helpers import CONFIG, STEP, clean_environment, replayed, run
 from tests.core.contract.helpers import make_workspace
 
-from .cache_helpers import CONFIG, STEP, clean_environment, run
-
-__all__ = ["clean_environment"]
+__all__ = ["clean_environment", "replayed"]
 
 
 def _linked_prompt(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -43,7 +42,7 @@ def _linked_prompt(tmp_path: Path) -> tuple[Path, Path, Path]:
 @pytest.mark.parametrize("replay", [False, True])
 def test_a_prompt_relinked_outside_to_a_hard_link_of_the_same_file_is_checked_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        replay: bool, target: str) -> None:
+        replay: bool, target: str, replayed: list[int]) -> None:
     if replay:  # files written by the test count as settled: the answer is recorded too
         monkeypatch.setattr(result_cache, "RACY_NS", 0)
     _ws, link, outside = _linked_prompt(tmp_path)
@@ -52,7 +51,7 @@ def test_a_prompt_relinked_outside_to_a_hard_link_of_the_same_file_is_checked_ag
     assert first[0] == 0 and "BL041" not in first[1]
     if replay:
         assert run(capsys, "check", target) == first
-        assert result_cache.last_replayed_pipelines == 1  # the answer is recorded
+        assert replayed[-1] == 1  # the answer is recorded
 
     link.unlink()
     os.symlink(outside, link)  # now the prompt resolves outside the workspace
@@ -99,7 +98,7 @@ def test_a_workspace_relinked_to_a_folder_of_links_to_the_same_files_is_checked_
 
 def test_an_unchanged_linked_workspace_still_replays_and_reads_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], replayed: list[int]) -> None:
     """Where the inputs lie is compared, not re-derived by reading them: a workspace reached
     through links keeps its answer and its entries."""
     real = make_workspace(tmp_path / "A", config=CONFIG, prompts={"p.txt": "Be helpful.\n"},
@@ -109,9 +108,9 @@ def test_an_unchanged_linked_workspace_still_replays_and_reads_nothing(
     monkeypatch.chdir(tmp_path / "cwd")
     monkeypatch.setattr(result_cache, "RACY_NS", 0)
     first = run(capsys, "check", "ws/pipelines/a.yaml")
-    result_cache.last_replayed_pipelines = 0
+    replayed.clear()
     assert run(capsys, "check", "ws/pipelines/a.yaml") == first
-    assert result_cache.last_replayed_pipelines == 1
+    assert replayed[-1] == 1
 
 
 def test_the_replay_fingerprint_of_an_input_is_its_stat_and_place(
