@@ -354,6 +354,12 @@ _CLASSES = MappingProxyType({
     "Range": ("budgetlens.source", "Range"),
     "Position": ("budgetlens.source", "Position"),
     "Severity": ("budgetlens.source", "Severity"),
+    # Diagnostic.data: every member of source.FixData (tests/cli/cache keeps this complete)
+    "RenameKey": ("budgetlens.source", "RenameKey"),
+    "ClampFix": ("budgetlens.source", "ClampFix"),
+    "FailureStage": ("budgetlens.source", "FailureStage"),
+    "JsonCut": ("budgetlens.source", "JsonCut"),
+    "JsonTooLarge": ("budgetlens.source", "JsonTooLarge"),
     "TargetMatrix": ("budgetlens.contract.targets", "TargetMatrix"),
     "TargetFit": ("budgetlens.contract.targets", "TargetFit"),
 })
