@@ -1,0 +1,58 @@
+"""LiteLLM: ``BudgetGuard``, a ``CustomLogger`` that fits every chat request before LiteLLM
+sends it (extra ``budgetlens[litellm]``).
+
+- on the proxy, ``async_pre_call_hook(user_api_key_dict, cache, data, call_type)`` fits
+  ``data`` (``messages``, ``max_tokens`` / ``max_completion_tokens``, ``tools``); register it
+  in the proxy's config (``litellm_settings: callbacks: my_module.guard``);
+- in the SDK (``litellm.callbacks = [BudgetGuard(...)]``), ``async_pre_call_deployment_hook``
+  does the same for ``litellm.acompletion`` just before the request goes to the deployment.
+
+A request that fits is passed on as it is; one that does not fit at all raises
+``RequestDoesNotFit`` (a ``ValueError``) and is not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from budgetlens import TokenCounter
+from budgetlens_adapters.fitting import OUTPUT_PARAMS, Fitting, require
+
+_custom_logger = require("litellm.integrations.custom_logger", "litellm").CustomLogger
+_CHAT_CALLS = frozenset({"completion", "acompletion"})
+
+
+class BudgetGuard(_custom_logger):  # type: ignore[misc,valid-type]
+    """Fits chat requests with ``fit_request`` (the options are its own; ``model`` names the
+    registry's model to count for, else the request's model without its ``provider/``)."""
+
+    def __init__(self, *, model: str | None = None,
+                 serving: Mapping[str, object] | None = None, margin: int | str | None = None,
+                 counter: TokenCounter | None = None, min_output: int | None = None,
+                 trim: bool = True, window: int | None = None, max_output: int | None = None,
+                 tokenizer: str | None = None) -> None:
+        super().__init__()
+        self.fitting = Fitting(model, serving, margin, counter, min_output, trim, window,
+                               max_output, tokenizer)
+
+    def fit_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with its messages and output limit fitted, in place (and returned)."""
+        if not data.get("messages"):
+            return data
+        model = str(data.get("model", "")).rsplit("/", 1)[-1]
+        request = {**data, "model": model}
+        fitted = self.fitting.fit_kwargs(request)
+        if fitted is not request:
+            data.update((key, fitted[key]) for key in ("messages", *OUTPUT_PARAMS)
+                        if key in fitted)
+        return data
+
+    async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any,
+                                  data: dict[str, Any], call_type: Any) -> dict[str, Any]:
+        return self.fit_data(data) if str(call_type) in _CHAT_CALLS else data
+
+    async def async_pre_call_deployment_hook(self, kwargs: dict[str, Any],
+                                             call_type: Any) -> dict[str, Any]:
+        name = getattr(call_type, "value", call_type)
+        return self.fit_data(kwargs) if name in _CHAT_CALLS else kwargs
