@@ -25,7 +25,8 @@ _CHAT_CALLS = frozenset({"completion", "acompletion"})
 
 class BudgetGuard(_custom_logger):  # type: ignore[misc,valid-type]
     """Fits chat requests with ``fit_request`` (the options are its own; ``model`` names the
-    registry's model to count for, else the request's model without its ``provider/``)."""
+    registry's model to count for, else the request's model: the registry reads a provider
+    prefix such as ``openai/`` or ``hosted_vllm/``)."""
 
     def __init__(self, *, model: str | None = None,
                  serving: Mapping[str, object] | None = None, margin: int | str | None = None,
@@ -40,10 +41,8 @@ class BudgetGuard(_custom_logger):  # type: ignore[misc,valid-type]
         """``data`` with its messages and output limit fitted, in place (and returned)."""
         if not data.get("messages"):
             return data
-        model = str(data.get("model", "")).rsplit("/", 1)[-1]
-        request = {**data, "model": model}
-        fitted = self.fitting.fit_kwargs(request)
-        if fitted is not request:
+        fitted = self.fitting.fit_kwargs(data)
+        if fitted is not data:
             data.update((key, fitted[key]) for key in ("messages", *OUTPUT_PARAMS)
                         if key in fitted)
         return data
