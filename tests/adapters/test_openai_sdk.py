@@ -110,3 +110,19 @@ async def test_the_async_client_is_guarded_the_same_way(
     assert server.bodies[1] == server.bodies[0]
     assert json.loads(server.bodies[2])["max_completion_tokens"] == WINDOW - tokens(SHORT)
     assert len(warnings(caplog)) == 1
+
+
+def test_a_llamacpp_server_gets_a_prompt_within_its_context(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # llama.cpp refuses a prompt that fills n_ctx (--ctx-size); the window is given as such
+    caplog.set_level(logging.WARNING, "budgetlens")
+    with loopback_server(flavor="llamacpp") as server:
+        with pytest.raises(openai.BadRequestError,
+                           match="the request exceeds the available context size"):
+            client(server.base_url).chat.completions.create(model="gpt-4o", messages=LONG)
+        guard(client(server.base_url), window=WINDOW).chat.completions.create(
+            model="gpt-4o", messages=LONG)
+    assert server.statuses == [400, 200]
+    sent = json.loads(server.bodies[1])["messages"]
+    assert sent[0] == LONG[0] and sent[-1] == LONG[-1] and tokens(sent) < WINDOW
+    assert any("history trimmed" in w for w in warnings(caplog))
