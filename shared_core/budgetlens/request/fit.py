@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.frozen import quick_init
+from budgetlens.request.chat_template import template_count
 from budgetlens.request.framing import (
     Message,
     MessageCost,
@@ -44,6 +45,7 @@ from budgetlens.request.limits import (
     request_limits,
 )
 from budgetlens.tokens.core import TokenCounter, get_tokenizer
+from budgetlens.tokens.families import FAMILIES, available
 
 if TYPE_CHECKING:  # annotations only
     from budgetlens.contract.results import PipelineReport, StepBudget
@@ -66,14 +68,18 @@ class Breakdown:
     schema: int
     reply: int
     """The tokens that prime the reply."""
+    template: int = 0
+    """Counted from the family's chat template (Llama 3, Qwen, DeepSeek, Mistral): the exact
+    count minus the parts above (their per-message estimates); part of ``framing``."""
 
     @property
     def framing(self) -> int:
-        return sum(m.framing for m in self.messages) + self.reply
+        return sum(m.framing for m in self.messages) + self.reply + self.template
 
     @property
     def total(self) -> int:
-        return sum(m.total for m in self.messages) + self.tools + self.schema + self.reply
+        return (sum(m.total for m in self.messages) + self.tools + self.schema + self.reply
+                + self.template)
 
     def line(self) -> str:
         """``system 120 + 6 messages 4,210 + tools 88 + schema 40 + reply 3 = 4,461``."""
@@ -83,6 +89,7 @@ class Breakdown:
                  f"{others} message{'' if others == 1 else 's'} {rest:,}"]
         parts += [f"tools {self.tools:,}"] if self.tools else []
         parts += [f"schema {self.schema:,}"] if self.schema else []
+        parts += [f"template {self.template:+,}"] if self.template else []
         return " + ".join([*parts, f"reply {self.reply}"]) + f" = {self.total:,}"
 
 
@@ -201,8 +208,35 @@ def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[A
              and all(c.exact for c in costs))
     notes = tuple(f"message {c.index}: {c.uncounted} non-text part(s) not counted"
                   for c in costs if c.uncounted)
-    return RequestCount(breakdown.total, breakdown, not exact, limits.tokenizer, framing.rule,
-                        notes)
+    rule = framing.rule
+    templated = _templated(limits, messages, tools, count, costs)
+    if templated is not None:  # the family's own chat template: exact but for a schema
+        breakdown = replace(breakdown, template=templated - (breakdown.total - schema_n))
+        exact, rule = schema_exact, _TEMPLATE_RULE.get(limits.tokenizer, rule)
+    elif limits.tokenizer in _TEMPLATE_RULE and not available(limits.tokenizer):
+        notes += (f"chat framing ≈: pip install 'budgetlens[{FAMILIES[limits.tokenizer].extra}]'"
+                  " to count it from the model's chat template",)
+    return RequestCount(breakdown.total, breakdown, not exact, limits.tokenizer, rule, notes)
+
+
+_TEMPLATE_RULE = {
+    "llama3": "Llama 3.1/3.2 chat template (Jinja, rendered as apply_chat_template)",
+    "qwen2": "Qwen 2.5 chat template (Jinja, rendered as apply_chat_template)",
+    "deepseek": "DeepSeek R1 chat template (Jinja, rendered as apply_chat_template)",
+    "mistral_tekken": "mistral-common's request encoder (encode_chat_completion)",
+}
+
+
+def _templated(limits: RequestLimits, messages: Sequence[Message],
+               tools: Sequence[Any] | None, count: Callable[[str], int],
+               costs: Sequence[MessageCost]) -> int | None:
+    """The exact count from the family's chat template, or None (no template for the
+    tokenizer, its package missing, non-text parts, or a request the template refuses)."""
+    if limits.tokenizer not in _TEMPLATE_RULE or any(c.uncounted for c in costs):
+        return None
+    if any(not isinstance(m.get("content"), (str, type(None))) for m in messages):
+        return None  # content lists: how a server joins the parts is not the template's
+    return template_count(limits.tokenizer, messages, tools, count)
 
 
 def count_request(model: str, messages: Sequence[Message], *,
@@ -351,6 +385,12 @@ def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[
         counted.breakdown, messages=tuple(c for c in counted.breakdown.messages
                                           if c.index not in dropped),
         system=counted.breakdown.system)
+    if dropped and counted.rule in _TEMPLATE_RULE.values():
+        # turns were dropped by their per-message estimates; the kept request is recounted
+        sizes.tokens = _count(limits, kept, tools, response_format,
+                              _counter_for(limits, counter)).tokens
+        breakdown = replace(breakdown, template=breakdown.template + sizes.tokens
+                            - breakdown.total)
     out, clamped = _output(sizes, max_tokens, label, limits.output_param)
     approx = "≈" if counted.approximate else ""
     text = (f"{label}: input {approx}{sizes.tokens:,} tokens + margin"
