@@ -150,3 +150,20 @@ def test_fit_request_uses_the_template_count() -> None:
                       window=exact.tokens + 60)
     assert (fit.input_tokens, fit.output_tokens, fit.clamped) == (exact.tokens, 60, True)
     assert not fit.approximate and fit.margin == 0
+
+
+def test_a_trimmed_llama_request_is_recounted_from_the_template() -> None:
+    pytest.importorskip("quicktok")
+    model = "meta-llama/Llama-3.1-8B-Instruct"
+    history = [m for i in range(6) for m in (
+        {"role": "user", "content": f"question {i}: " + "détail " * 40},
+        {"role": "assistant", "content": f"answer {i}: " + "réponse " * 40})]
+    messages = [{"role": "system", "content": "Be brief."}, *history,
+                {"role": "user", "content": "last question"}]
+    whole = count_request(model, messages).tokens
+    fit = fit_request(model, messages, window=whole - 150, max_tokens=50)
+    assert fit.trimmed and not fit.approximate
+    # the kept messages, counted on their own by the template, are what fit reports
+    kept = count_request(model, list(fit.messages))
+    assert fit.input_tokens == kept.tokens == fit.breakdown.total
+    assert fit.messages[0]["role"] == "system" and fit.messages[-1]["content"] == "last question"

@@ -249,8 +249,14 @@ def test_other_families_are_approximate_with_a_proportional_margin() -> None:
     assert gpt5.tokens == 9 and gpt5.approximate is True
 
 
-def test_an_open_family_counts_with_its_own_tokenizer_and_a_documented_overhead() -> None:
+def test_an_open_family_counts_with_its_own_tokenizer_and_a_documented_overhead(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from ..tokens.references import reference
+
+    # the chat template's package taken as missing: the ≈ overhead (the template counts are
+    # tested in test_chat_templates.py)
+    monkeypatch.setattr("budgetlens.request.chat_template.available", lambda name: False)
+    monkeypatch.setattr("budgetlens.request.fit.available", lambda name: False)
 
     llama = reference("llama3")
     messages = [{"role": "system", "content": "Réponds en français."},
@@ -260,7 +266,9 @@ def test_an_open_family_counts_with_its_own_tokenizer_and_a_documented_overhead(
     # <|eot_id|> (4 + role), the reply's header (4) and <|begin_of_text|> (1)
     expected = sum(4 + len(llama(m["role"])) + len(llama(m["content"])) for m in messages) + 5
     assert counted.tokens == expected and counted.tokenizer == "llama3"
-    assert counted.approximate is True  # the chat template itself is not applied yet
+    assert counted.approximate is True  # the chat template itself is not applied
+    assert counted.notes == ("chat framing ≈: pip install 'budgetlens[llama]' to count it from"
+                             " the model's chat template",)
 
 
 def test_claude_tools_cost_their_json_and_the_largest_published_tool_prompt() -> None:

@@ -202,8 +202,13 @@ def test_check_request_uses_the_steps_model_tokenizer_window_and_history(
     assert _records(caplog, "clamp") == []
 
 
-def test_check_request_counts_a_llama_step_with_the_llama_tokenizer(tmp_path: Path) -> None:
+def test_check_request_counts_a_llama_step_with_the_llama_tokenizer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ..tokens.references import reference
+
+    # the chat template's package taken as missing: the ≈ framing (the template path:
+    # test_chat_templates.py)
+    monkeypatch.setattr("budgetlens.request.chat_template.available", lambda name: False)
 
     make_workspace(tmp_path, config={"model": "gpt-4o", "serving": {"num_ctx": 8192},
                                      "format_overhead_tokens": 0},
