@@ -30,7 +30,11 @@ definitions and its response schema.
   properties as the function's parameters, nested ones included) with the 12 closing
   tokens; ``json_object`` and ``text`` add nothing.
 
-**Other families** (≈ always; no chat template is implemented here yet): each message costs
+**Llama 3, Qwen, DeepSeek, Mistral** are counted from their own chat templates when the
+family's extra is installed (``request.chat_template``: exact); without it, or for content
+lists, as the other families below (≈).
+
+**Other families** (≈ always): each message costs
 a documented overhead plus its role's tokens where the template writes the role, the reply
 a priming overhead (see ``FRAMINGS``); tool definitions and a response schema cost the
 tokens of their compact JSON text. Claude adds a tool-use system prompt when tools are given;
