@@ -167,3 +167,17 @@ def test_a_trimmed_llama_request_is_recounted_from_the_template() -> None:
     kept = count_request(model, list(fit.messages))
     assert fit.input_tokens == kept.tokens == fit.breakdown.total
     assert fit.messages[0]["role"] == "system" and fit.messages[-1]["content"] == "last question"
+
+
+def test_a_request_the_template_refuses_is_counted_approximately() -> None:
+    pytest.importorskip("quicktok")
+    # Llama 3.1's template raises on two tool calls in one message (raise_exception)
+    calls = [{"id": f"c{i}", "type": "function",
+              "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}
+             for i in range(2)]
+    messages = [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "tool_calls": calls},
+                {"role": "tool", "tool_call_id": "c0", "content": "sunny"},
+                {"role": "user", "content": "thanks"}]
+    counted = count_request("meta-llama/Llama-3.1-8B-Instruct", messages, tools=TOOLS)
+    assert counted.approximate and "chat template" not in counted.rule
