@@ -129,6 +129,12 @@ def _special_tokens(family: str) -> list[str]:
     return [str(t["content"]) for t in data.get("added_tokens", ())]
 
 
+#: A role and its newlines (``user\n``, Llama's ``\n\n``) before text that starts with no
+#: whitespace: the families' split patterns make the newlines a piece of their own there, so
+#: the head and the text count apart (the text then is a message's content, counted before).
+_HEAD = re.compile(r"[A-Za-z_]*\n+(?=\S)")
+
+
 def count_rendered(family: str, text: str, count: Callable[[str], int]) -> int:
     """Tokens of rendered chat ``text``: one per special token, the text between them counted
     by ``count`` (the family's ordinary encoding)."""
@@ -137,7 +143,11 @@ def count_rendered(family: str, text: str, count: Callable[[str], int]) -> int:
         if i % 2:
             total += 1
         elif part:
-            total += count(part)
+            head = _HEAD.match(part)
+            if head is not None and family in ("llama3", "qwen2"):
+                total += count(head.group()) + count(part[head.end():])
+            else:
+                total += count(part)
     return total
 
 

@@ -171,12 +171,14 @@ class _Counting:
     """Counts texts with the caller's ``TokenCounter`` (its cache), else with the model's
     tokenizer; short texts (roles, names) memoised here for one request."""
 
-    def __init__(self, count: Callable[[str], int]) -> None:
+    def __init__(self, count: Callable[[str], int], memo_all: bool = False) -> None:
         self.count = count
         self.short: dict[str, int] = {}
+        self.limit = 1 << 62 if memo_all else 32
+        """Longest text memoised: all of them when a chat template counts the contents again."""
 
     def __call__(self, text: str) -> int:
-        if len(text) > 32:
+        if len(text) > self.limit:
             return self.count(text)
         n = self.short.get(text)
         if n is None:
@@ -198,7 +200,8 @@ def _counter_for(limits: RequestLimits, counter: TokenCounter | None) -> Callabl
 
 def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[Any] | None,
            response_format: Any, counter: Callable[[str], int]) -> RequestCount:
-    framing, count = limits.framing, _Counting(counter)
+    framing = limits.framing
+    count = _Counting(counter, memo_all=limits.tokenizer in _TEMPLATE_RULE)
     costs = tuple(message_cost(i, m, framing, count) for i, m in enumerate(messages))
     tool_n, tools_exact = tools_tokens(tools or (), framing, count)
     schema_n, schema_exact = schema_tokens(response_format, framing, count)
