@@ -239,7 +239,9 @@ _TEMPLATE_MODELS: dict[str, tuple[str, ...]] = {
                "llama3.3"),
     "qwen2": ("qwen2", "qwen-2"),
     "deepseek": ("deepseek-r1", "deepseek-reasoner"),
-    "mistral_tekken": ("",),
+    # mistral-common's shipped Tekken file is instruct v3 (Nemo, Pixtral 12B); Small 3,
+    # Devstral, Magistral, Ministral encode with v7 (a [SYSTEM_PROMPT] block): ≈
+    "mistral_tekken": ("mistral-nemo", "open-mistral-nemo", "pixtral-12b"),
 }
 
 
