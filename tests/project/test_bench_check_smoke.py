@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_check.py"
 
 
-def test_bench_check_runs_small_and_removes_its_workspace() -> None:
-    before = {p.name for p in Path(tempfile.gettempdir()).glob("budgetlens-bench-*")}
+def test_bench_check_runs_small_and_removes_its_workspace(tmp_path: Path) -> None:
+    # a private temporary folder: other runs on the machine make bench folders too
+    private = tmp_path / "tmp"
+    private.mkdir()
+    env = {**os.environ, "TMPDIR": str(private)}
     proc = subprocess.run([sys.executable, str(BENCH), "--pipelines", "20", "--prompts", "40",
-                           "--bases", "2"], capture_output=True, text=True, timeout=300)
+                           "--bases", "2"], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     for label in ("check, cold cache:", "check, warm cache:", "check, one prompt changed:",
                   "peak memory, cold check:", "raw tiktoken encode_ordinary:",
                   "TokenCounter.count, cold:", "TokenCounter.count, warm:"):
         assert label in proc.stdout
     assert "workspace: 20 pipelines, 40 prompt files" in proc.stdout
-    after = {p.name for p in Path(tempfile.gettempdir()).glob("budgetlens-bench-*")}
-    assert after <= before
+    assert list(private.glob("budgetlens-bench-*")) == []
 
 
 def test_bench_check_keeps_every_round_and_reports_the_best(tmp_path: Path) -> None:
