@@ -28,6 +28,7 @@ from typing import Any
 
 from budgetlens.continuation.contexts import DEFAULT_BUDGET, DEFAULT_MARKER, DEFAULT_OVERLAP_CHARS
 from budgetlens.continuation.loop import (
+    CONTINUATION_TEMPLATE,
     DEFAULT_MAX_FAILURES,
     DEFAULT_MAX_ITERATIONS,
     Case,
@@ -37,18 +38,9 @@ from budgetlens.continuation.loop import (
 )
 from budgetlens.request.framing import Message
 
-CHAT_CONTINUATION_TEMPLATE = """Your previous reply was cut off before the JSON was \
-finished ({description}).
-This is the JSON so far: long values are shown as <type hints>, and {marker} marks the cut.
-
-{hierarchy}
-
-Continue the JSON exactly where it was cut. Start your reply by repeating these last \
-characters before the cut, verbatim:
-{overlap}
-then write the rest of the JSON to its end. Reply with JSON text only: no explanation, \
-no code fence, and do not start the document again."""
-"""The user message of a continuation (placeholders as ``loop.CONTINUATION_TEMPLATE``'s)."""
+CHAT_CONTINUATION_TEMPLATE = CONTINUATION_TEMPLATE.split("---\n", 1)[1]
+"""The user message of a continuation: ``loop.CONTINUATION_TEMPLATE`` after its ``---``
+line (the chat keeps the original prompt as its own messages)."""
 
 #: ``finish_reason`` / ``stop_reason`` / ``finishReason`` values that mean "cut by the
 #: output limit" (OpenAI, Anthropic, Gemini; Ollama's ``done_reason`` says ``length``).
