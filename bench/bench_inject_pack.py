@@ -30,7 +30,7 @@ from budgetlens import (
     pack_context,
     plan_injection,
 )
-from budgetlens.context.packer import PackDoc
+from budgetlens.assembly.packer import PackDoc
 
 TYPES = ("brainstorm_idea", "剧本设定", "chronicles", "episode_planning", "episode_synopsis",
          "user_note", "outline")

@@ -23,7 +23,7 @@ from budgetlens import (
     get_tokenizer,
     plan_injection,
 )
-from budgetlens.context.input_errors import describe_validation_error
+from budgetlens.assembly.input_errors import describe_validation_error
 from budgetlens.serialize import to_jsonable
 from budgetlens_cli.io import invalid, read_text_arg
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from budgetlens import PackResult, TokenCounter, TokenizerError, get_tokenizer, pack_context
-from budgetlens.context.input_errors import InputError
-from budgetlens.context.packer import (
+from budgetlens.assembly.input_errors import InputError
+from budgetlens.assembly.packer import (
     IntentMap,
     PackDoc,
     intent_map_from_text,

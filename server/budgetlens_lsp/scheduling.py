@@ -17,7 +17,7 @@ The policy (a newcomer's summary):
 
 The index applies the stop: ``Turn.snapshot.superseded`` goes to the core's
 ``check_pipeline(stop=...)``. :class:`HoldState` is what the policy remembers between
-analyses; ``features.context.Analysis`` carries it.
+analyses; ``features.state.Analysis`` carries it.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class AnalysisCounts:
 @dataclass(kw_only=True)
 class HoldState:
     """What the policy remembers between analyses (on the analysis thread). Keyword-only,
-    so a state that extends it (``features.context.Analysis``) keeps its own fields first."""
+    so a state that extends it (``features.state.Analysis``) keeps its own fields first."""
 
     #: when the first analysis not delivered (superseded) since the last delivery ended
     held_since: float | None = None

@@ -1,7 +1,7 @@
 """The one place that registers pygls handlers and fans events out to the feature modules.
 
 Each handler is a line or three calling a feature (``budgetlens_lsp.features``), with the
-one :class:`ServerContext` built here. A feature's failure in a notification is logged and
+one :class:`ServerState` built here. A feature's failure in a notification is logged and
 never stops the server; a request handler's failure becomes an LSP error response (bad
 command arguments: "invalid params"). Requests that read analysis results go through
 :meth:`Session.query`, which flushes pending edits and runs the feature on the analysis
@@ -36,7 +36,7 @@ from budgetlens_lsp.features import (
     lifecycle,
     models,
 )
-from budgetlens_lsp.features.context import Analysis, ServerContext
+from budgetlens_lsp.features.state import Analysis, ServerState
 from budgetlens_lsp.protocol import BudgetLensProtocol
 from budgetlens_lsp.session import Session
 
@@ -49,7 +49,7 @@ class BudgetLensServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=BudgetLensProtocol)
         analysis = Analysis()
-        self.ctx = ServerContext(self, Session(functools.partial(diagnostics.analyze, analysis)),
+        self.ctx = ServerState(self, Session(functools.partial(diagnostics.analyze, analysis)),
                                  analysis)
         self.ctx.session.on_results = self.published
         self._first_published = False
@@ -131,7 +131,7 @@ def after_first_publish() -> None:
     save_counts()
 
 
-def _guard(fn: Callable[[ServerContext, Any], None], ctx: ServerContext
+def _guard(fn: Callable[[ServerState, Any], None], ctx: ServerState
            ) -> Callable[[Any], None]:
     """A notification handler running ``fn(ctx, params)``; an exception is logged, the
     server goes on."""
@@ -154,7 +154,7 @@ def create_server() -> BudgetLensServer:
     return server
 
 
-def _register_lifecycle(server: BudgetLensServer, ctx: ServerContext) -> None:
+def _register_lifecycle(server: BudgetLensServer, ctx: ServerState) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: BudgetLensServer, params: types.InitializeParams) -> None:
         lifecycle.initialize(ctx, params)
@@ -173,7 +173,7 @@ def _register_lifecycle(server: BudgetLensServer, ctx: ServerContext) -> None:
         await lifecycle.did_change_configuration(ctx, params)
 
 
-def _register_documents(server: BudgetLensServer, ctx: ServerContext) -> None:
+def _register_documents(server: BudgetLensServer, ctx: ServerState) -> None:
     for method, fn in ((types.TEXT_DOCUMENT_DID_OPEN, documents.did_open),
                        (types.TEXT_DOCUMENT_DID_CHANGE, documents.did_change),
                        (types.TEXT_DOCUMENT_DID_SAVE, documents.did_save),
@@ -185,7 +185,7 @@ def _register_documents(server: BudgetLensServer, ctx: ServerContext) -> None:
         server.feature(method)(_guard(fn, ctx))
 
 
-def _register_requests(server: BudgetLensServer, ctx: ServerContext) -> None:
+def _register_requests(server: BudgetLensServer, ctx: ServerState) -> None:
     @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
         identifier="budgetlens", inter_file_dependencies=True, workspace_diagnostics=False))
     async def document_diagnostic(ls: BudgetLensServer, params: types.DocumentDiagnosticParams
@@ -215,7 +215,7 @@ def _register_requests(server: BudgetLensServer, ctx: ServerContext) -> None:
         return await actions.on_code_action(ctx, params)
 
 
-def _register_commands(server: BudgetLensServer, ctx: ServerContext) -> None:
+def _register_commands(server: BudgetLensServer, ctx: ServerState) -> None:
     @server.command(commands.SHOW_HIERARCHY)
     async def show_hierarchy(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
         return await commands.on_show_hierarchy(ctx, args)

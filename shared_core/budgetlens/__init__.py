@@ -29,7 +29,7 @@ Everything else stays importable from the subpackage that owns it:
   ``runs``), its budgeted rendering (``render``, printing with ``pretty``), ``get_contexts``
   (``contexts``), the overlap merge (``merge``), the continuation loop and its prompt
   (``loop``);
-- ``budgetlens.context``: the unified budget, bucket overlap (``overlap``), injection plans,
+- ``budgetlens.assembly``: the unified budget, bucket overlap (``overlap``), injection plans,
   the context packer (``packer``, with the intent map), history trimming, input errors;
 - ``budgetlens.request``: chat framing per family (``framing``), a request's limits and
   margin (``limits``), fitting (``fit``) and the chat continuation loop (``chat_loop``);
@@ -55,10 +55,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the real imports, for type checkers; at run time see __getattr__
     from typing import Any
 
-    from budgetlens.context.history import HistoryTrim, trim_history
-    from budgetlens.context.injection import InjectionPlan, InjectionRequest, plan_injection
-    from budgetlens.context.packer import PackResult, pack_context
-    from budgetlens.context.unified_budget import (
+    from budgetlens.assembly.history import HistoryTrim, trim_history
+    from budgetlens.assembly.injection import InjectionPlan, InjectionRequest, plan_injection
+    from budgetlens.assembly.packer import PackResult, pack_context
+    from budgetlens.assembly.unified_budget import (
         UnifiedBudget,
         UnifiedContextBudgetPolicy,
         compute_unified_budget,
@@ -112,15 +112,15 @@ _EXPORTS: dict[str, str] = {
     "ContinuationResult": "budgetlens.continuation.loop",
     "Diagnostic": "budgetlens.source",
     "DiskFiles": "budgetlens.files",
-    "HistoryTrim": "budgetlens.context.history",
-    "InjectionPlan": "budgetlens.context.injection",
-    "InjectionRequest": "budgetlens.context.injection",
+    "HistoryTrim": "budgetlens.assembly.history",
+    "InjectionPlan": "budgetlens.assembly.injection",
+    "InjectionRequest": "budgetlens.assembly.injection",
     "Iteration": "budgetlens.continuation.loop",
     "JsonContexts": "budgetlens.continuation.contexts",
     "MergeResult": "budgetlens.continuation.merge",
     "ModelReplyError": "budgetlens.continuation.loop",
     "Outcome": "budgetlens.continuation.loop",
-    "PackResult": "budgetlens.context.packer",
+    "PackResult": "budgetlens.assembly.packer",
     "PipelineReport": "budgetlens.contract.results",
     "RequestCount": "budgetlens.request.fit",
     "RequestDoesNotFit": "budgetlens.request.fit",
@@ -128,13 +128,13 @@ _EXPORTS: dict[str, str] = {
     "TokenCounter": "budgetlens.tokens.core",
     "TokenizerError": "budgetlens.tokens.core",
     "TokenizerLike": "budgetlens.tokens.core",
-    "UnifiedBudget": "budgetlens.context.unified_budget",
-    "UnifiedContextBudgetPolicy": "budgetlens.context.unified_budget",
+    "UnifiedBudget": "budgetlens.assembly.unified_budget",
+    "UnifiedContextBudgetPolicy": "budgetlens.assembly.unified_budget",
     "apply_plan": "budgetlens.contract.plan",
     "check_pipeline": "budgetlens.contract.check",
     "check_request": "budgetlens.request.fit",
     "clamp_plan": "budgetlens.contract.plan",
-    "compute_unified_budget": "budgetlens.context.unified_budget",
+    "compute_unified_budget": "budgetlens.assembly.unified_budget",
     "continue_json": "budgetlens.continuation.loop",
     "continue_json_async": "budgetlens.continuation.loop",
     "continue_json_chat": "budgetlens.request.chat_loop",
@@ -144,11 +144,11 @@ _EXPORTS: dict[str, str] = {
     "get_contexts": "budgetlens.continuation.contexts",
     "get_tokenizer": "budgetlens.tokens.core",
     "merge_with_overlap": "budgetlens.continuation.merge",
-    "pack_context": "budgetlens.context.packer",
-    "plan_injection": "budgetlens.context.injection",
+    "pack_context": "budgetlens.assembly.packer",
+    "plan_injection": "budgetlens.assembly.injection",
     "read_reply": "budgetlens.request.chat_loop",
     "stopped_at_length": "budgetlens.request.chat_loop",
-    "trim_history": "budgetlens.context.history",
+    "trim_history": "budgetlens.assembly.history",
 }
 
 #: The version of the distribution (the CLI's ``--version``, the language server's

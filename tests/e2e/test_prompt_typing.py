@@ -14,7 +14,7 @@ from typing import Any
 from lsprotocol import types
 
 from budgetlens_lsp.features import diagnostics
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
 from .harness import TIMEOUT, caps, codes_of, running_server

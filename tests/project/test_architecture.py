@@ -34,8 +34,8 @@ CORE_LAYERS: dict[str, int] = {
     # 2.
     "budgetlens.tokens": 20, "budgetlens.yamldoc": 20, "budgetlens.models": 20,
     # 3.
-    "budgetlens.continuation": 30, "budgetlens.context": 30, "budgetlens.formats": 30,
-    # 4. (may import context for the unified budget)
+    "budgetlens.continuation": 30, "budgetlens.assembly": 30, "budgetlens.formats": 30,
+    # 4. (may import assembly for the unified budget)
     "budgetlens.contract": 40,
     # request time: one request fitted with the registry's and a checked step's limits
     "budgetlens.request": 40,
@@ -380,7 +380,7 @@ def test_no_module_longer_than_800_lines() -> None:
 FEATURE_MODULES = frozenset({
     "actions", "commands", "diagnostics", "documents", "hover", "lenses", "lifecycle", "models",
 })
-SHARED_FEATURE_MODULES = frozenset({"context", "edits", "json_documents", "shared", "views"})
+SHARED_FEATURE_MODULES = frozenset({"edits", "json_documents", "shared", "state", "views"})
 FEATURES_PACKAGE = "budgetlens_lsp.features"
 
 

@@ -27,7 +27,7 @@ from lsprotocol import types
 
 from budgetlens_lsp.convert import Converter
 from budgetlens_lsp.features import diagnostics
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import (
     SMALL_RECHECK,
@@ -129,11 +129,11 @@ class _FakeServer:
 
 
 def test_the_publisher_never_sends_a_version_older_than_one_it_sent() -> None:
-    from budgetlens_lsp.features.context import ServerContext
+    from budgetlens_lsp.features.state import ServerState
 
     server = _FakeServer()
     session: Session[Any] = Session(lambda *a: None)
-    ctx = ServerContext(server, session, Analysis())  # type: ignore[arg-type]
+    ctx = ServerState(server, session, Analysis())  # type: ignore[arg-type]
     uri = "file:///w/pipelines/a.yaml"
 
     def push(version: int | None) -> None:

@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from budgetlens_lsp.convert import Converter
 from budgetlens_lsp.features import diagnostics as diagnostics_module
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
 FULL, INCREMENTAL = IndexMode.FULL, IndexMode.INCREMENTAL

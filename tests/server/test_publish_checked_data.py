@@ -14,7 +14,7 @@ from lsprotocol import types
 from budgetlens_lsp import convert
 from budgetlens_lsp.convert import CheckedJson, publish_json
 from budgetlens_lsp.features import diagnostics
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
 from .scheduling.test_forced import _prompt, _workspace

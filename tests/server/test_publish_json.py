@@ -17,7 +17,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter
 
 from budgetlens_lsp.convert import publish_json
 from budgetlens_lsp.features import diagnostics
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.server import BudgetLensServer
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 

@@ -15,7 +15,7 @@ from lsprotocol import types
 from budgetlens.source import Position, Range
 from budgetlens_lsp.convert import UTF8, UTF16, Converter, RangeMemo
 from budgetlens_lsp.features import diagnostics
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, WorkspaceIndex, norm
 
 from .scheduling.test_forced import _prompt, _workspace

@@ -19,7 +19,7 @@ from typing import Any
 from lsprotocol import types
 
 from budgetlens_lsp.features import diagnostics
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot, norm
 from tests.waiting import ANSWER_GUARD

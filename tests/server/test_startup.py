@@ -34,7 +34,7 @@ import pytest
 from budgetlens_lsp import serve
 from budgetlens_lsp import session as session_module
 from budgetlens_lsp.features import lifecycle
-from budgetlens_lsp.features.context import Analysis, ServerContext
+from budgetlens_lsp.features.state import Analysis, ServerState
 from budgetlens_lsp.scheduling import AnalysisResult
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot
@@ -42,7 +42,7 @@ from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, Snapshot
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: Modules the first diagnostics never need, each loaded on first use.
 NOT_AT_START = ("budgetlens.contract.plan", "budgetlens.yamldoc.edit", "budgetlens.yamldoc.verify",
-                "budgetlens.context.unified_budget", "budgetlens.contract.json_schema",
+                "budgetlens.assembly.unified_budget", "budgetlens.contract.json_schema",
                 "tiktoken")
 
 
@@ -74,7 +74,7 @@ def test_the_policy_model_is_built_only_for_a_pipeline_with_an_injection_block(
              "r = check_pipeline('pipelines/{name}', files=DiskFiles())\n"
              "i = check_injection(r, files=DiskFiles())\n"
              "print(len(r.steps), i.policy is not None, len(i.steps),"
-             " 'budgetlens.context.unified_budget' in sys.modules)\n")
+             " 'budgetlens.assembly.unified_budget' in sys.modules)\n")
     # long_report.yaml and its parent base.yaml have no settings.injection block
     assert "injection" not in (root / "pipelines/long_report.yaml").read_text()
     assert "injection" not in (root / "pipelines/base.yaml").read_text()
@@ -88,7 +88,7 @@ def test_the_policy_model_is_built_only_for_a_pipeline_with_an_injection_block(
 
 
 def test_the_policy_fields_keep_their_documented_descriptions() -> None:
-    from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy
+    from budgetlens.assembly.unified_budget import UnifiedContextBudgetPolicy
     schema = UnifiedContextBudgetPolicy.model_json_schema()["properties"]
     # written out by hand, as the model's documentation says them
     assert schema["max_injection_tokens_absolute"]["description"] == (
@@ -168,7 +168,7 @@ async def test_documents_opened_before_the_index_are_delivered_before_the_whole_
     async def deliver(results: Any) -> None:
         events.append("deliver")
     session.on_results = deliver
-    ctx = ServerContext(cast(Any, SimpleNamespace(work_done_progress=None)),
+    ctx = ServerState(cast(Any, SimpleNamespace(work_done_progress=None)),
                         session, Analysis())
     session.open("file:///w/pipelines/a.yaml", 1, "steps: []\n", "yaml")
     await lifecycle.index_workspace(ctx)  # the client has no progress: no token

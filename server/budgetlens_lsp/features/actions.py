@@ -34,9 +34,9 @@ from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, RenameKey, TextEdit
 from budgetlens_lsp.convert import SOURCE, DiagnosticData
 from budgetlens_lsp.features import json_documents
-from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.edits import EditContext, text_edits, workspace_edit
 from budgetlens_lsp.features.shared import APPLY_FIX, readable
+from budgetlens_lsp.features.state import Analysis, ServerState
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 if TYPE_CHECKING:  # an annotation only; the plans load with the first fix (start-up speed)
@@ -251,7 +251,7 @@ def as_command(action: types.CodeAction, uri: str) -> types.Command:
                          arguments=[{"uri": uri, "edit": edit, "title": action.title}])
 
 
-async def on_code_action(ctx: ServerContext, params: types.CodeActionParams
+async def on_code_action(ctx: ServerState, params: types.CodeActionParams
                          ) -> list[types.CodeAction | types.Command]:
     uri = params.text_document.uri
     found = await ctx.session.query(code_actions, ctx.analysis, readable(ctx, uri), uri, params,

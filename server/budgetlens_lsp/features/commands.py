@@ -34,7 +34,6 @@ from pygls.exceptions import JsonRpcInvalidParams
 from budgetlens.contract.report_text import budget_table
 from budgetlens.serialize import to_jsonable
 from budgetlens_lsp.features import views
-from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.edits import EditContext, workspace_edit
 from budgetlens_lsp.features.json_documents import hierarchy_context
 from budgetlens_lsp.features.shared import (
@@ -51,6 +50,7 @@ from budgetlens_lsp.features.shared import (
     outside_reason,
     readable,
 )
+from budgetlens_lsp.features.state import ServerState
 from budgetlens_lsp.workspace_index import WorkspaceIndex, norm
 
 if TYPE_CHECKING:  # an annotation only; the plans load with the first clamp (start-up speed)
@@ -123,7 +123,7 @@ def _invalid(exc: Exception) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(message=str(exc))
 
 
-def _target(ctx: ServerContext, args: tuple[Any, ...]) -> tuple[dict[str, Any], str, str]:
+def _target(ctx: ServerState, args: tuple[Any, ...]) -> tuple[dict[str, Any], str, str]:
     try:
         arg = single_object(args)
         uri: str = arg["uri"]
@@ -132,28 +132,28 @@ def _target(ctx: ServerContext, args: tuple[Any, ...]) -> tuple[dict[str, Any], 
         raise _invalid(exc) from None
 
 
-async def _query(ctx: ServerContext, fn: Callable[..., T], *args: Any) -> T:
+async def _query(ctx: ServerState, fn: Callable[..., T], *args: Any) -> T:
     try:
         return await ctx.session.query(fn, *args)
     except CommandError as exc:
         raise _invalid(exc) from None
 
 
-async def on_show_hierarchy(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+async def on_show_hierarchy(ctx: ServerState, args: tuple[Any, ...]) -> dict[str, Any]:
     arg, uri, path = _target(ctx, args)
     result = await _query(ctx, show_hierarchy, ctx.index, path, uri, arg)
     views.show(ctx, views.hierarchy_view(path, result))
     return result
 
 
-async def on_show_report(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+async def on_show_report(ctx: ServerState, args: tuple[Any, ...]) -> dict[str, Any]:
     _, uri, path = _target(ctx, args)
     result = await _query(ctx, budget_report, ctx.index, path, uri)
     views.show(ctx, views.report_view(path, result))
     return result
 
 
-def _refuse_outside(ctx: ServerContext, plan: ClampPlan) -> None:
+def _refuse_outside(ctx: ServerState, plan: ClampPlan) -> None:
     """The edits obey the same rule as the reads."""
     open_paths = {d.path for d in ctx.session.documents.values()}
     for file in plan.files:
@@ -165,7 +165,7 @@ def _refuse_outside(ctx: ServerContext, plan: ClampPlan) -> None:
                 "; nothing was applied"))
 
 
-async def on_clamp_all(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+async def on_clamp_all(ctx: ServerState, args: tuple[Any, ...]) -> dict[str, Any]:
     arg, uri, path = _target(ctx, args)
     plan = await _query(ctx, clamp_all_plan, ctx.index, path, uri, arg)
     _refuse_outside(ctx, plan)
@@ -190,7 +190,7 @@ async def on_clamp_all(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, A
     return {"applied": bool(result.applied), "changes": changes, "message": message}
 
 
-async def on_apply_fix(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+async def on_apply_fix(ctx: ServerState, args: tuple[Any, ...]) -> dict[str, Any]:
     """``budgetlens.applyFix`` ``{"uri", "edit", "title"?}``: send a quick-fix's
     ``WorkspaceEdit`` with ``workspace/applyEdit`` (the ``Command`` form of a code action,
     for clients without code-action literals). Every file it edits obeys the read rule."""
@@ -231,7 +231,7 @@ def lsp_range(raw: Any) -> types.Range:
     return types.Range(start=pos(raw["start"]), end=pos(raw["end"]))
 
 
-async def on_show_location(ctx: ServerContext, args: tuple[Any, ...]) -> dict[str, Any]:
+async def on_show_location(ctx: ServerState, args: tuple[Any, ...]) -> dict[str, Any]:
     arg, uri, _ = _target(ctx, args)
     try:
         rng = lsp_range(arg["range"]) if arg.get("range") is not None else None

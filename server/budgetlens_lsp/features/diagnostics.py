@@ -49,9 +49,9 @@ from budgetlens.source import (
 )
 from budgetlens_lsp import scheduling
 from budgetlens_lsp.convert import SOURCE, Converter, format_int, uri_from_path
-from budgetlens_lsp.features.context import Analysis, ServerContext
 from budgetlens_lsp.features.json_documents import json_diagnostic, too_large_diagnostic
 from budgetlens_lsp.features.shared import step_label
+from budgetlens_lsp.features.state import Analysis, ServerState
 from budgetlens_lsp.scheduling import AnalysisResult
 from budgetlens_lsp.workspace_index import (
     Failure,
@@ -289,7 +289,7 @@ def analyze(analysis: Analysis, snapshot: Snapshot, changed: frozenset[str], mod
 
 # --- delivery (on the loop) ----------------------------------------------------------------------
 
-def for_client(ctx: ServerContext, items: Sequence[types.Diagnostic]
+def for_client(ctx: ServerState, items: Sequence[types.Diagnostic]
                ) -> list[types.Diagnostic]:
     """``items`` as this client can take them: no ``relatedInformation`` unless it declared
     ``publishDiagnostics.relatedInformation`` (the one filter for push and pull)."""
@@ -298,7 +298,7 @@ def for_client(ctx: ServerContext, items: Sequence[types.Diagnostic]
     return [attrs.evolve(d, related_information=None) for d in items]
 
 
-def publish(ctx: ServerContext, params_list: Sequence[types.PublishDiagnosticsParams]) -> None:
+def publish(ctx: ServerState, params_list: Sequence[types.PublishDiagnosticsParams]) -> None:
     """Push to every client; a client that pulls gets its OPEN documents by pull only (so
     nothing is shown twice) and a refresh request instead."""
     for text in ctx.index.take_messages():  # budgetlens failed on a file (BL009)
@@ -322,7 +322,7 @@ def publish(ctx: ServerContext, params_list: Sequence[types.PublishDiagnosticsPa
         ctx.server.workspace_diagnostic_refresh(None)
 
 
-def _older_than_sent(ctx: ServerContext, params: types.PublishDiagnosticsParams) -> bool:
+def _older_than_sent(ctx: ServerState, params: types.PublishDiagnosticsParams) -> bool:
     """The guard: a push for a version older than one already sent for that document is
     dropped (each analysis runs on a newer snapshot, so this is never expected)."""
     if params.version is None:
@@ -337,7 +337,7 @@ def _older_than_sent(ctx: ServerContext, params: types.PublishDiagnosticsParams)
     return False
 
 
-async def pull(ctx: ServerContext, params: types.DocumentDiagnosticParams
+async def pull(ctx: ServerState, params: types.DocumentDiagnosticParams
                ) -> types.DocumentDiagnosticReport:
     path = ctx.session.path_of(params.text_document.uri)
     report = await ctx.session.query(document_report, ctx.analysis, path,

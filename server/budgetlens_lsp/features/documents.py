@@ -7,31 +7,31 @@ from __future__ import annotations
 from lsprotocol import types
 
 from budgetlens_lsp.convert import path_from_uri
-from budgetlens_lsp.features.context import ServerContext
+from budgetlens_lsp.features.state import ServerState
 from budgetlens_lsp.workspace_index import IndexMode, norm
 
 
-def did_open(ctx: ServerContext, params: types.DidOpenTextDocumentParams) -> None:
+def did_open(ctx: ServerState, params: types.DidOpenTextDocumentParams) -> None:
     doc = params.text_document
     ctx.session.open(doc.uri, doc.version, doc.text, doc.language_id)
 
 
-def did_change(ctx: ServerContext, params: types.DidChangeTextDocumentParams) -> None:
+def did_change(ctx: ServerState, params: types.DidChangeTextDocumentParams) -> None:
     ctx.session.change(params.text_document.uri, params.text_document.version,
                        params.content_changes)
 
 
-def did_save(ctx: ServerContext, params: types.DidSaveTextDocumentParams) -> None:
+def did_save(ctx: ServerState, params: types.DidSaveTextDocumentParams) -> None:
     path = ctx.session.path_of(params.text_document.uri)
     if path:  # the disk now has the buffer's text: dependents reading the disk update
         ctx.session.mark_dirty([path])
 
 
-def did_close(ctx: ServerContext, params: types.DidCloseTextDocumentParams) -> None:
+def did_close(ctx: ServerState, params: types.DidCloseTextDocumentParams) -> None:
     ctx.session.close(params.text_document.uri)
 
 
-def did_change_watched_files(ctx: ServerContext,
+def did_change_watched_files(ctx: ServerState,
                              params: types.DidChangeWatchedFilesParams) -> None:
     """A changed file re-checks what reads it; a created or deleted one rediscovers."""
     paths: list[str] = []
@@ -47,7 +47,7 @@ def did_change_watched_files(ctx: ServerContext,
         ctx.session.mark_dirty(paths, mode)
 
 
-def did_change_folders(ctx: ServerContext,
+def did_change_folders(ctx: ServerState,
                        params: types.DidChangeWorkspaceFoldersParams) -> None:
     """The folders as pygls now knows them (it applied the change) become the roots."""
     workspace = ctx.server.workspace

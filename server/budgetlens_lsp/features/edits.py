@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from budgetlens.source import TextEdit
-from budgetlens_lsp.features.context import ServerContext
+from budgetlens_lsp.features.state import ServerState
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 if TYPE_CHECKING:  # an annotation only: the plans' module loads with the first fix
@@ -25,7 +25,7 @@ class EditContext:
         self.document_changes = document_changes
 
     @classmethod
-    def of(cls, ctx: ServerContext) -> EditContext:
+    def of(cls, ctx: ServerState) -> EditContext:
         return cls(ctx.session.versions(), ctx.client.document_changes)
 
 

@@ -17,8 +17,8 @@ from budgetlens.contract.results import PipelineReport, StepBudget, Term
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 from budgetlens_lsp.convert import format_int
-from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.shared import budget_sum, readable, step_label
+from budgetlens_lsp.features.state import ServerState
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 SETTING_TERMS = {"max_context_tokens": "context", "max_history_tokens": "history",
@@ -273,7 +273,7 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
     return types.Hover(contents=contents, range=conv.range(path, rng))
 
 
-async def on_hover(ctx: ServerContext, params: types.HoverParams) -> types.Hover | None:
+async def on_hover(ctx: ServerState, params: types.HoverParams) -> types.Hover | None:
     path = readable(ctx, params.text_document.uri)
     return await ctx.session.query(hover, ctx.index, path, params.position,
                                    ctx.client.hover_markdown)

@@ -25,7 +25,6 @@ from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokeni
 from budgetlens.tokens.families import approx_mark
 from budgetlens.yamldoc.parse import YamlDocument, parse_yaml
 from budgetlens_lsp.convert import Converter, format_int, uri_from_path
-from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.shared import (
     SHOW_LOCATION,
     SHOW_REPORT,
@@ -34,6 +33,7 @@ from budgetlens_lsp.features.shared import (
     readable,
     step_label,
 )
+from budgetlens_lsp.features.state import ServerState
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 
@@ -191,13 +191,13 @@ def code_lenses(index: WorkspaceIndex, path: str | None, uri: str) -> list[types
     return []
 
 
-async def on_code_lens(ctx: ServerContext, params: types.CodeLensParams
+async def on_code_lens(ctx: ServerState, params: types.CodeLensParams
                        ) -> list[types.CodeLens]:
     uri = params.text_document.uri
     return await ctx.session.query(code_lenses, ctx.index, readable(ctx, uri), uri)
 
 
-def refresh(ctx: ServerContext) -> None:
+def refresh(ctx: ServerState) -> None:
     """After an analysis: ask a client that supports it to fetch the lenses again."""
     if ctx.client.lens_refresh:
         ctx.server.workspace_code_lens_refresh(None)

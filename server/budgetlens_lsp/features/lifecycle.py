@@ -19,7 +19,7 @@ from lsprotocol import types
 
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens_lsp.convert import encoding_name
-from budgetlens_lsp.features.context import ClientFeatures, ServerContext
+from budgetlens_lsp.features.state import ClientFeatures, ServerState
 from budgetlens_lsp.settings import parse_settings
 from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, norm
 
@@ -35,7 +35,7 @@ CLIENT_TIMEOUT = 5
 
 # --- settings ------------------------------------------------------------------------------
 
-def apply_settings(ctx: ServerContext, raw: Any, *, source: str) -> None:
+def apply_settings(ctx: ServerState, raw: Any, *, source: str) -> None:
     settings, problems = parse_settings(raw)
     if problems:
         ctx.message(f"budgetlens: invalid settings ({source}): " + "; ".join(problems))
@@ -44,7 +44,7 @@ def apply_settings(ctx: ServerContext, raw: Any, *, source: str) -> None:
         ctx.session.mark_dirty([], IndexMode.FULL)
 
 
-async def pull_configuration(ctx: ServerContext) -> None:
+async def pull_configuration(ctx: ServerState) -> None:
     try:
         result = await asyncio.wait_for(ctx.server.workspace_configuration_async(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])),
@@ -57,7 +57,7 @@ async def pull_configuration(ctx: ServerContext) -> None:
         apply_settings(ctx, value, source="workspace/configuration")
 
 
-async def did_change_configuration(ctx: ServerContext,
+async def did_change_configuration(ctx: ServerState,
                                    params: types.DidChangeConfigurationParams) -> None:
     try:
         raw = params.settings
@@ -73,7 +73,7 @@ async def did_change_configuration(ctx: ServerContext,
 
 # --- start-up ------------------------------------------------------------------------------
 
-def initialize(ctx: ServerContext, params: types.InitializeParams) -> None:
+def initialize(ctx: ServerState, params: types.InitializeParams) -> None:
     session = ctx.session
     ctx.client = ClientFeatures(params.capabilities, params.initialization_options)
     session.encoding = encoding_name(ctx.server.workspace.position_encoding)
@@ -91,7 +91,7 @@ def initialize(ctx: ServerContext, params: types.InitializeParams) -> None:
         session.roots = [p for p in (session.path_of(uri) for uri in roots) if p]
 
 
-async def initialized(ctx: ServerContext, params: types.InitializedParams) -> None:
+async def initialized(ctx: ServerState, params: types.InitializedParams) -> None:
     if ctx.init_settings is not None:
         _, problems = parse_settings(ctx.init_settings)
         if problems:
@@ -106,7 +106,7 @@ async def initialized(ctx: ServerContext, params: types.InitializedParams) -> No
             log.error("initialization step failed: %r", outcome)
 
 
-async def register_watchers(ctx: ServerContext) -> None:
+async def register_watchers(ctx: ServerState) -> None:
     registrations = []
     if ctx.client.watch_registration:
         registrations.append(types.Registration(
@@ -125,7 +125,7 @@ async def register_watchers(ctx: ServerContext) -> None:
             log.warning("client/registerCapability failed: %s", exc)
 
 
-async def _begin_progress(ctx: ServerContext) -> str | None:
+async def _begin_progress(ctx: ServerState) -> str | None:
     """A ``$/progress`` token when the client shows progress and the workspace is large."""
     session = ctx.session
     if not (ctx.client.progress and session.roots):
@@ -146,7 +146,7 @@ async def _begin_progress(ctx: ServerContext) -> str | None:
     return token
 
 
-def _progress_hook(ctx: ServerContext, token: str | None
+def _progress_hook(ctx: ServerState, token: str | None
                    ) -> Callable[[], ProgressHook | None]:
     """What the session asks for a progress reporter (called on the loop; the reporter it
     returns runs on the analysis thread and hands each report to the loop)."""
@@ -165,7 +165,7 @@ def _progress_hook(ctx: ServerContext, token: str | None
     return hook
 
 
-async def index_workspace(ctx: ServerContext) -> None:
+async def index_workspace(ctx: ServerState) -> None:
     session = ctx.session
     token = await _begin_progress(ctx)
     # documents opened meanwhile are analysed and published first: a whole re-check marked
@@ -182,5 +182,5 @@ async def index_workspace(ctx: ServerContext) -> None:
             ctx.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
 
 
-def shutdown(ctx: ServerContext, params: Any) -> None:
+def shutdown(ctx: ServerState, params: Any) -> None:
     ctx.session.shutdown()

@@ -30,8 +30,8 @@ from budgetlens.models import ModelInfo, Registry, load_registry
 from budgetlens.models.resolution import query_of
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
-from budgetlens_lsp.features.context import ServerContext
 from budgetlens_lsp.features.shared import SHOW_REPORT, readable
+from budgetlens_lsp.features.state import ServerState
 from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 #: A model name being typed at the end of a line prefix: after ``model:`` (YAML or JSON)
@@ -85,7 +85,7 @@ def target_lenses(index: WorkspaceIndex, path: str | None, uri: str) -> list[typ
     return out
 
 
-async def on_code_lens(ctx: ServerContext, params: types.CodeLensParams
+async def on_code_lens(ctx: ServerState, params: types.CodeLensParams
                        ) -> list[types.CodeLens]:
     uri = params.text_document.uri
     return await ctx.session.query(target_lenses, ctx.index, readable(ctx, uri), uri)
@@ -187,7 +187,7 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position) -> types
                        range=conv.range(path, found[1]))
 
 
-async def on_hover(ctx: ServerContext, params: types.HoverParams) -> types.Hover | None:
+async def on_hover(ctx: ServerState, params: types.HoverParams) -> types.Hover | None:
     path = readable(ctx, params.text_document.uri)
     return await ctx.session.query(hover, ctx.index, path, params.position)
 
@@ -226,7 +226,7 @@ def completions(index: WorkspaceIndex, path: str | None,
         _item(info, rng) for info in registry.models.values()])
 
 
-async def on_completion(ctx: ServerContext, params: types.CompletionParams
+async def on_completion(ctx: ServerState, params: types.CompletionParams
                         ) -> types.CompletionList | None:
     path = readable(ctx, params.text_document.uri)
     return await ctx.session.query(completions, ctx.index, path, params.position)

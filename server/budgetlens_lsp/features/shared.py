@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 from budgetlens.contract.results import StepBudget
 from budgetlens.files import is_inside
 from budgetlens_lsp.convert import format_int, path_from_uri
-from budgetlens_lsp.features.context import ServerContext
+from budgetlens_lsp.features.state import ServerState
 
 # --- the commands --------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ def command_target(uri: str, documents: Mapping[str, str], roots: Sequence[str],
     return key
 
 
-def check_target(ctx: ServerContext, uri: str) -> str:
+def check_target(ctx: ServerState, uri: str) -> str:
     """What a URI may read (:func:`command_target`: an open document, or a file inside the
     workspace folders); ``CommandError`` naming the rule otherwise."""
     docs = ctx.session.documents
@@ -96,7 +96,7 @@ def check_target(ctx: ServerContext, uri: str) -> str:
                           {d.path for d in docs.values()})
 
 
-def readable(ctx: ServerContext, uri: str) -> str | None:
+def readable(ctx: ServerState, uri: str) -> str | None:
     """The key of a document lenses, hover and code actions may read, by the commands'
     rule; None (the request answers with nothing) for anything else."""
     try:

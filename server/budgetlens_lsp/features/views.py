@@ -38,7 +38,7 @@ from typing import Any
 from lsprotocol import types
 
 from budgetlens import usercache
-from budgetlens_lsp.features.context import ServerContext
+from budgetlens_lsp.features.state import ServerState
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def write_view(view: View, folder: Path | None = None) -> Path:
     return target
 
 
-def show(ctx: ServerContext, view: View) -> None:
+def show(ctx: ServerState, view: View) -> None:
     """Show ``view`` in the client unless it displays command results itself (module
     docstring); runs after the command's response."""
     if ctx.client.displays_results:
@@ -155,7 +155,7 @@ def show(ctx: ServerContext, view: View) -> None:
     task.add_done_callback(_tasks.discard)
 
 
-async def _present(ctx: ServerContext, view: View, path: Path | None) -> None:
+async def _present(ctx: ServerState, view: View, path: Path | None) -> None:
     if path is not None and ctx.client.show_document:
         try:
             result = await asyncio.wait_for(ctx.server.window_show_document_async(

@@ -46,9 +46,9 @@ from budgetlens.files import FileSource
 from budgetlens.source import Diagnostic, Location, Related, Severity
 
 if TYPE_CHECKING:
-    from budgetlens.context.unified_budget import PolicyValues, UnifiedBudget
+    from budgetlens.assembly.unified_budget import PolicyValues, UnifiedBudget
 
-# ``budgetlens.context.unified_budget`` (the arithmetic) is imported inside the functions
+# ``budgetlens.assembly.unified_budget`` (the arithmetic) is imported inside the functions
 # below, only once a chain has a ``settings.injection`` block: most pipelines have none. The
 # policy model (``UnifiedContextBudgetPolicy``, pydantic) loads only for a value the light
 # read below does not take, for pydantic's own message (start-up speed, no cycle).
@@ -131,7 +131,7 @@ def merged_policy(values: Mapping[str, Any]) -> PolicyValues:
     every value, else validated by the model (whose values are kept)."""
     light = {key: light_value(key, value) for key, value in values.items()}
     if any(v is _BAD for v in light.values()):
-        from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy  # see the top
+        from budgetlens.assembly.unified_budget import UnifiedContextBudgetPolicy  # see the top
 
         model = UnifiedContextBudgetPolicy.model_validate(dict(values))
         light = {name: getattr(model, name) for name in policy_keys()}
@@ -144,7 +144,7 @@ def _field_problem(key: str, value: Any) -> str | None:
         return None
     from pydantic import ValidationError  # as the policy below
 
-    from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy  # see the top
+    from budgetlens.assembly.unified_budget import UnifiedContextBudgetPolicy  # see the top
 
     try:
         UnifiedContextBudgetPolicy.model_validate({key: value})
@@ -283,7 +283,7 @@ def check_injection(report: PipelineReport, *, files: FileSource,
     values, where, diags = merged_injection(chain, pipeline=report.pipeline)
     if where is None:
         return InjectionCheck(None, None, tuple(diags), ())
-    from budgetlens.context.unified_budget import compute_unified_budget  # see the top
+    from budgetlens.assembly.unified_budget import compute_unified_budget  # see the top
 
     policy = merged_policy({k: v.value for k, v in values.items()})
     diags.extend(_policy_checks(values, policy, where, report.pipeline))

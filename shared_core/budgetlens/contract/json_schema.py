@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from budgetlens.context.unified_budget import UnifiedContextBudgetPolicy
+from budgetlens.assembly.unified_budget import UnifiedContextBudgetPolicy
 from budgetlens.contract.pipeline import Pipeline
 
 #: draft-07: what editors' YAML/JSON language services support best. pydantic's output only uses

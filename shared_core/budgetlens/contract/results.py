@@ -21,7 +21,7 @@ from budgetlens.tokens.core import TokenizerLike
 
 if TYPE_CHECKING:  # only annotations here; the module loads with the first settings.injection
     # block (contract/injection_settings.py), not with every check (start-up speed)
-    from budgetlens.context.unified_budget import PolicyValues, UnifiedBudget
+    from budgetlens.assembly.unified_budget import PolicyValues, UnifiedBudget
 
 
 @quick_init

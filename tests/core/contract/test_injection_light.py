@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from budgetlens.context.unified_policy import POLICY_FIELDS, UnifiedContextBudgetPolicy
+from budgetlens.assembly.unified_policy import POLICY_FIELDS, UnifiedContextBudgetPolicy
 from budgetlens.contract import injection_settings as injection
 from budgetlens.contract.check import check_pipeline
 from budgetlens.files import DiskFiles

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens.context.history import trim_history
+from budgetlens.assembly.history import trim_history
 from budgetlens.contract.config import load_config
 from budgetlens.contract.policy import Policy, resolve_policy
 from budgetlens.contract.template import parse_template

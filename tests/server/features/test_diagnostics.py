@@ -38,7 +38,7 @@ def test_a_file_without_a_uri_does_not_drop_the_batch(
     import shutil
 
     from budgetlens_lsp.features import diagnostics as diagnostics_module
-    from budgetlens_lsp.features.context import Analysis
+    from budgetlens_lsp.features.state import Analysis
     from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
     examples = Path(__file__).resolve().parents[3] / "examples"

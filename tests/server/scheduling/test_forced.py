@@ -20,7 +20,7 @@ from lsprotocol import types
 
 from budgetlens_lsp import scheduling, workspace_index
 from budgetlens_lsp.features import diagnostics
-from budgetlens_lsp.features.context import Analysis
+from budgetlens_lsp.features.state import Analysis
 from budgetlens_lsp.session import Session
 from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from budgetlens.context.overlap import (
+from budgetlens.assembly.overlap import (
     BucketFileRef,
     background_covered_by_cards,
     detect_bucket_overlap,

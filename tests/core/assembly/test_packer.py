@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from budgetlens import TokenCounter, get_tokenizer
-from budgetlens.context.input_errors import InputError
-from budgetlens.context.packer import (
+from budgetlens.assembly.input_errors import InputError
+from budgetlens.assembly.packer import (
     IntentMap,
     default_intent_map,
     intent_map_from_text,

@@ -54,8 +54,8 @@ from pydantic import (
     model_validator,
 )
 
-from budgetlens.context.input_errors import InputError, describe_validation_error
-from budgetlens.context.text import one_line
+from budgetlens.assembly.input_errors import InputError, describe_validation_error
+from budgetlens.assembly.text import one_line
 from budgetlens.enums import TextEnum
 from budgetlens.serialize import JSON_AS
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter
@@ -255,9 +255,9 @@ def load_intent_map(path: str | Path) -> IntentMap:
 
 @lru_cache(maxsize=1)
 def default_intent_map() -> IntentMap:
-    """The shipped ``budgetlens/context/intents.yaml`` (immutable, parsed once per process)."""
-    text = resources.files("budgetlens.context").joinpath("intents.yaml").read_text("utf-8")
-    return intent_map_from_text(text, source="budgetlens/context/intents.yaml")
+    """The shipped ``budgetlens/assembly/intents.yaml`` (immutable, parsed once per process)."""
+    text = resources.files("budgetlens.assembly").joinpath("intents.yaml").read_text("utf-8")
+    return intent_map_from_text(text, source="budgetlens/assembly/intents.yaml")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 (documents, settings, scheduling), the analysis state (the index and the diagnostics each
 file shows, touched only on the analysis thread) and what the client can do.
 
-``server.py`` builds one :class:`ServerContext` and hands it to the features' handlers.
+``server.py`` builds one :class:`ServerState` and hands it to the features' handlers.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Analysis(HoldState):
 
 
 @dataclass
-class ServerContext:
+class ServerState:
     server: LanguageServer
     session: Session[types.PublishDiagnosticsParams]
     analysis: Analysis

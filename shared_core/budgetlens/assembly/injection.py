@@ -39,19 +39,19 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from budgetlens.context.overlap import (
+from budgetlens.assembly.overlap import (
     BUCKET_FILE_OVERLAP,
     BucketFileRef,
     background_covered_by_cards,
     detect_bucket_overlap,
 )
-from budgetlens.context.text import one_line
-from budgetlens.context.unified_budget import (
+from budgetlens.assembly.text import one_line
+from budgetlens.assembly.unified_budget import (
     UnifiedBudget,
     UnifiedContextBudgetPolicy,
     compute_unified_budget,
 )
-from budgetlens.context.unified_policy import MAX_TOKEN_COUNT
+from budgetlens.assembly.unified_policy import MAX_TOKEN_COUNT
 from budgetlens.enums import TextEnum
 from budgetlens.serialize import JSON_AS, OMIT
 from budgetlens.tokens.core import TokenCounter, TokenizerLike, as_counter

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from budgetlens.enums import TextEnum
 
 if TYPE_CHECKING:  # the policy model loads on first use: see __getattr__ below
-    from budgetlens.context.unified_policy import POLICY_FIELDS as POLICY_FIELDS
-    from budgetlens.context.unified_policy import (
+    from budgetlens.assembly.unified_policy import POLICY_FIELDS as POLICY_FIELDS
+    from budgetlens.assembly.unified_policy import (
         UnifiedContextBudgetPolicy as UnifiedContextBudgetPolicy,
     )
 
@@ -81,7 +81,7 @@ def __getattr__(name: str) -> Any:
     use: the model is pydantic's, and a check whose policy is valid needs none (start-up
     speed)."""
     if name in ("UnifiedContextBudgetPolicy", "POLICY_FIELDS"):
-        from budgetlens.context import unified_policy  # see the docstring
+        from budgetlens.assembly import unified_policy  # see the docstring
 
         return getattr(unified_policy, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -119,7 +119,7 @@ def compute_unified_budget(
 ) -> UnifiedBudget:
     """The knowledge card and bucket budgets for one request (see the module docstring)."""
     if policy is None:
-        from budgetlens.context.unified_policy import UnifiedContextBudgetPolicy  # see above
+        from budgetlens.assembly.unified_policy import UnifiedContextBudgetPolicy  # see above
 
         policy = UnifiedContextBudgetPolicy()
     p = policy
