@@ -60,6 +60,8 @@ MODEL_CONTRADICTED = "BL060"  # a number in config.json contradicts the model's 
 MODEL_UNKNOWN = "BL061"  # a model name the registry does not know
 SERVING_BINDS = "BL062"  # the server's limit (serving.*) is below the model's window
 TARGET_DOES_NOT_FIT = "BL063"  # a step does not fit a target model
+GATEWAY_CAP = "BL067"  # a step's input is above its gateway's per-request cap
+GATEWAY_UNKNOWN = "BL068"  # a gateway or variant the tables do not have (or no sourced cap)
 MODELS_FILE_INVALID = "BL069"  # a models.json (workspace or user) value cannot be used
 # settings.injection (the unified injection budget policy)
 INJECTION_NOT_MAPPING = "BL100"
@@ -110,6 +112,8 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(MODEL_UNKNOWN, _W, "model name not in the bundled registry"),
     Code(SERVING_BINDS, _I, "the server's limit (serving) is below the model's window"),
     Code(TARGET_DOES_NOT_FIT, _W, "a step does not fit one of the target models"),
+    Code(GATEWAY_CAP, _E, "a step's input is above its gateway's per-request cap"),
+    Code(GATEWAY_UNKNOWN, _W, "a gateway or model variant the bundled tables do not have"),
     Code(MODELS_FILE_INVALID, _E, "a models.json value cannot be used"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
@@ -187,6 +191,11 @@ HELP: dict[str, str] = {
                    " used.",
     TARGET_DOES_NOT_FIT: "Shorten the step (context, output, prompt) or drop the target:"
                          " the message says by how much it is over.",
+    GATEWAY_CAP: "Lower the step's context, history or prompt below the gateway's cap, or"
+                 " run the step through another gateway (the message names the source of the"
+                 " cap).",
+    GATEWAY_UNKNOWN: "Use a gateway or variant the message lists, or remove the key; a model"
+                     " without a sourced cap is not checked against the gateway.",
     MODELS_FILE_INVALID: "Correct the value (limits are whole numbers > 0, max_input and"
                          " max_output at most the window; a new model needs a window).",
     INJECTION_NOT_MAPPING: "Write the policy keys under settings.injection as a mapping.",

@@ -52,6 +52,7 @@ from budgetlens.contract.enums import (
 )
 from budgetlens.contract.injection_settings import check_injection
 from budgetlens.contract.limits import ModelLimits
+from budgetlens.contract.margin import step_margin
 from budgetlens.contract.planner import _Plan, _Planner
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import (
@@ -286,11 +287,18 @@ class _PipelineCheck(_CheckState):
                      "system prompt + template + format overhead", shared.inherited,
                      sp.location)
         history, output, source = sp.history, sp.output, sp.output_source
-        context, window, margin = shared.context, shared.window, shared.margin
+        context, window = sp.context or shared.context, shared.window
+        approximate = (own.approximate and not self.explicit_tokenizer(shared)) \
+            if own is not None and own.model is not self.plan.limits.model else self.approximate
+        margin = step_margin(shared.margin, shared.margin_percent,
+                             fixed.value + history.value + context.value,
+                             approximate=approximate,
+                             default=shared.margin.source == TermSource.DEFAULT)
         total = fixed.value + history.value + context.value + output.value + margin.value
         headroom = window.value - total
         fits = (headroom >= 0 and not window.missing and not context.missing
                 and source is not OutputSource.MISSING)
+        cap = own.cap if own is not None else self.plan.limits.cap
         return StepBudget(
             pipeline=self.pipe, step=at.name, index=at.index, location=sp.location,
             defined_in=at.owner.path, system_prompt=prompt, template=template,
@@ -299,9 +307,10 @@ class _PipelineCheck(_CheckState):
             headroom=headroom, fits=fits, prompt_file=sp.prompt_file,
             use_history=bool(at.step.use_history), name_location=sp.name_location,
             output_floor=sp.output_floor, model=own.name if own else None,
-            ceiling=own.ceiling if own else None,
-            approximate=(own.approximate and not self.explicit_tokenizer(shared)) if own
-            else self.approximate)
+            ceiling=own.ceiling if own else None, approximate=approximate,
+            own_window=own is not None, own_context=sp.context is not None,
+            gateway_cap=None if cap is None else Term(cap.max_input_tokens, cap.label, location=(
+                own.gateway_location if own is not None else self.plan.limits.gateway_location)))
 
     def prompt_tokens(self, sp: _StepPlan, path: str, counter: TokenCounter) -> Term:
         """The tokens of the prompt file of a step (0 with a diagnostic when it cannot be
@@ -340,8 +349,26 @@ class _PipelineCheck(_CheckState):
                  window: Term, context_floor: Term | None = None) -> None:
         for i, s in enumerate(steps):
             if s.output_source is not OutputSource.MISSING:
-                self.step_contract(i, s, policy, clamp, window if s.model is None else s.window,
-                                   context_floor)
+                own = s.model is not None or s.own_window
+                self.step_contract(i, s, policy, clamp, s.window if own else window,
+                                   s.context if s.own_context else context_floor)
+            self.gateway_contract(s)
+
+    def gateway_contract(self, s: StepBudget) -> None:
+        """BL067 when a step's input (everything but its output: fixed + history + context
+        + margin) is above its gateway's per-request cap."""
+        cap = s.gateway_cap
+        if cap is None:
+            return
+        sent = s.total - s.output.value
+        if sent <= cap.value:
+            return
+        related = (Related(cap.location, f"gateway: {cap.source}"),) if cap.location else ()
+        self.add(s.name_location or s.location, Severity.ERROR, codes.GATEWAY_CAP,
+                 f"step {s.step!r} sends {sent:,} input tokens (fixed {s.fixed.value:,} +"
+                 f" history {s.history.value:,} + context {s.context.value:,} + margin"
+                 f" {s.margin.value:,}), above the {cap.value:,}-token request cap of"
+                 f" {cap.source} (over by {sent - cap.value:,})", s.step, related)
 
     def step_contract(self, i: int, s: StepBudget, policy: Policy, clamp: ClampValues,
                       window: Term, context_floor: Term | None) -> None:

@@ -83,8 +83,9 @@ def _fits_as_is(steps: Sequence[StepBudget], context: int, window: int,
         own = s.ceiling.value if s.ceiling is not None else ceiling
         if own is not None and output > own:
             return False
-        win = s.window.value if s.model is not None else window
-        if s.fixed.value + s.history.value + s.margin.value + context + output > win:
+        win = s.window.value if s.model is not None or s.own_window else window
+        ctx = s.context.value if s.own_context else context
+        if s.fixed.value + s.history.value + s.margin.value + ctx + output > win:
             return False
     return True
 
@@ -122,16 +123,21 @@ def _clamp(steps: Sequence[StepBudget], *, context: int, window: int, ceiling: i
     outputs, reasons = _under_ceiling(steps, ceiling)
     full = window
     # a step that names its own model has its own window (the others share ``window``)
-    win = {i: s.window.value if s.model is not None else full for i, s in enumerate(steps)}
+    win = {i: s.window.value if s.model is not None or s.own_window else full
+           for i, s in enumerate(steps)}
     context_floor = floor_below(context, floor)
+    # a step with its own context (use_context: false, its own max_context_tokens) is
+    # charged that, which the clamp does not lower: only its output may be
+    pinned = {i: s.context.value for i, s in enumerate(steps) if s.own_context}
     out_floor = {i: floor_below(outputs[i], s.output_floor.value if s.output_floor else None)
                  for i, s in enumerate(steps)}
-    unfit = [i for i, s in enumerate(steps) if _base(s) + context + outputs[i] > win[i]
-             and _base(s) + context_floor + out_floor[i] > win[i]]
+    unfit = [i for i, s in enumerate(steps)
+             if _base(s) + pinned.get(i, context) + outputs[i] > win[i]
+             and _base(s) + pinned.get(i, context_floor) + out_floor[i] > win[i]]
     fittable = [i for i in range(len(steps)) if i not in unfit]
     room = {i: win[i] - _base(steps[i]) - outputs[i] for i in fittable}  # context each allows
-    needy = min((i for i in fittable if room[i] < context), key=lambda i: (room[i], i),
-                default=None)
+    needy = min((i for i in fittable if room[i] < context and i not in pinned),
+                key=lambda i: (room[i], i), default=None)
     if target is not None:
         new_context = min(context, max(context_floor, target))
     else:
@@ -142,13 +148,16 @@ def _clamp(steps: Sequence[StepBudget], *, context: int, window: int, ceiling: i
                              window=full if needy is None else win[needy])
     for i in fittable:
         window = win[i]  # each step's own window (a step may name its own model)
-        allowed = window - _base(steps[i]) - new_context
+        allowed = window - _base(steps[i]) - pinned.get(i, new_context)
         if allowed < out_floor[i]:  # only a ``target`` above what this step allows does this
             unfit.append(i)
         elif outputs[i] > allowed:
             outputs[i] = allowed
-            lowered = (f"max_context_tokens cannot go below its floor"
-                       f" min_context_tokens={context_floor}; with this output limit the step"
+            why = (f"max_context_tokens cannot go below its floor"
+                   f" min_context_tokens={context_floor}" if i not in pinned else
+                   f"the step's own context ({steps[i].context.source}"
+                   f" {pinned[i]}) is not lowered")
+            lowered = (f"{why}; with this output limit the step"
                        f" fits the window of {window} tokens (its floor min_output_tokens is"
                        f" {out_floor[i]})")
             reasons[i] = f"{reasons[i]}; then {lowered}" if i in reasons else lowered

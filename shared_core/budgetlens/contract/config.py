@@ -235,22 +235,32 @@ def _window_problem(path: str, work: dict[str, Any], where: Range) -> Diagnostic
     return None
 
 
+def _ranges(doc: YamlDocument | None) -> tuple[dict[str, Range], dict[str, Range]]:
+    """Where each value (and top-level key) of config.json is: ``model``,
+    ``serving.num_ctx``, ``targets.0``, ``serving.<model>.num_ctx``."""
+    value_ranges: dict[str, Range] = {}
+    key_ranges: dict[str, Range] = {}
+    if doc is None:
+        return value_ranges, key_ranges
+    for pth, span in doc.spans.items():
+        if len(pth) == 1 and isinstance(pth[0], str):
+            value_ranges[pth[0]] = span.value
+            key_ranges[pth[0]] = span.key or span.value
+        elif len(pth) == 2 and pth[0] in ("serving", "targets"):
+            value_ranges[f"{pth[0]}.{pth[1]}"] = span.value  # serving.num_ctx, targets.0
+        elif len(pth) == 3 and pth[0] == "serving":  # a model's own serving block
+            value_ranges[f"serving.{pth[1]}.{pth[2]}"] = span.value
+    return value_ranges, key_ranges
+
+
 def load_config(path: str, text: str) -> LoadedConfig:
     """Parse and validate the text of a config.json."""
     parsed = _parse(path, text)
     if isinstance(parsed, LoadedConfig):
         return parsed
     data, readable, oversized = parsed
-    value_ranges: dict[str, Range] = {}
-    key_ranges: dict[str, Range] = {}
     doc, _ = parse_yaml(readable)  # JSON is YAML: positions of the top-level keys, best effort
-    if doc is not None:
-        for pth, span in doc.spans.items():
-            if len(pth) == 1 and isinstance(pth[0], str):
-                value_ranges[pth[0]] = span.value
-                key_ranges[pth[0]] = span.key or span.value
-            elif len(pth) == 2 and pth[0] in ("serving", "targets"):
-                value_ranges[f"{pth[0]}.{pth[1]}"] = span.value  # serving.num_ctx, targets.0
+    value_ranges, key_ranges = _ranges(doc)
     work = dict(data)
     diagnostics, window_ok = _oversized_diagnostics(path, text, oversized, value_ranges, work)
     # a number too long to read is reported above at the value
@@ -269,6 +279,7 @@ def load_config(path: str, text: str) -> LoadedConfig:
         diagnostics.append(_diag(path, value_ranges.get(key, Range.at(0, 0)),
                                  codes.CONFIG_VALUE_INVALID, f"config.json {err.message}"))
     diagnostics.extend(_near_miss_keys(path, doc, data))
+    diagnostics.extend(_model_serving_values(path, data, value_ranges))
     return LoadedConfig(path, model, window_ok, value_ranges, key_ranges, tuple(diagnostics))
 
 
@@ -290,13 +301,15 @@ def _near_miss_keys(path: str, doc: YamlDocument | None,
                     data: dict[str, Any]) -> list[Diagnostic]:
     """BL008 for each key of config.json and of its ``serving`` that misspells a key read
     there (others are allowed)."""
-    known = model_keys(WorkspaceConfig)
+    known = model_keys(WorkspaceConfig, *CONFIG_EXTRA_KEYS)
     extra = ({} if any(k in data for k in _DEVELOPMENT_KEYS)
              else dict.fromkeys(_DEVELOPMENT_KEYS, _NO_DEVELOPMENT))
     serving_keys = model_keys(ServingLimits)
     if doc is not None and isinstance(doc.value, dict):
         return (check_mapping(path, doc, (), known, extra=extra, budget=BUDGET_KEYS)
-                + check_mapping(path, doc, ("serving",), serving_keys, budget=serving_keys))
+                + check_mapping(path, doc, ("serving",), serving_keys, budget=serving_keys)
+                + [d for name in _model_blocks(data) for d in check_mapping(
+                    path, doc, ("serving", name), serving_keys, budget=serving_keys)])
     out = []  # JSON that YAML cannot read (e.g. a "\/" escape): no positions
     serving = data.get("serving")
     for keys, mapping, budget in ((known, data, BUDGET_KEYS),
@@ -309,6 +322,38 @@ def _near_miss_keys(path: str, doc: YamlDocument | None,
                     path, key, suggestion, None, extra=extra.get(suggestion, ""),
                     budget=suggestion in budget and suggestion not in mapping))
     return out
+#: Keys of config.json read by the check but not by the WorkspaceConfig shape: the gateway
+#: and the model variant (contract/limits.py).
+CONFIG_EXTRA_KEYS = ("gateway", "variant")
+
+
+def _model_blocks(data: dict[str, Any]) -> list[str]:
+    """The model names of config.json's ``serving`` that hold a block of their own
+    (``serving: {"ollama/llama3.1": {"num_ctx": 8192}}``)."""
+    serving = data.get("serving")
+    if not isinstance(serving, dict):
+        return []
+    return [key for key, value in serving.items() if isinstance(value, dict)]
+
+
+def _model_serving_values(path: str, data: dict[str, Any],
+                          value_ranges: dict[str, Range]) -> list[Diagnostic]:
+    """BL013 for a limit of a model's own serving block that is not an integer > 0."""
+    out: list[Diagnostic] = []
+    serving = data.get("serving")
+    for name in _model_blocks(data):
+        assert isinstance(serving, dict)
+        for key in ("max_model_len", "num_ctx"):
+            value = serving[name].get(key)
+            if value is not None and not (type(value) is int and value > 0):
+                out.append(_diag(path, value_ranges.get(f"serving.{name}.{key}",
+                                                        Range.at(0, 0)),
+                                 codes.CONFIG_VALUE_INVALID,
+                                 f"config.json serving[{name!r}].{key} must be an integer"
+                                 f" > 0, got {value!r}; the value is ignored"))
+    return out
+
+
 def _inside(inner: Range, outer: Range) -> bool:
     """``inner`` starts in ``outer`` (a stand-in ``null`` spans 4 characters of the number)."""
     return outer.start == inner.start or outer.start <= inner.start < outer.end

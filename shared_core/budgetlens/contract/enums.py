@@ -16,6 +16,7 @@ class TermSource(TextEnum):
     NO_PROMPT_KEY = "no prompt_key"
     NO_TEMPLATE = "no template"
     HISTORY_OFF = "use_history is off"
+    CONTEXT_OFF = "use_context: false"
     PROMPT_FILE = "prompt file"
     PROMPT_FILE_NO_CONFIG = "prompt file (no config.json)"
     SHARED_FLOOR = "shared floor"

@@ -10,12 +10,22 @@ for a ``call_model`` step that names its own ``model``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from budgetlens import codes
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.results import Term
+from budgetlens.models.gateways import (
+    GatewayCap,
+    gateway_cap,
+    gateway_names,
+    gateway_unsourced,
+    variant,
+    variant_names,
+)
 from budgetlens.models.registry import ModelInfo, Registry, load_registry
 from budgetlens.models.resolution import query_of
 from budgetlens.source import Diagnostic, Location, Related, Severity
@@ -36,6 +46,12 @@ class ModelLimits:
     """The encoding the model's tokenizer family is counted with (None: no model known)."""
     forced: bool = False  # a target: its tokenizer wins over config.json's
     diagnostics: tuple[Diagnostic, ...] = ()
+    unserved: Term | None = None
+    """The window before any ``serving`` limit (a step's own ``serving`` replaces the
+    config's: it applies to this)."""
+    gateway: str | None = None  # the gateway named (config.json or the step), if any
+    gateway_location: Location | None = None
+    cap: GatewayCap | None = None  # the gateway's per-request cap for this model
 
     @property
     def approximate(self) -> bool:
@@ -94,30 +110,133 @@ def _checked(typed: Term | None, published: int | None, info: ModelInfo | None,
     return typed
 
 
-def _serving(config: LoadedConfig, window: Term | None, name: str | None,
-             out: list[Diagnostic] | None) -> Term | None:
-    """The window after the server's limits (the smallest wins); BL062 (into ``out``) when
-    a server limit is the binding one."""
+#: One serving limit: its value, its key as written (``serving.num_ctx``,
+#: ``serving["ollama/llama3.1"].num_ctx``, ``steps[1].serving.num_ctx``), the file it is in
+#: (for the provenance) and where.
+_Limit = tuple[int, str, str, Location]
+
+
+def block_limits(block: Mapping[str, Any], key_text: str, file_text: str,
+                 where: Callable[[str], Location]) -> list[_Limit]:
+    """The serving limits (``SERVING_KEYS``) a mapping sets: whole numbers above 0 only (a
+    wrong value is reported where the block is read)."""
+    out: list[_Limit] = []
+    for key in SERVING_KEYS:
+        value = block.get(key)
+        if type(value) is int and value > 0:
+            out.append((value, f"{key_text}.{key}", file_text, where(key)))
+    return out
+
+
+def _same_model(key: str, names: tuple[str, ...], registry: Registry | None) -> bool:
+    """``key`` (of config.json's ``serving``) names one of ``names``: as written (case
+    does not matter) or as the registry resolves it (``ollama/llama3.1``)."""
+    if key.lower() in {n.lower() for n in names}:
+        return True
+    info = (registry or load_registry()).get(key)
+    return info is not None and info.name in names
+
+
+def _config_place(config: LoadedConfig, prefix: str) -> Callable[[str], Location]:
+    return lambda key: config.location(f"{prefix}.{key}")
+
+
+def config_serving(config: LoadedConfig, names: tuple[str, ...],
+                   registry: Registry | None = None) -> list[_Limit]:
+    """The serving limits config.json sets for a model called one of ``names``: its own
+    block (``serving: {"ollama/llama3.1": {"num_ctx": 8192}}``) when one sets a limit,
+    else the workspace-wide keys (``serving: {"num_ctx": 8192}``)."""
     cfg = config.config
     serving = cfg.serving if cfg is not None else None
     if serving is None:
-        return window
-    limits = [(getattr(serving, key), key) for key in SERVING_KEYS
-              if getattr(serving, key) is not None]
+        return []
+    for key, block in (serving.model_extra or {}).items():
+        if isinstance(block, dict) and names and _same_model(key, names, registry):
+            found = block_limits(block, f"serving[{key!r}]", "config.json",
+                                 _config_place(config, f"serving.{key}"))
+            if found:
+                return found
+    return [(getattr(serving, key), f"serving.{key}", "config.json",
+             config.location(f"serving.{key}")) for key in SERVING_KEYS
+            if getattr(serving, key) is not None]
+
+
+def bind_serving(window: Term | None, limits: list[_Limit], name: str | None,
+                 out: list[Diagnostic] | None, whom: str = "every step is") -> Term | None:
+    """The window after the server's limits (the smallest of the block wins); BL062 (into
+    ``out``) when a server limit is the binding one."""
     if not limits:
         return window
-    value, key = min(limits)
+    value, key_text, file_text, loc = min(limits, key=lambda limit: limit[0])
     if window is not None and value >= window.value:
         return window
-    loc = config.location(f"serving.{key}")
     if window is not None and out is not None:
         whose = f"{name}'s" if name else "the model's"
         out.append(_diag(loc, Severity.INFORMATION, codes.SERVING_BINDS,
-                         f"serving.{key} {value:,} is below {whose} window of"
+                         f"{key_text} {value:,} is below {whose} window of"
                          f" {window.value:,} tokens ({window.source}): the server's"
-                         f" limit is the window every step is checked against"))
+                         f" limit is the window {whom} checked against"))
     before = f" (below {window.value} from {window.source})" if window is not None else ""
-    return Term(value, f"config.json serving.{key}{before}", location=loc)
+    return Term(value, f"{file_text} {key_text}{before}", location=loc)
+
+
+def _serving(config: LoadedConfig, window: Term | None, name: str | None,
+             out: list[Diagnostic] | None, info: ModelInfo | None = None,
+             registry: Registry | None = None) -> Term | None:
+    """The window after config.json's serving limits for the model (its own block, else
+    the workspace-wide one)."""
+    names = tuple(n for n in (name, info.name if info else None) if n)
+    return bind_serving(window, config_serving(config, names, registry), name, out)
+
+
+def _variant_window(window: Term | None, info: ModelInfo | None, wanted: object,
+                    loc: Location, out: list[Diagnostic], what: str) -> Term | None:
+    """The window of the model's variant ``wanted`` (``variant: 1m``) when the window
+    comes from the registry; BL068 for a variant the table does not have."""
+    if wanted is None or info is None:
+        return window
+    found = variant(info.name, wanted) if isinstance(wanted, str) else None
+    if found is None:
+        known = variant_names(info.name)
+        listed = ", ".join(known) if known else "none recorded"
+        out.append(_diag(loc, Severity.WARNING, codes.GATEWAY_UNKNOWN,
+                         f"{what} variant {wanted!r} is not a variant of {info.name}"
+                         f" (variants: {listed}); the registry's limits are used"))
+        return window
+    if window is not None and not window.source.startswith("model "):
+        return window  # a typed number wins (a deliberate restriction)
+    return Term(found.window, f"{found.label}; needs {found.requires}", location=loc)
+
+
+def _gateway(limits: ModelLimits, wanted: object, loc: Location,
+             out: list[Diagnostic], what: str) -> ModelLimits:
+    """``limits`` with the gateway ``wanted`` (``gateway: github-models``) and its cap for
+    the model; BL068 for a gateway the table does not have, or a model it has no
+    sourced cap for (information)."""
+    if wanted is None:
+        return limits
+    if not isinstance(wanted, str) or wanted not in gateway_names():
+        out.append(_diag(loc, Severity.WARNING, codes.GATEWAY_UNKNOWN,
+                         f"{what} gateway {wanted!r} is not in the gateway table (gateways:"
+                         f" {', '.join(gateway_names())}); no gateway cap is checked"))
+        return limits
+    model = limits.model.name if limits.model is not None else None
+    cap = gateway_cap(wanted, model)
+    if cap is None:
+        unsourced = gateway_unsourced(wanted) or "not yet sourced"
+        out.append(_diag(loc, Severity.INFORMATION, codes.GATEWAY_UNKNOWN,
+                         f"gateway {wanted} has no recorded cap for"
+                         f" {model or 'this model'} ({unsourced}); no gateway cap is"
+                         " checked"))
+    return _with(limits, gateway=wanted, gateway_location=loc, cap=cap)
+
+
+def _with(base: ModelLimits, **changes: Any) -> ModelLimits:
+    values = {key: getattr(base, key) for key in (
+        "model", "name", "window", "ceiling", "tokenizer", "forced", "diagnostics",
+        "unserved", "gateway", "gateway_location", "cap")}
+    values.update(changes)
+    return ModelLimits(**values)
 
 
 def config_limits(config: LoadedConfig | None, target: str | None = None,
@@ -151,9 +270,16 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
     window = _checked(window, info.window if info else None, info, "a window", model_loc, out)
     ceiling = _checked(ceiling, info.max_output if info else None, info,
                        "an output ceiling", model_loc, out)
-    window = _serving(config, window, info.name if info else cfg.model, out)
-    return ModelLimits(info, cfg.model, window, ceiling, info.encoding if info else None,
-                       False, tuple(out))
+    extra = cfg.model_extra or {}
+    window = _variant_window(window, info, extra.get("variant"), config.location("variant"),
+                             out, "config.json")
+    unserved = window
+    window = _serving(config, window, info.name if info else cfg.model, out, info, registry)
+    limits = ModelLimits(info, cfg.model, window, ceiling, info.encoding if info else None,
+                         False, (), unserved)
+    limits = _gateway(limits, extra.get("gateway"), config.location("gateway"), out,
+                      "config.json")
+    return _with(limits, diagnostics=tuple(out))
 
 
 def step_limits(name: object, loc: Location, config: LoadedConfig | None,
@@ -175,14 +301,61 @@ def step_limits(name: object, loc: Location, config: LoadedConfig | None,
                 name, "step model", ": the step is checked with the pipeline's limits",
                 registry)),))
     window: Term | None = _term(info, "window", info.window, loc)
+    unserved = window
     if config is not None:
-        window = _serving(config, window, info.name, None)
+        window = _serving(config, window, info.name, None, info, registry)
     ceiling = _term(info, "max_output", info.max_output, loc) if info.max_output \
         else None
-    return ModelLimits(info, info.name, window, ceiling, info.encoding, False)
+    own = ModelLimits(info, info.name, window, ceiling, info.encoding, False, (), unserved)
+    if base.gateway is not None:  # config.json's gateway, for this step's model
+        own = _with(own, gateway=base.gateway, gateway_location=base.gateway_location,
+                    cap=gateway_cap(base.gateway, info.name))
+    return own
+
+
+def step_terms(own: ModelLimits, step: Mapping[str, Any], config: LoadedConfig | None,
+               where: Callable[..., Location], label: str,
+               registry: Registry | None = None) -> ModelLimits:
+    """``own`` (the step's model's limits, or the pipeline's) with the step's own
+    ``variant``, ``serving`` and ``gateway``: a variant's window, the step's serving block
+    (it wins over config.json's, per model and workspace-wide) and its gateway (it wins
+    over config.json's). ``where(*keys)`` is the place of a key of the step; ``label`` is
+    ``steps[1]``. Problems are in the result's diagnostics."""
+    out: list[Diagnostic] = []
+    if own.forced:
+        return own
+    window = own.unserved if own.unserved is not None else own.window
+    wanted = step.get("variant")
+    if wanted is not None:
+        window = _variant_window(window, own.model, wanted, where("variant"), out, "step")
+        if config is not None and window is not None:
+            name = own.model.name if own.model is not None else own.name
+            own = _with(own, unserved=window, window=_serving(config, window, name, None,
+                                                              own.model, registry))
+        else:
+            own = _with(own, unserved=window, window=window)
+    serving = step.get("serving")
+    if isinstance(serving, dict):
+        limits = block_limits(serving, f"{label}.serving", "pipeline",
+                              lambda k: where("serving", k))
+        if limits:
+            own = _with(own, window=bind_serving(own.unserved or own.window, limits,
+                                                 own.name, out, "this step is"))
+    elif serving is not None:
+        out.append(_diag(where("serving"), Severity.ERROR, codes.INVALID_VALUE,
+                         f"{label}.serving must be a mapping (max_model_len, num_ctx), got"
+                         f" {serving!r}; the step is checked without it"))
+    for key in SERVING_KEYS:
+        value = serving.get(key) if isinstance(serving, dict) else None
+        if value is not None and not (type(value) is int and value > 0):
+            out.append(_diag(where("serving", key), Severity.ERROR, codes.INVALID_VALUE,
+                             f"{label}.serving.{key} must be an integer > 0, got {value!r};"
+                             " the value is ignored"))
+    if step.get("gateway") is not None:
+        own = _gateway(own, step.get("gateway"), where("gateway"), out, "step")
+    return _with(own, diagnostics=(*own.diagnostics, *out))
 
 
 def replace_diagnostics(base: ModelLimits,
                         diagnostics: tuple[Diagnostic, ...] = ()) -> ModelLimits:
-    return ModelLimits(base.model, base.name, base.window, base.ceiling, base.tokenizer,
-                       base.forced, diagnostics)
+    return _with(base, diagnostics=diagnostics)

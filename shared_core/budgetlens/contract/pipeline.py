@@ -185,7 +185,9 @@ def load_pipeline_text(path: str, text: str) -> PipelineFile:
                                 f"a pipeline file must be a mapping, not a"
                                 f" {type(doc.value).__name__}"))
         return PipelineFile(path, doc, None, tuple(diags))
-    model, errors = validate_lenient(Pipeline, doc.value)
+    margin = _margin_text(doc.value)
+    model, errors = validate_lenient(Pipeline, doc.value if margin is None
+                                     else _without_margin(doc.value))
     invalid: set[YamlPath] = set()
     for err in errors:
         where = err.path
@@ -198,8 +200,28 @@ def load_pipeline_text(path: str, text: str) -> PipelineFile:
         invalid.add(err.path)
     if model is None:  # pragma: no cover - every Pipeline field is optional
         model = Pipeline.model_validate({})
+    if margin is not None and model.settings is not None:  # read as written (margin.py)
+        model.settings.__dict__["budget_safety_margin_tokens"] = margin
+        model.settings.model_fields_set.add("budget_safety_margin_tokens")
     diags.extend(key_diagnostics(path, doc))
     return PipelineFile(path, doc, model, tuple(diags), frozenset(invalid))
+
+
+_MARGIN = "budget_safety_margin_tokens"
+
+
+def _margin_text(value: dict[str, Any]) -> str | None:
+    """``settings.budget_safety_margin_tokens`` when it is a text (``"2% + 128"``: a
+    proportional margin, read and checked by ``contract.margin``); else ``None``."""
+    settings = value.get("settings")
+    margin = settings.get(_MARGIN) if isinstance(settings, dict) else None
+    return margin if isinstance(margin, str) else None
+
+
+def _without_margin(value: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline's data without its text margin, for the Settings shape (a count)."""
+    settings = {k: v for k, v in value["settings"].items() if k != _MARGIN}
+    return {**value, "settings": settings}
 
 
 _REMOVE_QUOTES = " (remove the quotes)"
@@ -231,12 +253,18 @@ def _value_message(doc: YamlDocument, where: YamlPath, message: str) -> str:
 
 #: ``settings.injection`` is read by pipeline_injection.py, not by the Settings model.
 SETTINGS_EXTRA_KEYS = ("injection",)
-#: A step's ``model`` is read by the check (limits.step_limits), not by the Step model.
+#: A step's ``model`` is read by the check (limits.step_limits), not by the Step model; so
+#: are its own ``serving``, ``gateway`` and ``variant`` (limits.step_terms) and its own
+#: context and history terms (step_plan.py).
 STEP_EXTRA_KEYS = ("model",)
+STEP_TERM_KEYS = ("serving", "gateway", "variant", "use_context", "max_context_tokens",
+                  "max_history_tokens")
 #: The keys whose near miss is an error (BL008), as they set a budget term: every key of
 #: the top level, settings and user_parts; of a step, all but its name and type.
 _STEP_BUDGET_KEYS = frozenset({"prompt_key", "user_parts", "max_output_tokens", "max_tokens",
-                               "use_history", "model"})
+                               "use_history", "model", *STEP_TERM_KEYS})
+#: The keys of a step's own ``serving`` block (config.ServingLimits's).
+_SERVING_KEYS = ("max_model_len", "num_ctx")
 _NO_TYPE = " Without a type the step is not a call_model step and is left out of the budget"
 _NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
 
@@ -246,9 +274,14 @@ def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
     """Near-miss keys of a call_model step and of its user_parts. A mapping whose keys are
     all known has none (most steps): it is not looked at key by key."""
     out: list[Diagnostic] = []
-    if not raw.keys() <= _known(Step, *STEP_EXTRA_KEYS):
-        out += check_mapping(path, doc, base, model_keys(Step, *STEP_EXTRA_KEYS),
+    if not raw.keys() <= _known(Step, *STEP_EXTRA_KEYS, *STEP_TERM_KEYS):
+        out += check_mapping(path, doc, base,
+                             model_keys(Step, *STEP_EXTRA_KEYS, *STEP_TERM_KEYS),
                              budget=_STEP_BUDGET_KEYS)
+    serving = raw.get("serving")
+    if isinstance(serving, dict) and not serving.keys() <= set(_SERVING_KEYS):
+        out += check_mapping(path, doc, (*base, "serving"), _SERVING_KEYS,
+                             budget=_SERVING_KEYS)
     parts = raw.get("user_parts")
     if isinstance(parts, dict) and not parts.keys() <= _known(UserParts):
         keys = model_keys(UserParts)

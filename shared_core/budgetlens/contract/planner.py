@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from budgetlens import codes
@@ -28,6 +29,7 @@ from budgetlens.contract.enums import (
 )
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.limits import ModelLimits, config_limits
+from budgetlens.contract.margin import parse_margin
 from budgetlens.contract.models_file import (
     ModelsFile,
     overlay,
@@ -116,7 +118,22 @@ def _margin_term(settings: dict[str, Setting]) -> Term:
     setting = settings.get("budget_safety_margin_tokens")
     if setting is None:
         return Term(DEFAULT_SAFETY_MARGIN_TOKENS, TermSource.DEFAULT)
+    if isinstance(setting.value, str):  # "2% + 128": the constant here, the rest per step
+        parsed = parse_margin(setting.value)
+        if parsed is None:
+            return Term(DEFAULT_SAFETY_MARGIN_TOKENS, TermSource.DEFAULT)
+        return Term(parsed[1], f"settings.budget_safety_margin_tokens {setting.value!r}",
+                    setting.depth > 0, setting.location)
     return _setting_term(setting, "settings.budget_safety_margin_tokens")
+
+
+def _margin_percent(settings: dict[str, Setting]) -> Fraction | None:
+    """The percentage of a text margin (``"2% + 128"``); ``None`` for a number or none."""
+    setting = settings.get("budget_safety_margin_tokens")
+    if setting is None or not isinstance(setting.value, str):
+        return None
+    parsed = parse_margin(setting.value)
+    return parsed[0] if parsed is not None and parsed[0] else None
 
 
 @dataclass(frozen=True)
@@ -369,11 +386,13 @@ class _Planner(_StepPlanner):
         window: Term | None = base["window"]
         settings = merged_settings(chain, self.parent_settings)
         context = self.context_term(chain, settings, base["head"])
+        self.margin_problem(settings)
         context_diags = self.take()
         shared = _Shared(config, base["choice"].policy, self.overhead(config),
                          _margin_term(settings), settings.get("max_history_tokens"),
                          context or Term(0, TermSource.MISSING),
-                         window or Term(0, TermSource.MISSING), base["ceiling"], False)
+                         window or Term(0, TermSource.MISSING), base["ceiling"], False,
+                         _margin_percent(settings))
         steps, shared = self.steps(chain, shared, settings)
         prompt_root = (str(self.options.workspace_root)
                        if self.options.workspace_root is not None
@@ -384,6 +403,18 @@ class _Planner(_StepPlanner):
             context_floor=_context_floor(context, settings, config) if context else None,
             steps=steps, prompt_root=prompt_root,
             extends_location=self.pipe_extends_location(chain.pipeline), **base)
+
+    def margin_problem(self, settings: dict[str, Setting]) -> None:
+        """BL005 at a text margin that is not ``"P% + C"``, ``"P%"`` or a number."""
+        setting = settings.get("budget_safety_margin_tokens")
+        if setting is None or not isinstance(setting.value, str) or \
+                parse_margin(setting.value) is not None:
+            return
+        self.add(setting.location, Severity.ERROR, codes.INVALID_VALUE,
+                 f"settings.budget_safety_margin_tokens must be an integer >= 0 or a text"
+                 f" such as \"2% + 128\" (a percentage of the step's input, 0 to 100, plus"
+                 f" tokens), got {setting.value!r}; the default"
+                 f" {DEFAULT_SAFETY_MARGIN_TOKENS} is used")
 
     def context_term(self, chain: Chain, settings: dict[str, Setting],
                      head: Location) -> Term | None:

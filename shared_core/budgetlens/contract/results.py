@@ -104,6 +104,14 @@ class StepBudget:
     """The output ceiling of the step's own model (``None``: the pipeline's)."""
     approximate: bool = False
     """The step's counts are approximate (its model's tokenizer is not available offline)."""
+    own_window: bool = False
+    """The step's window is its own (its ``model``, ``serving``, ``gateway`` or
+    ``variant``), not necessarily the pipeline's."""
+    own_context: bool = False
+    """The step's context is its own (``use_context: false`` or its own
+    ``max_context_tokens``): the clamp does not lower the pipeline's for it."""
+    gateway_cap: Term | None = None
+    """The per-request input cap of the step's gateway for its model (``gateway:``)."""
 
     @property
     def inherited(self) -> bool:

@@ -17,6 +17,7 @@ import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache
@@ -27,7 +28,7 @@ from budgetlens.contract.enums import (
     TermSource,
 )
 from budgetlens.contract.frozen import quick_init
-from budgetlens.contract.limits import ModelLimits, step_limits
+from budgetlens.contract.limits import ModelLimits, replace_diagnostics, step_limits, step_terms
 from budgetlens.contract.pipeline import (
     PipelineFile,
     Setting,
@@ -115,6 +116,7 @@ class _Shared:
     window: Term
     ceiling: Term | None
     inherited: bool  # the steps come from a parent pipeline
+    margin_percent: Fraction | None = None  # of a text margin ("2% + 128"), see margin.py
 
 
 # _At and _StepPlan are made for every step of every version of a pipeline, and never
@@ -159,6 +161,7 @@ class _StepPlan:
     own: ModelLimits | None  # the limits of a step that names its own ``model``
     before: tuple[Diagnostic, ...]  # the prompt's (no prompt_key, a path that names nothing)
     after: tuple[Diagnostic, ...]  # the template's, history's, output limit's and ceiling's
+    context: Term | None = None  # the step's own context (None: the pipeline's)
 
 
 #: the step keys an output limit is read from (``_Planner.output_term``)
@@ -167,6 +170,8 @@ _STEP_OUTPUT_KEYS = {source: source.value for source in (OutputSource.MAX_OUTPUT
 
 
 _HISTORY_OFF = Term(0, TermSource.HISTORY_OFF)
+#: A step's own keys that change its limits (limits.step_terms).
+_STEP_LIMIT_KEYS = ("serving", "gateway", "variant")
 
 
 class _StepPlanner:
@@ -210,6 +215,7 @@ class _StepPlanner:
         prompt_file, prompt, key_location = self.prompt_term(at, shared)
         before = self.take()
         template, template_location = self.template_term(at)
+        context = self.step_context(at, shared)
         history = self.history_term(at, shared)
         output, source = self.output_term(at, shared)
         self.check_ceiling(at, output, source, own.ceiling if own else shared.ceiling)
@@ -221,7 +227,7 @@ class _StepPlanner:
             template=template, template_location=template_location, history=history,
             output=output, output_source=source,
             output_floor=self.floor(limit, source), own=own,
-            before=before, after=self.take())
+            before=before, after=self.take(), context=context)
 
     def moved(self, old: _StepPlan, at: _At, shared: _Shared) -> _StepPlan:
         """The plan ``old`` of the same step in the previous version of the pipeline
@@ -244,7 +250,8 @@ class _StepPlanner:
             owner.location((*path, "user_parts", "template")) if old.template_location
             else None,
             self.history_term(at, shared), output, old.output_source,
-            self.floor(limit, old.output_source), None, (), ())
+            self.floor(limit, old.output_source), None, (), (),
+            self.step_context(at, shared))
 
     def floor(self, limit: int, source: OutputSource) -> Term:
         """``_output_floor`` of a step, made once per limit and source."""
@@ -255,13 +262,58 @@ class _StepPlanner:
         return term
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:
-        """The limits of a step that names its own ``model`` (limits.py); None without."""
-        name = (at.step.model_extra or {}).get("model")
-        if name is None:  # step_limits gives the pipeline's, without a diagnostic
+        """The limits of a step that names its own ``model`` or sets its own ``serving``,
+        ``gateway`` or ``variant`` (limits.py); None without."""
+        extra = at.step.model_extra or {}
+        name = extra.get("model")
+        terms = any(extra.get(key) is not None for key in _STEP_LIMIT_KEYS)
+        if name is None and not terms:  # the pipeline's, without a diagnostic
             return None
-        own = step_limits(name, at.location("model"), shared.config, self.limits, self.models)
+        own = step_limits(name, at.location("model"), shared.config, self.limits,
+                          self.models) if name is not None else replace_diagnostics(self.limits)
+        if terms:
+            own = step_terms(own, extra, shared.config, at.location, f"steps[{at.index}]",
+                             self.models)
         self.diags.extend(replace(d, pipeline=self.pipe, step=at.name) for d in own.diagnostics)
-        return None if own.model is None or own.model is self.limits.model else own
+        if not terms and (own.model is None or own.model is self.limits.model):
+            return None
+        return own
+
+    def step_context(self, at: _At, shared: _Shared) -> Term | None:
+        """The step's own context: 0 with ``use_context: false``, its own
+        ``max_context_tokens`` (the pipeline's is not charged to it); ``None``: the
+        pipeline's. A wrong value is BL005 and the pipeline's is used."""
+        extra = at.step.model_extra or {}
+        use, own = extra.get("use_context"), extra.get("max_context_tokens")
+        if use is not None and type(use) is not bool:
+            self.add(at.location("use_context"), Severity.ERROR, codes.INVALID_VALUE,
+                     f"use_context of step {at.name!r} must be true or false, got {use!r};"
+                     " the pipeline's context is charged", at.name)
+            use = None
+        if use is False:
+            return Term(0, TermSource.CONTEXT_OFF, shared.inherited, at.location("use_context"))
+        if own is None:
+            return None
+        if type(own) is not int or own < 0:
+            self.add(at.location("max_context_tokens"), Severity.ERROR, codes.INVALID_VALUE,
+                     f"max_context_tokens of step {at.name!r} must be an integer >= 0, got"
+                     f" {own!r}; the pipeline's settings.max_context_tokens is used", at.name)
+            return None
+        return Term(own, f"steps[{at.index}].max_context_tokens", shared.inherited,
+                    at.location("max_context_tokens"))
+
+    def own_history(self, at: _At, shared: _Shared) -> Term | None:
+        """The step's own ``max_history_tokens`` (for a use_history step), else None."""
+        own = (at.step.model_extra or {}).get("max_history_tokens")
+        if own is None:
+            return None
+        if type(own) is not int or own < 0:
+            self.add(at.location("max_history_tokens"), Severity.ERROR, codes.INVALID_VALUE,
+                     f"max_history_tokens of step {at.name!r} must be an integer >= 0, got"
+                     f" {own!r}; settings.max_history_tokens is used", at.name)
+            return None
+        return Term(own, f"steps[{at.index}].max_history_tokens", shared.inherited,
+                    at.location("max_history_tokens"))
 
     def prompt_term(self, at: _At, shared: _Shared,
                     ) -> tuple[str | None, Term, Location | None]:
@@ -312,6 +364,9 @@ class _StepPlanner:
         """settings.max_history_tokens for a step with use_history (0 without)."""
         if not at.step.use_history:
             return _HISTORY_OFF
+        own = self.own_history(at, shared)
+        if own is not None:
+            return own
         setting = shared.history
         if setting is not None and int(setting.value) > 0:
             if self.history is None:  # the same for every step

@@ -1,0 +1,64 @@
+"""Proportional safety margins: ``budget_safety_margin_tokens: "2% + 128"``.
+
+A margin is a constant, a percentage of the step's input, or both. The input is what the
+request sends: ``fixed + history + context`` (the system prompt, template and format
+overhead, the history budget and the context budget), never the output or the margin
+itself. The percentage is rounded up to a whole token::
+
+    margin = constant + ceil(percent / 100 * (fixed + history + context))
+
+An approximate count (Claude, Gemini, a family whose extra is not installed) drifts in
+proportion to the text's length, so a step counted approximately gets
+``APPROXIMATE_PERCENT`` by default on top of the constant, when the pipeline sets no margin.
+A margin the pipeline sets (a number or a text) is used as written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+from budgetlens.contract.results import Term
+
+#: The percentage of the input an approximate count gets by default: above the 11% drift
+#: earendil-works/pi#9101 measured between an approximate count and the provider's.
+APPROXIMATE_PERCENT = Fraction(12)
+
+_TEXT = re.compile(r"\s*(?:(?P<pct>\d+(?:\.\d+)?)\s*%)?\s*(?:(?P<plus>\+)\s*"
+                   r"(?P<const>\d+))?\s*")
+
+
+def parse_margin(text: str) -> tuple[Fraction, int] | None:
+    """The percentage and the constant of ``"2% + 128"`` (``"5%"``: no constant; a plain
+    ``"128"`` is read as the number); ``None`` when the text is neither."""
+    stripped = text.strip()
+    if stripped.isdigit():
+        return Fraction(0), int(stripped)
+    m = _TEXT.fullmatch(text)
+    if m is None or m.group("pct") is None:
+        return None
+    percent = Fraction(m.group("pct"))
+    if percent > 100:
+        return None
+    return percent, int(m.group("const") or 0)
+
+
+def _percent_text(percent: Fraction) -> str:
+    return str(percent.numerator) if percent.denominator == 1 else f"{float(percent):g}"
+
+
+def step_margin(base: Term, percent: Fraction | None, input_tokens: int, *,
+                approximate: bool, default: bool) -> Term:
+    """A step's margin: ``base`` (the constant) plus ``percent`` of ``input_tokens``
+    (``fixed + history + context``), rounded up. With no percentage set, a step counted
+    approximately under the default margin (``default``) gets ``APPROXIMATE_PERCENT``."""
+    why = ""
+    if percent is None and approximate and default:
+        percent, why = APPROXIMATE_PERCENT, " (default for approximate counts)"
+    if not percent:
+        return base
+    extra = math.ceil(percent * max(input_tokens, 0) / 100)
+    source = (f"{base.source}{why}: {_percent_text(percent)}% of input {input_tokens:,}"
+              f" = {extra:,}, + {base.value:,}")
+    return Term(base.value + extra, source, base.inherited, base.location)
