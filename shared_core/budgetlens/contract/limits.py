@@ -219,7 +219,7 @@ def _gateway(limits: ModelLimits, wanted: object, loc: Location,
         out.append(_diag(loc, Severity.WARNING, codes.GATEWAY_UNKNOWN,
                          f"{what} gateway {wanted!r} is not in the gateway table (gateways:"
                          f" {', '.join(gateway_names())}); no gateway cap is checked"))
-        return limits
+        return _with(limits, gateway=None, gateway_location=None, cap=None)
     model = limits.model.name if limits.model is not None else None
     cap = gateway_cap(wanted, model)
     if cap is None:
