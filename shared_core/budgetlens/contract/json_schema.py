@@ -23,6 +23,7 @@ def pipeline_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a budgetlens pipeline file."""
     body = Pipeline.model_json_schema(mode="validation")
     _add_injection(body)
+    _add_step_terms(body)
     schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT}
     schema.update(body)
     schema["title"] = "budgetlens pipeline"
@@ -61,6 +62,54 @@ def _add_injection(body: dict[str, Any]) -> None:
         "description": "The unified injection budget policy of the pipeline's steps"
                        " (knowledge cards and bucket content); see"
                        " docs/injection-and-packing.md."}
+
+
+_SERVING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The step's server limits; they replace config.json's serving for this"
+                   " step (see docs/models.md).",
+    "properties": {
+        "max_model_len": {"type": "integer", "exclusiveMinimum": 0,
+                          "description": "vLLM --max-model-len of the step's server."},
+        "num_ctx": {"type": "integer", "exclusiveMinimum": 0,
+                    "description": "Ollama num_ctx of the step's server."}}}
+
+#: A step's own terms, read by the check (not the Step shape): limits.step_terms and
+#: step_plan.py.
+_STEP_TERMS: dict[str, dict[str, Any]] = {
+    "model": {"type": "string", "description": "The step's own model (registry name): its"
+                                               " window, output ceiling and tokenizer."},
+    "variant": {"type": "string", "description": "A variant of the step's model with other"
+                                                 " limits (1m: Claude's 1M-context beta)."},
+    "serving": _SERVING_SCHEMA,
+    "gateway": {"type": "string", "description": "The gateway of the step's request"
+                                                 " (github-models): its per-request input cap"
+                                                 " is checked (BL067)."},
+    "use_context": {"type": "boolean", "description": "false: the step is not charged the"
+                                                      " pipeline's max_context_tokens."},
+    "max_context_tokens": {"type": "integer", "minimum": 0,
+                           "description": "The step's own context budget, in place of"
+                                          " settings.max_context_tokens."},
+    "max_history_tokens": {"type": "integer", "minimum": 0,
+                           "description": "The step's own history budget (use_history), in"
+                                          " place of settings.max_history_tokens."},
+}
+
+#: ``"2% + 128"``: a percentage of the step's input plus tokens (contract/margin.py).
+MARGIN_PATTERN = r"^\s*(\d+(\.\d+)?\s*%\s*(\+\s*\d+\s*)?|\d+\s*)$"
+
+
+def _add_step_terms(body: dict[str, Any]) -> None:
+    """Describe a step's own terms (kept keys the check reads) and the text form of
+    ``budget_safety_margin_tokens``."""
+    step = body["$defs"]["Step"]["properties"]
+    for key, schema in _STEP_TERMS.items():
+        step.setdefault(key, schema)
+    margin = body["$defs"]["Settings"]["properties"]["budget_safety_margin_tokens"]
+    margin["anyOf"].insert(1, {"type": "string", "pattern": MARGIN_PATTERN})
+    margin["description"] = (
+        "Tokens kept free in every step (default 128): a number, or \"P% + C\" (P percent"
+        " of the step's input fixed + history + context, rounded up, plus C tokens).")
 
 
 def pipeline_json_schema_text() -> str:
