@@ -181,5 +181,7 @@ def step_model_json(step: StepBudget) -> dict[str, Any]:
         out["model"] = step.model
     if step.approximate:
         out["approximate"] = True
+    if step.gateway_cap is not None:  # the step's gateway cap, with its source (BL067)
+        out["gateway_cap"] = to_jsonable(step.gateway_cap)
     return out
 

@@ -363,7 +363,8 @@ class _PipelineCheck(_CheckState):
         sent = s.total - s.output.value
         if sent <= cap.value:
             return
-        related = (Related(cap.location, f"gateway: {cap.source}"),) if cap.location else ()
+        related = ((Related(cap.location, f"{cap.value:,} input tokens a request:"
+                                          f" {cap.source}"),) if cap.location else ())
         self.add(s.name_location or s.location, Severity.ERROR, codes.GATEWAY_CAP,
                  f"step {s.step!r} sends {sent:,} input tokens (fixed {s.fixed.value:,} +"
                  f" history {s.history.value:,} + context {s.context.value:,} + margin"

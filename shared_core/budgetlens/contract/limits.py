@@ -308,8 +308,9 @@ def step_limits(name: object, loc: Location, config: LoadedConfig | None,
         else None
     own = ModelLimits(info, info.name, window, ceiling, info.encoding, False, (), unserved)
     if base.gateway is not None:  # config.json's gateway, for this step's model
-        own = _with(own, gateway=base.gateway, gateway_location=base.gateway_location,
-                    cap=gateway_cap(base.gateway, info.name))
+        out: list[Diagnostic] = []
+        own = _gateway(own, base.gateway, loc, out, "config.json")
+        own = _with(own, gateway_location=base.gateway_location, diagnostics=tuple(out))
     return own
 
 
