@@ -24,6 +24,9 @@ from budgetlens_lsp.workspace_index import WorkspaceIndex
 SETTING_TERMS = {"max_context_tokens": "context", "max_history_tokens": "history",
                  "budget_safety_margin_tokens": "margin"}
 STEP_KEYS = ("max_output_tokens", "max_tokens", "prompt_key")
+#: A step's own terms (docs/pipeline-format.md): their hover says which level applied.
+STEP_TERM_KEYS = ("serving", "gateway", "variant", "use_context", "max_context_tokens",
+                  "max_history_tokens")
 PROMPT_PREVIEW_LINES = 5
 
 
@@ -39,7 +42,7 @@ def key_at(doc: YamlDocument, pos: Position) -> tuple[YamlPath, Range] | None:
         name = path[-1]
         wanted = ((len(path) == 2 and path[0] == "settings" and name in SETTING_TERMS)
                   or (len(path) == 3 and path[0] == "steps" and isinstance(path[1], int)
-                      and name in STEP_KEYS)
+                      and (name in STEP_KEYS or name in STEP_TERM_KEYS))
                   or (path == ("extends",)) or (path == ("settings", "injection")))
         if not wanted:
             continue
@@ -166,6 +169,27 @@ def _prompt_hover(index: WorkspaceIndex, path: str, doc: YamlDocument,
     return out
 
 
+def _step_terms_hover(index: WorkspaceIndex, path: str, step_index: int,
+                      key: str) -> list[str]:
+    """A step's own terms: its window, context, history, margin and gateway cap, each with
+    the level that set it (the step, config.json per model, the workspace, the registry)."""
+    runs = _step_of(index, path, step_index)
+    out = [f"**{key}** (this step's own terms)", ""]
+    if not runs:
+        return [*out, "The step is not checked yet."]
+    for s in runs:
+        out.append(f"`{step_label(s)}`:")
+        out.append(f"- window {format_int(s.window.value)}: {s.window.source}")
+        out.append(f"- context {format_int(s.context.value)}: {s.context.source}")
+        out.append(f"- history {format_int(s.history.value)}: {s.history.source}")
+        out.append(f"- margin {format_int(s.margin.value)}: {s.margin.source}")
+        if s.gateway_cap is not None:
+            sent = s.total - s.output.value
+            out.append(f"- gateway cap {format_int(s.gateway_cap.value)} input tokens"
+                       f" ({format_int(sent)} sent): {s.gateway_cap.source}")
+    return [*out, "", *_steps_table(runs)]
+
+
 def _inherited_terms(report: PipelineReport) -> list[str]:
     rows: list[tuple[str, Term]] = []
     if report.context is not None and report.context.inherited:
@@ -265,6 +289,8 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
         lines = _extends_hover(index, path, doc)
     elif name == "prompt_key":
         lines = _prompt_hover(index, path, doc, int(key_path[1]))
+    elif name in STEP_TERM_KEYS:
+        lines = _step_terms_hover(index, path, int(key_path[1]), str(name))
     else:
         lines = _output_hover(index, path, doc, int(key_path[1]), str(name))
     contents = (types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines))
