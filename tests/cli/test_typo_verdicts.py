@@ -330,7 +330,10 @@ def test_approximate_step_counts_show_and_say_how_to_count_exactly(tmp_path: Pat
     done = subprocess.run([sys.executable, "-c", WITHOUT_LLAMA], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    # 10 + 3000 + 1000 + 128 = 4138 in every row; windows 128,000, 200,000 and 131,072
+    # 10 + 3000 + 1000 + 128 = 4138 for the exact row; windows 128,000, 200,000 and
+    # 131,072. The approximate rows get the default proportional margin (issue 32,
+    # docs/pipeline-format.md "Margins"): 128 + ceil(12% of 10 + 3000 = 361.2) = 490, so
+    # 10 + 3000 + 1000 + 490 = 4500
 
     def row(*cells: object) -> str:
         return "  " + f"{cells[0]:<6}" + "".join(f"{c:>10}" for c in cells[1:-1]) + \
@@ -339,8 +342,8 @@ def test_approximate_step_counts_show_and_say_how_to_count_exactly(tmp_path: Pat
         row("step", "fixed", "history", "context", "output", "margin", "total", "window",
             "headroom", "fits"),
         row("answer", 10, 0, 3000, 1000, 128, 4138, 128000, 123862, "yes"),
-        row("claude", "≈10", 0, 3000, 1000, 128, "≈4138", 200000, "≈195862", "yes"),
-        row("llama", "≈10", 0, 3000, 1000, 128, "≈4138", 131072, "≈126934", "yes"),
+        row("claude", "≈10", 0, 3000, 1000, 490, "≈4500", 200000, "≈195500", "yes"),
+        row("llama", "≈10", 0, 3000, 1000, 490, "≈4500", 131072, "≈126572", "yes"),
         "  ≈ approximate counts (claude-sonnet-4-5: no exact offline tokenizer exists for it)",
         "  ≈ approximate counts (llama-3.1-8b-instruct: its tokenizer (llama3) is not"
         " installed: pip install 'budgetlens[llama]' counts it exactly)"]
