@@ -283,6 +283,11 @@ def load_config(path: str, text: str) -> LoadedConfig:
     return LoadedConfig(path, model, window_ok, value_ranges, key_ranges, tuple(diagnostics))
 
 
+#: Keys of config.json read by the check but not by the WorkspaceConfig shape: the gateway
+#: and the model variant (contract/limits.py).
+CONFIG_EXTRA_KEYS = ("gateway", "variant")
+
+
 _DEVELOPMENT_KEYS = ("development", "developement")
 _NO_DEVELOPMENT = (" Until then development mode is not set: the policy is auto_clamp unless"
                    " PIPELINE_LIMITS_POLICY or APP_DEVELOPMENT says otherwise")
@@ -294,7 +299,7 @@ _NO_DEVELOPMENT = (" Until then development mode is not set: the policy is auto_
 BUDGET_KEYS = frozenset({
     "model", "model_context_window", "model_max_tokens", "model_max_output_tokens",
     "prompts_dir", "format_overhead_tokens", "tokenizer", "min_context_tokens",
-    "min_output_tokens", "serving"})
+    "min_output_tokens", "serving", *CONFIG_EXTRA_KEYS})
 
 
 def _near_miss_keys(path: str, doc: YamlDocument | None,
@@ -322,11 +327,6 @@ def _near_miss_keys(path: str, doc: YamlDocument | None,
                     path, key, suggestion, None, extra=extra.get(suggestion, ""),
                     budget=suggestion in budget and suggestion not in mapping))
     return out
-#: Keys of config.json read by the check but not by the WorkspaceConfig shape: the gateway
-#: and the model variant (contract/limits.py).
-CONFIG_EXTRA_KEYS = ("gateway", "variant")
-
-
 def _model_blocks(data: dict[str, Any]) -> list[str]:
     """The model names of config.json's ``serving`` that hold a block of their own
     (``serving: {"ollama/llama3.1": {"num_ctx": 8192}}``)."""

@@ -193,7 +193,12 @@ def _variant_window(window: Term | None, info: ModelInfo | None, wanted: object,
                     loc: Location, out: list[Diagnostic], what: str) -> Term | None:
     """The window of the model's variant ``wanted`` (``variant: 1m``) when the window
     comes from the registry; BL068 for a variant the table does not have."""
-    if wanted is None or info is None:
+    if wanted is None:
+        return window
+    if info is None:
+        out.append(_diag(loc, Severity.WARNING, codes.GATEWAY_UNKNOWN,
+                         f"{what} variant {wanted!r} needs a registry model (model: ...);"
+                         " the window is used as it is"))
         return window
     found = variant(info.name, wanted) if isinstance(wanted, str) else None
     if found is None:

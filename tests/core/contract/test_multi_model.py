@@ -351,3 +351,33 @@ def test_a_margin_text_that_is_no_margin_is_bl005(tmp_path: Path) -> None:
     [bad] = _of(report, codes.INVALID_VALUE)
     assert "got 'lots'; the default 128 is used" in bad.message
     assert report.steps[0].margin.value == 128
+
+
+def test_the_config_models_own_serving_block_wins_over_the_workspace_keys(
+        tmp_path: Path) -> None:
+    config = {"model": LLAMA, "serving": {"num_ctx": 4096,
+                                          "llama-3.1-8b-instruct": {"max_model_len": 16000}}}
+    report = check(_ws(tmp_path, config, ROUTER_ANSWER.replace(f"    model: {LLAMA}\n", "")))
+    # the block is keyed by the registry name; the config names the Ollama tag: one model
+    assert report.window is not None and report.window.value == 16000
+    [note] = _of(report, codes.SERVING_BINDS)
+    assert note.message.startswith("serving['llama-3.1-8b-instruct'].max_model_len 16,000 is"
+                                   " below llama-3.1-8b-instruct's window of 131,072 tokens")
+    # router 10 + 6000 + 500 + 90 = 6,600; answer 10 + 6000 + 2000 + 90 = 8,100
+    assert [(s.window.value, s.total) for s in report.steps] == [(16000, 6600), (16000, 8100)]
+
+
+def test_a_near_miss_of_gateway_in_config_json_is_an_error(tmp_path: Path) -> None:
+    report = check(_ws(tmp_path, {"model": "gpt-4o", "gatway": "github-models"},
+                       GATEWAY_PIPELINE))
+    [miss] = _of(report, codes.NEAR_MISS_KEY)
+    assert miss.severity.value == "error"
+    assert miss.message.startswith("unknown key 'gatway': did you mean 'gateway'?")
+
+
+def test_a_variant_without_a_registry_model_is_bl068(tmp_path: Path) -> None:
+    report = check(_ws(tmp_path, {"model_context_window": 8192, "variant": "1m"},
+                       MARGIN_PIPELINE.format(margin="")))
+    [unknown] = _of(report, codes.GATEWAY_UNKNOWN)
+    assert "variant '1m' needs a registry model" in unknown.message
+    assert report.steps[0].window.value == 8192
