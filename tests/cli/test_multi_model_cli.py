@@ -54,8 +54,8 @@ def test_text_names_each_steps_window_and_the_gateway_cap(
             " (fixed 10 + history 0 + context 9,000 + margin 90), above the 8,000-token"
             f" request cap of gateway github-models ({SOURCE}, recorded 2026-12-06)"
             " (over by 1,100)") in out
-    rows = [line.split() for line in out.splitlines() if line.startswith("  router")
-            or line.startswith("  answer")]
+    rows = [line.split() for line in out.splitlines()
+            if line.startswith(("  router ", "  answer "))]
     assert rows == [["router", "10", "0", "0", "300", "90", "400", "8192", "7792", "yes"],
                     ["answer", "10", "0", "9000", "2000", "90", "11100", "128000", "116900",
                      "yes"]]
@@ -80,3 +80,12 @@ def test_json_gives_each_term_its_provenance(ws: Path,
     assert answer["gateway_cap"]["value"] == 8000
     assert answer["gateway_cap"]["source"] == \
         f"gateway github-models ({SOURCE}, recorded 2026-12-06)"
+
+
+def test_text_says_where_a_steps_own_window_comes_from(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["check", ".", "--no-cache"])
+    out = capsys.readouterr().out
+    assert ("  router: window 8,192 from config.json serving['llama3.1:8b'].num_ctx (below"
+            " 131072 from model llama-3.1-8b-instruct (registry") in out
+    assert "  answer: window" not in out  # the pipeline's window, in the table's head line

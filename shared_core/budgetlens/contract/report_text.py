@@ -108,4 +108,16 @@ def budget_table(report: PipelineReport) -> list[str]:
         rows.append("  " + name + "".join(f"{b[c]:>10}" for c in COLUMNS) + fits)
     if any(s.approximate for s in report.steps):
         rows += _approximate_notes(report)
+    rows += _own_window_notes(report)
     return rows
+
+
+def _own_window_notes(report: PipelineReport) -> list[str]:
+    """``  router: window 8,192 from pipeline steps[0].serving.num_ctx (...)`` for each step
+    whose window a serving block or a variant set (a step's own model alone is shown by
+    the registry's window; the pipeline's window heads the table)."""
+    return [f"  {escape.text(s.step)}: window {s.window.value:,} from"
+            f" {escape.text(s.window.source)}"
+            for s in report.steps
+            if s.own_window and not s.window.source.startswith("model ")
+            and (report.window is None or s.window != report.window)]
