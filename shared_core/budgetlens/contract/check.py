@@ -6,10 +6,16 @@ For each ``call_model`` step::
 
     fixed   = tokens(system prompt file) + tokens(template, placeholders emptied)
               + format_overhead_tokens
-    history = max_history_tokens if use_history else 0
-    context = settings.max_context_tokens
+    history = the step's max_history_tokens, else settings', if use_history; else 0
+    context = 0 with use_context: false, else the step's max_context_tokens, else
+              settings.max_context_tokens
     output  = max_output_tokens, else max_tokens, else config model_max_tokens
-    margin  = settings.budget_safety_margin_tokens (default 128)
+    margin  = settings.budget_safety_margin_tokens (default 128; "2% + 128" adds a share
+              of fixed + history + context, contract/margin.py)
+
+The window is the step's own (its model, variant and serving: limits.step_terms) or the
+pipeline's. A step behind a gateway also keeps its input (all but the output) under the
+gateway's per-request cap (BL067).
 
 ``check_pipeline`` computes every term with the place it came from (inherited settings
 point into the parent file), validates every rule, and reports diagnostics with stable
