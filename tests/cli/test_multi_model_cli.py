@@ -89,3 +89,45 @@ def test_text_says_where_a_steps_own_window_comes_from(
     assert ("  router: window 8,192 from config.json serving['llama3.1:8b'].num_ctx (below"
             " 131072 from model llama-3.1-8b-instruct (registry") in out
     assert "  answer: window" not in out  # the pipeline's window, in the table's head line
+
+
+CLAMPED = """\
+settings:
+  max_context_tokens: 127000
+  budget_safety_margin_tokens: "1% + 10"
+steps:
+  - id: router
+    type: call_model
+    model: llama3.1:8b
+    prompt_key: sys
+    max_context_tokens: 7000
+    max_output_tokens: 1500
+  - id: answer
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 2000
+"""
+
+
+def test_clamp_write_fits_each_step_in_its_own_window(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    make_workspace(tmp_path, config={k: v for k, v in CONFIG.items() if k != "gateway"},
+                   pipelines={"p.yaml": CLAMPED}, prompts={"sys.txt": ""})
+    monkeypatch.chdir(tmp_path)
+    # router: 10 + 7000 + 1500 + (10 + ceil(1% of 7,010) = 81) = 8,591 > 8,192 (by 399);
+    # answer: 10 + 127,000 + 2,000 + (10 + ceil(1,270.1) = 1,281) = 130,291 > 128,000.
+    # The router keeps its own context 7,000: its output goes to 8192 - 10 - 7000 - 81 =
+    # 1,101. The answer needs context c with 10 + c + 2000 + 10 + ceil(c / 100) <= 128,000:
+    # the clamp keeps the margin it had (1,281), so c = 128000 - 10 - 2000 - 1281 = 124,709
+    assert main(["clamp", "pipelines/p.yaml", "--write", "--policy", "auto_clamp"]) == 0
+    text = (tmp_path / "pipelines" / "p.yaml").read_text("utf-8")
+    assert "  max_context_tokens: 124709\n" in text
+    assert "    max_context_tokens: 7000\n    max_output_tokens: 1101\n" in text
+    capsys.readouterr()
+    assert main(["check", ".", "--no-cache", "--policy", "auto_clamp"]) == 0
+    out = capsys.readouterr().out
+    # after: router 10 + 7000 + 1101 + 81 = 8,192; answer margin 10 + ceil(1,247.19) = 1,258,
+    # 10 + 124,709 + 2,000 + 1,258 = 127,977
+    assert "0 not fitting): 0 errors, 0 warnings" in out
+    assert "  answer        10         0    124709      2000      1258    127977" in out
