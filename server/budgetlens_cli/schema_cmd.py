@@ -1,5 +1,4 @@
-"""``budgetlens schema [--config] [--output FILE]``: the JSON Schema of pipeline files (or,
-with ``--config``, of config.json)."""
+"""``budgetlens schema [--output FILE]``: the JSON Schema of pipeline files."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from budgetlens.contract.json_schema import config_json_schema_text, pipeline_json_schema_text
+from budgetlens.contract.json_schema import pipeline_json_schema_text
 from budgetlens_cli.main import EXIT_OK, UsageError
 
 
@@ -18,16 +17,13 @@ def register(sub: Any) -> None:
         description="Print the JSON Schema (draft-07) of budgetlens pipeline files, generated"
                     " from the core's models. Editors use it for completion and checks: add"
                     " '# yaml-language-server: $schema=<path of the file>' to a pipeline.")
-    p.add_argument("--config", action="store_true",
-                   help="print the schema of config.json instead (add \"$schema\": <path> to"
-                        " a config.json)")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write the schema to FILE instead of standard output")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    text = config_json_schema_text() if args.config else pipeline_json_schema_text()
+    text = pipeline_json_schema_text()
     if not args.output:
         sys.stdout.write(text)
         return EXIT_OK

@@ -12,9 +12,7 @@ import json
 from typing import Any
 
 from budgetlens.assembly.unified_budget import UnifiedContextBudgetPolicy
-from budgetlens.contract.config import WorkspaceConfig
 from budgetlens.contract.pipeline import Pipeline
-from budgetlens.models.gateways import gateway_names
 
 #: draft-07: what editors' YAML/JSON language services support best. pydantic's output only uses
 #: keywords of that draft (``$defs`` is reached through ``$ref`` JSON pointers).
@@ -114,48 +112,9 @@ def _add_step_terms(body: dict[str, Any]) -> None:
         " of the step's input fixed + history + context, rounded up, plus C tokens).")
 
 
-def config_json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft-07) of a workspace's config.json: the WorkspaceConfig shape,
-    with the keys the check reads beside it (``gateway``, ``variant``, ``models_file``)
-    and a model's own ``serving`` block (a key of ``serving`` that is a model name)."""
-    body = WorkspaceConfig.model_json_schema(mode="validation")
-    props = body["properties"]
-    props.setdefault("gateway", {
-        "type": "string", "enum": gateway_names(),
-        "description": "The gateway every step's request goes through: its per-request input"
-                       " cap for the model is checked (BL067); see docs/models.md."})
-    props.setdefault("variant", {
-        "type": "string",
-        "description": "A variant of model with other limits (1m: Claude Sonnet 4 / 4.5 with"
-                       " the 1M-context beta header); see docs/models.md."})
-    props.setdefault("models_file", {
-        "type": "string",
-        "description": "A models.json with corrections and additions to the registry,"
-                       " relative to config.json."})
-    serving = body["$defs"]["ServingLimits"]
-    serving["additionalProperties"] = {
-        "if": {"type": "object"}, "then": {"$ref": "#/$defs/ServingLimits"},
-        "description": "A model name holds that model's own serving block; it wins over the"
-                       " workspace-wide keys for that model."}
-    schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT}
-    schema.update(body)
-    schema["title"] = "budgetlens config.json"
-    schema["description"] = (
-        "The config.json of a budgetlens workspace (the nearest one at or above a pipeline):"
-        " the model, its limits, serving, gateway and tokenizer. Keys not listed here are"
-        " allowed and kept.")
-    return schema
-
-
-def config_json_schema_text() -> str:
-    """The config.json schema as the committed file holds it."""
-    return json.dumps(config_json_schema(), indent=2, ensure_ascii=False) + "\n"
-
-
 def pipeline_json_schema_text() -> str:
     """The schema as the committed file holds it: 2-space indented JSON and a final newline."""
     return json.dumps(pipeline_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-__all__ = ["SCHEMA_DIALECT", "config_json_schema", "config_json_schema_text",
-           "pipeline_json_schema", "pipeline_json_schema_text"]
+__all__ = ["SCHEMA_DIALECT", "pipeline_json_schema", "pipeline_json_schema_text"]
