@@ -13,6 +13,7 @@ from typing import Any
 
 from budgetlens.assembly.unified_budget import UnifiedContextBudgetPolicy
 from budgetlens.contract.pipeline import Pipeline
+from budgetlens.models.gateways import gateway_names
 
 #: draft-07: what editors' YAML/JSON language services support best. pydantic's output only uses
 #: keywords of that draft (``$defs`` is reached through ``$ref`` JSON pointers).
@@ -112,9 +113,31 @@ def _add_step_terms(body: dict[str, Any]) -> None:
         " of the step's input fixed + history + context, rounded up, plus C tokens).")
 
 
+def add_config_terms(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (the JSON Schema of the WorkspaceConfig shape) with the keys config.json
+    has beside it for multi-model pipelines: ``gateway`` (the names of the gateway table),
+    ``variant``, and a model's own ``serving`` block (a key of ``serving`` whose value is a
+    mapping is checked as ``ServingLimits``). For the config.json schema."""
+    props = body["properties"]
+    props.setdefault("gateway", {
+        "type": "string", "enum": gateway_names(),
+        "description": "The gateway every step's request goes through: its per-request input"
+                       " cap for the model is checked (BL067); see docs/models.md."})
+    props.setdefault("variant", {
+        "type": "string",
+        "description": "A variant of model with other limits (1m: Claude Sonnet 4 / 4.5 with"
+                       " the 1M-context beta header); see docs/models.md."})
+    body["$defs"]["ServingLimits"]["additionalProperties"] = {
+        "if": {"type": "object"}, "then": {"$ref": "#/$defs/ServingLimits"},
+        "description": "A model name holds that model's own serving block; it wins over the"
+                       " workspace-wide keys for that model."}
+    return body
+
+
 def pipeline_json_schema_text() -> str:
     """The schema as the committed file holds it: 2-space indented JSON and a final newline."""
     return json.dumps(pipeline_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-__all__ = ["SCHEMA_DIALECT", "pipeline_json_schema", "pipeline_json_schema_text"]
+__all__ = ["SCHEMA_DIALECT", "add_config_terms", "pipeline_json_schema",
+           "pipeline_json_schema_text"]
