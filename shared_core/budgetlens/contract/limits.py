@@ -11,7 +11,7 @@ for a ``call_model`` step that names its own ``model``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from budgetlens import codes
@@ -237,9 +237,8 @@ def _gateway(limits: ModelLimits, wanted: object, loc: Location,
 
 
 def _with(base: ModelLimits, **changes: Any) -> ModelLimits:
-    values = {key: getattr(base, key) for key in (
-        "model", "name", "window", "ceiling", "tokenizer", "forced", "diagnostics",
-        "unserved", "gateway", "gateway_location", "cap")}
+    """``base`` with ``changes`` (every other field kept, whatever fields it has)."""
+    values = {f.name: getattr(base, f.name) for f in fields(ModelLimits)}
     values.update(changes)
     return ModelLimits(**values)
 
