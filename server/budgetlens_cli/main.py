@@ -56,6 +56,7 @@ SUBCOMMAND_HELP: Mapping[str, str] = MappingProxyType({
     "models": "list the model registry's models, or check it (--doctor)",
     "rule": "explain a diagnostic code (meaning and fix), or list them all",
     "mcp": "run the MCP server for coding agents (stdio; needs budgetlens[mcp])",
+    "init": "create a small workspace (or one prompt file) that check passes",
 })
 SUBCOMMANDS: tuple[str, ...] = tuple(SUBCOMMAND_HELP)
 
