@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from budgetlens.contract.escape import text as file_text
@@ -40,9 +42,11 @@ SYSTEM = "You are a helpful assistant. Answer the question in a few sentences."
 QUESTION = "What is a context window?"
 #: The provider prefix each prompt-file runtime puts before a model name (GitHub Models'
 #: publishers, Genkit's plugins); a prefix is written only when the registry reads it back.
-_GITHUB_PREFIX = {"OpenAI": "openai", "Meta": "meta", "DeepSeek": "deepseek"}
-_GENKIT_PREFIX = {"OpenAI": "openai", "Google": "googleai", "Anthropic": "anthropic",
-                  "Mistral": "mistral", "DeepSeek": "deepseek", "Groq": "groq"}
+_GITHUB_PREFIX: Mapping[str, str] = MappingProxyType(
+    {"OpenAI": "openai", "Meta": "meta", "DeepSeek": "deepseek"})
+_GENKIT_PREFIX: Mapping[str, str] = MappingProxyType(
+    {"OpenAI": "openai", "Google": "googleai", "Anthropic": "anthropic", "Mistral": "mistral",
+     "DeepSeek": "deepseek", "Groq": "groq"})
 
 
 def register(sub: Any) -> None:
@@ -92,7 +96,7 @@ def context_tokens(info: ModelInfo) -> int:
     return max(1, min(CONTEXT_TOKENS, info.window // 2 - output_tokens(info)))
 
 
-def spelled(info: ModelInfo, prefixes: dict[str, str], registry: Registry) -> str:
+def spelled(info: ModelInfo, prefixes: Mapping[str, str], registry: Registry) -> str:
     """The model's name with its provider's prefix (``openai/gpt-4o-mini``) when the
     registry resolves that spelling back to the model, else the registry's name."""
     prefix = prefixes.get(info.provider)
