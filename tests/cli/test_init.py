@@ -198,3 +198,31 @@ def test_the_model_is_spelled_as_the_format_spells_it(
     read = read_prompt_file(str(path), path.read_text("utf-8"))
     assert read is not None and read.steps[0].model is not None
     assert read.steps[0].model.value == written
+
+
+def test_check_text_points_an_unknown_config_model_to_budgetlens_models(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "ws"]) == 0
+    Path("ws/config.json").write_text('{"model": "gpt4o-mini"}\n', "utf-8")
+    capsys.readouterr()
+    assert main(["check", "ws", "--no-cache"]) == 1  # no window: BL012
+    out = capsys.readouterr().out
+    # BL012 (the error) and BL061 (the warning) each suggest gpt-4o-mini, then how to look
+    help_line = "      = help: `budgetlens models gpt4o-mini` finds the registry's names"
+    blocks = out.split("\n\n")[0].split("\nws/")
+    assert [b.split("]")[0].rsplit("[", 1)[-1] for b in blocks] == ["BL012", "BL061"]
+    assert all(b.endswith("did you mean 'gpt-4o-mini'?\n    1 | {\"model\": \"gpt4o-mini\"}\n"
+                          "      |           ^^^^^^^^^^^^\n" + help_line) for b in blocks)
+
+
+def test_a_step_model_without_a_close_name_is_not_told_twice(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "ws"]) == 0
+    pipeline = Path("ws/pipelines/assistant.yaml")
+    pipeline.write_text(pipeline.read_text("utf-8").replace(
+        "    type: call_model\n", "    type: call_model\n    model: ollama/zzqx9:8b\n"), "utf-8")
+    capsys.readouterr()
+    assert main(["check", "ws", "--no-cache"]) == 0  # a warning: the pipeline's limits apply
+    out = capsys.readouterr().out
+    assert "run `budgetlens models zzqx9` to find its name" in out
+    assert out.count("budgetlens models") == 1  # the message says it; no help line repeats it
