@@ -205,21 +205,40 @@ def create_all(root: Path, files: dict[str, str]) -> list[Path]:
             raise UsageError(f"{file_text(str(path))} exists; init never writes over a file"
                              " (nothing was written)")
     created: list[Path] = []
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     for path, text in targets:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, flags, 0o666)
+            _create(path, text)
         except OSError as exc:
             for done in created:
                 done.unlink(missing_ok=True)
-            what = "exists" if isinstance(exc, FileExistsError) else \
-                f"cannot be created: {exc.strerror or exc}"
-            raise UsageError(f"{file_text(str(path))} {what} (nothing was written)") from None
+            raise UsageError(f"{_refusal(path, exc)} (nothing was written)") from None
         created.append(path)
+    return created
+
+
+def _create(path: Path, text: str) -> None:
+    """Write ``text`` to the new file ``path`` (its folder made if missing); OSError when the
+    file exists (``O_EXCL``, a symbolic link included) or cannot be written whole (then it
+    is removed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o666)
+    try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
-    return created
+    except OSError:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _refusal(path: Path, exc: OSError) -> str:
+    """Why ``path`` was not created, naming what stood in the way."""
+    where = exc.filename if isinstance(exc.filename, str) else str(path)
+    if isinstance(exc, FileExistsError) and where == str(path):
+        return f"{file_text(where)} exists; init never writes over a file"
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return f"{file_text(where)} is not a folder"
+    return f"{file_text(where)} cannot be created: {exc.strerror or exc}"
 
 
 def run(args: argparse.Namespace) -> int:

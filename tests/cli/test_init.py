@@ -226,3 +226,18 @@ def test_a_step_model_without_a_close_name_is_not_told_twice(
     out = capsys.readouterr().out
     assert "run `budgetlens models zzqx9` to find its name" in out
     assert out.count("budgetlens models") == 1  # the message says it; no help line repeats it
+
+
+def test_a_file_where_a_folder_goes_is_named_and_no_file_is_left(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    Path("ws").mkdir()
+    Path("ws/pipelines").write_text("not a folder\n", "utf-8")
+    assert main(["init", "ws"]) == 2
+    assert capsys.readouterr().err == (
+        "budgetlens: error: ws/pipelines is not a folder (nothing was written)\n")
+    # config.json, created first, was removed again
+    assert _files(Path("ws")) == ["pipelines"]
+    Path("elsewhere").write_text("x", "utf-8")
+    assert main(["init", "elsewhere"]) == 2
+    assert capsys.readouterr().err == (
+        "budgetlens: error: elsewhere is not a folder (nothing was written)\n")
