@@ -32,8 +32,9 @@ def floor_below(value: int, floor: int | None) -> int:
 
 
 def _base(step: StepBudget) -> int:
-    """The tokens of a step a clamp cannot lower: fixed + history + margin."""
-    return step.fixed.value + step.history.value + step.margin.value
+    """The tokens of a step a clamp cannot lower: fixed + history + margin (+ a thinking
+    budget beside the output)."""
+    return step.fixed.value + step.history.value + step.margin.value + step.reasoning_added
 
 
 def _under_ceiling(steps: Sequence[StepBudget], ceiling: int | None
@@ -84,7 +85,7 @@ def _fits_as_is(steps: Sequence[StepBudget], context: int, window: int,
         if own is not None and output > own:
             return False
         win = s.window.value if s.model is not None else window
-        if s.fixed.value + s.history.value + s.margin.value + context + output > win:
+        if _base(s) + context + output > win:
             return False
     return True
 

@@ -36,6 +36,8 @@ class ModelLimits:
     """The encoding the model's tokenizer family is counted with (None: no model known)."""
     forced: bool = False  # a target: its tokenizer wins over config.json's
     diagnostics: tuple[Diagnostic, ...] = ()
+    max_input: Term | None = None
+    """The model's input limit, when it is below the window (``input_limit``)."""
 
     @property
     def approximate(self) -> bool:
@@ -120,6 +122,17 @@ def _serving(config: LoadedConfig, window: Term | None, name: str | None,
     return Term(value, f"config.json serving.{key}{before}", location=loc)
 
 
+def input_limit(info: ModelInfo | None, window: Term | None,
+                loc: Location | None) -> Term | None:
+    """The registry's ``max_input`` of ``info`` as a term, when it is below ``window`` (a
+    server limit below it makes it moot); None otherwise."""
+    if info is None or info.max_input is None or window is None \
+            or info.max_input >= window.value:
+        return None
+    return Term(info.max_input, f"max_input of {_from_model(info, 'max_input')}",
+                location=info.origin("max_input") or loc)
+
+
 def config_limits(config: LoadedConfig | None, target: str | None = None,
                   registry: Registry | None = None) -> ModelLimits:
     """The window, output ceiling and tokenizer of a pipeline whose config is ``config``;
@@ -133,9 +146,11 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
         info = registry.get(target)
         if info is None:
             return ModelLimits(name=target)
-        return ModelLimits(info, info.name, _term(info, "window", info.window, None),
+        limit = _term(info, "window", info.window, None)
+        return ModelLimits(info, info.name, limit,
                            _term(info, "max_output", info.max_output, None)
-                           if info.max_output else None, info.encoding, True)
+                           if info.max_output else None, info.encoding, True,
+                           max_input=input_limit(info, limit, None))
     window, ceiling = _typed(config, "model_context_window"), _typed(
         config, "model_max_output_tokens")
     out: list[Diagnostic] = []
@@ -153,7 +168,7 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
                        "an output ceiling", model_loc, out)
     window = _serving(config, window, info.name if info else cfg.model, out)
     return ModelLimits(info, cfg.model, window, ceiling, info.encoding if info else None,
-                       False, tuple(out))
+                       False, tuple(out), input_limit(info, window, model_loc))
 
 
 def step_limits(name: object, loc: Location, config: LoadedConfig | None,
@@ -179,10 +194,11 @@ def step_limits(name: object, loc: Location, config: LoadedConfig | None,
         window = _serving(config, window, info.name, None)
     ceiling = _term(info, "max_output", info.max_output, loc) if info.max_output \
         else None
-    return ModelLimits(info, info.name, window, ceiling, info.encoding, False)
+    return ModelLimits(info, info.name, window, ceiling, info.encoding, False,
+                       max_input=input_limit(info, window, loc))
 
 
 def replace_diagnostics(base: ModelLimits,
                         diagnostics: tuple[Diagnostic, ...] = ()) -> ModelLimits:
     return ModelLimits(base.model, base.name, base.window, base.ceiling, base.tokenizer,
-                       base.forced, diagnostics)
+                       base.forced, diagnostics, base.max_input)

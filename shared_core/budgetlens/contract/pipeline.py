@@ -231,12 +231,14 @@ def _value_message(doc: YamlDocument, where: YamlPath, message: str) -> str:
 
 #: ``settings.injection`` is read by pipeline_injection.py, not by the Settings model.
 SETTINGS_EXTRA_KEYS = ("injection",)
-#: A step's ``model`` is read by the check (limits.step_limits), not by the Step model.
-STEP_EXTRA_KEYS = ("model",)
+#: A step's ``model`` (limits.step_limits) and its request terms (contract/terms.py) are read
+#: by the check, not by the Step model.
+STEP_EXTRA_KEYS = ("model", "tools", "response_schema", "reasoning")
 #: The keys whose near miss is an error (BL008), as they set a budget term: every key of
 #: the top level, settings and user_parts; of a step, all but its name and type.
 _STEP_BUDGET_KEYS = frozenset({"prompt_key", "user_parts", "max_output_tokens", "max_tokens",
-                               "use_history", "model"})
+                               "use_history", "model", "tools", "response_schema",
+                               "reasoning"})
 _NO_TYPE = " Without a type the step is not a call_model step and is left out of the budget"
 _NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
 
