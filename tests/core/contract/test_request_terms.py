@@ -198,3 +198,20 @@ def test_a_near_miss_of_a_term_key_is_an_error(tmp_path: Path) -> None:
     pipe = workspace(tmp_path, [{"id": "a", "max_output_tokens": 500, "tool": [SEARCH]}])
     diag = only(check(pipe), codes.NEAR_MISS_KEY)
     assert diag.severity.value == "error" and "'tools'" in diag.message
+
+
+def test_the_budget_diff_names_a_changed_request_term(tmp_path: Path) -> None:
+    from budgetlens.contract.diff import ChangeKind, DiffSide, InputChange, budget_diff
+    from budgetlens.files import DiskFiles
+
+    old = workspace(tmp_path / "old", [{"id": "a", "max_output_tokens": 500,
+                                        "tools": [WEATHER]}])
+    new = workspace(tmp_path / "new", [{"id": "a", "max_output_tokens": 500,
+                                        "tools": [WEATHER, SEARCH], "reasoning": 300}])
+    diff = budget_diff(DiffSide(str(tmp_path / "old"), [check(old)], DiskFiles()),
+                       DiffSide(str(tmp_path / "new"), [check(new)], DiskFiles()))
+    (only_step,) = diff.steps
+    assert only_step.causes == (
+        InputChange(ChangeKind.TERM, "tools", cookbook_tools([WEATHER]),
+                    cookbook_tools([WEATHER, SEARCH])),
+        InputChange(ChangeKind.TERM, "reasoning", None, 300))
