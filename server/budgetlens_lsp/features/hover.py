@@ -3,6 +3,8 @@ where an inherited value comes from, and a prompt's token count and first lines.
 
 Keys: ``max_context_tokens``, ``max_history_tokens``, ``budget_safety_margin_tokens``
 (under ``settings``), ``max_output_tokens`` / ``max_tokens`` / ``prompt_key`` (in a step),
+a step's request terms ``tools`` / ``response_schema`` / ``reasoning`` (their tokens, how
+they were counted, the step's window and input limit),
 ``extends`` and ``settings.injection`` (each step's injection split). The hovered key is
 found with the core's positioned YAML parser; every number comes from the core's reports.
 """
@@ -23,7 +25,11 @@ from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 SETTING_TERMS = {"max_context_tokens": "context", "max_history_tokens": "history",
                  "budget_safety_margin_tokens": "margin"}
-STEP_KEYS = ("max_output_tokens", "max_tokens", "prompt_key")
+STEP_KEYS = ("max_output_tokens", "max_tokens", "prompt_key", "tools", "response_schema",
+             "reasoning")
+#: a step's request terms (contract/terms.py): ``_term_hover`` (a step's ``model`` has the
+#: registry's hover, features/models.py)
+TERM_KEYS = ("tools", "response_schema", "reasoning")
 PROMPT_PREVIEW_LINES = 5
 
 
@@ -166,6 +172,31 @@ def _prompt_hover(index: WorkspaceIndex, path: str, doc: YamlDocument,
     return out
 
 
+def _term_hover(index: WorkspaceIndex, path: str, step_index: int, key: str) -> list[str]:
+    """A step's request term: its tokens and how they were counted, the step's window and
+    input limit, and the step's sum."""
+    runs = _step_of(index, path, step_index)
+    out = [f"**{key}**", ""]
+    if not runs:
+        return [*out, "The step is not checked yet."]
+    s = runs[0]
+    term = getattr(s, key, None)
+    if term is None:
+        out.append("Not counted (see the diagnostic on the value).")
+    elif key == "reasoning":
+        where = "inside the output limit: adds nothing to the total" \
+            if s.reasoning_in_output else "added to the total beside the output"
+        out.append(f"**{format_int(term.value)} tokens**, {where}"
+                   f" ({term.source.removeprefix('reasoning: ')}).")
+    else:
+        out.append(f"**{format_int(term.value)} tokens** in the fixed part ({term.source}).")
+    out += ["", f"Window: {format_int(s.window.value)} ({s.window.source})."]
+    if s.max_input is not None:
+        out.append(f"Input limit: {format_int(s.max_input.value)} ({s.max_input.source});"
+                   f" the step sends {format_int(s.input_tokens)}.")
+    return [*out, "", *_steps_table(runs)]
+
+
 def _inherited_terms(report: PipelineReport) -> list[str]:
     rows: list[tuple[str, Term]] = []
     if report.context is not None and report.context.inherited:
@@ -265,6 +296,8 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
         lines = _extends_hover(index, path, doc)
     elif name == "prompt_key":
         lines = _prompt_hover(index, path, doc, int(key_path[1]))
+    elif name in TERM_KEYS:
+        lines = _term_hover(index, path, int(key_path[1]), str(name))
     else:
         lines = _output_hover(index, path, doc, int(key_path[1]), str(name))
     contents = (types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines))
