@@ -34,6 +34,7 @@ def pipeline_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a budgetlens pipeline file."""
     body = Pipeline.model_json_schema(mode="validation")
     _add_injection(body)
+    _add_request_terms(body)
     schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT, "$id": PIPELINE_SCHEMA_ID}
     schema.update(body)
     schema["title"] = "budgetlens pipeline"
@@ -72,6 +73,52 @@ def _add_injection(body: dict[str, Any]) -> None:
         "description": "The unified injection budget policy of the pipeline's steps"
                        " (knowledge cards and bucket content); see"
                        " docs/injection-and-packing.md."}
+
+
+#: The name of a ``{file: ...}`` term in ``$defs``.
+TERM_FILE_DEF = "TermFile"
+
+_TOOL = {
+    "type": "object",
+    "description": "A tool definition, OpenAI's shape: {type: function, function: {name,"
+                   " description, parameters}}.",
+    "properties": {
+        "type": {"const": "function", "description": "The kind of tool: function."},
+        "function": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "description": "The function's name."},
+            "description": {"type": "string", "description": "What the function does."},
+            "parameters": {"type": "object",
+                           "description": "The function's parameters, a JSON Schema."}},
+            "description": "The function the model may call."}}}
+
+
+def _add_request_terms(body: dict[str, Any]) -> None:
+    """Describe a step's request terms, read by the check rather than the ``Step`` model
+    (contract/terms.py): ``tools``, ``response_schema`` (inline or ``{file: ...}``) and
+    ``reasoning`` (a thinking budget)."""
+    body.setdefault("$defs", {})[TERM_FILE_DEF] = {
+        "type": "object", "additionalProperties": False, "required": ["file"],
+        "title": "file",
+        "description": "A JSON file inside the workspace, relative to this pipeline file.",
+        "properties": {"file": {"type": "string", "minLength": 1,
+                                "description": "Path of the JSON file, relative to this"
+                                               " pipeline file."}}}
+    ref = {"$ref": f"#/$defs/{TERM_FILE_DEF}"}
+    step = body["$defs"]["Step"]["properties"]
+    step["tools"] = {
+        "anyOf": [{"type": "array", "items": _TOOL}, ref, {"type": "null"}], "default": None,
+        "description": "Tool definitions sent with the request (a list, or {file:"
+                       " tools.json}); their tokens count into the fixed part (OpenAI by its"
+                       " cookbook's rule, other models ≈)."}
+    step["response_schema"] = {
+        "anyOf": [ref, {"type": "object"}, {"type": "null"}], "default": None,
+        "description": "The response's JSON Schema (inline, or {file: schema.json}); its"
+                       " tokens count into the fixed part (≈)."}
+    step["reasoning"] = {
+        "anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}], "default": None,
+        "description": "Thinking budget in tokens: inside the output limit for Claude"
+                       " (>= 1024, below it), beside it for OpenAI reasoning models and"
+                       " Gemini (added to the total)."}
 
 
 def pipeline_json_schema_text() -> str:
