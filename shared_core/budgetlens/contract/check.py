@@ -311,7 +311,8 @@ class _PipelineCheck(_CheckState):
             output=output, output_source=source, margin=margin, window=window, total=total,
             headroom=headroom, fits=fits, prompt_file=sp.prompt_file,
             use_history=bool(at.step.use_history), name_location=sp.name_location,
-            output_floor=sp.output_floor, model=own.name if own else None,
+            output_floor=terms.output_floor(sp.output_floor, output),
+            model=own.name if own else None,
             ceiling=own.ceiling if own else None,
             approximate=(own.approximate and not self.explicit_tokenizer(shared)) if own
             else self.approximate, tools=terms.tools, response_schema=terms.schema,
@@ -506,6 +507,15 @@ class _RequestTerms:
         return "".join(f" + {label}" for label, t in (("tools", self.tools),
                                                       ("response schema", self.schema))
                        if t is not None)
+
+    def output_floor(self, floor: Term, output: Term) -> Term:
+        """The clamp's floor of a step's output limit: above a thinking budget that lies
+        inside it (Claude's must stay below the output limit), else ``floor``."""
+        if not self.in_output or self.reasoning is None or floor.value > self.reasoning.value:
+            return floor
+        value = min(output.value, self.reasoning.value + 1)
+        return Term(value, f"reasoning {self.reasoning.value} + 1 (Claude's thinking lies"
+                           " inside the output limit)", location=self.reasoning.location)
 
     @property
     def added(self) -> int:

@@ -215,3 +215,19 @@ def test_the_budget_diff_names_a_changed_request_term(tmp_path: Path) -> None:
         InputChange(ChangeKind.TERM, "tools", cookbook_tools([WEATHER]),
                     cookbook_tools([WEATHER, SEARCH])),
         InputChange(ChangeKind.TERM, "reasoning", None, 300))
+
+
+def test_the_clamp_keeps_claude_s_output_above_its_thinking_budget(tmp_path: Path) -> None:
+    make_workspace(tmp_path, config={"model": "claude-sonnet-4-0", "format_overhead_tokens": 0},
+                   pipelines={"p.yaml": yaml.safe_dump({
+                       "settings": {"max_context_tokens": 195000, "min_context_tokens": 195000,
+                                    "budget_safety_margin_tokens": 100},
+                       "steps": [{"id": "a", "type": "call_model", "max_output_tokens": 8000,
+                                  "reasoning": 6000}]}, sort_keys=False)})
+    report = check(tmp_path / "pipelines" / "p.yaml", policy="auto_clamp")
+    s = step(report, "a")
+    # 200,000 - 195,000 - 100 leaves 4,900 for the output, below the 6,000 of thinking
+    # that lies inside it: the floor is 6,001 (not half of 8,000), so nothing is clamped
+    assert s.output_floor is not None and s.output_floor.value == 6001
+    assert report.clamp.outputs == ()
+    assert codes.CANNOT_FIT in [d.code for d in report.diagnostics]
