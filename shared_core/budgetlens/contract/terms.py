@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from budgetlens.contract.near_miss import suggest
 from budgetlens.contract.results import Term
 from budgetlens.models.registry import ModelInfo
 from budgetlens.request.framing import Framing, schema_tokens, tools_tokens
@@ -72,6 +73,10 @@ def plan_spec(key: str, raw: Any, owner: str, location: Location) -> TermSpec | 
             return f"{key}.file must be the path of a JSON file, got {name!r}"
         path = os.path.normpath(os.path.join(os.path.dirname(owner), name))
         return TermSpec(key, None, path, location)
+    if isinstance(raw, dict) and len(raw) == 1:
+        (only,) = raw
+        if isinstance(only, str) and suggest(only, ("file",)) is not None:
+            return f"{key}: unknown key {only!r}, did you mean 'file'?"
     if key == TOOLS and isinstance(raw, list):
         return TermSpec(key, raw, None, location)
     if key == RESPONSE_SCHEMA and isinstance(raw, dict):

@@ -195,9 +195,15 @@ def test_gpt5_over_its_input_limit_but_inside_its_window_is_bl054(tmp_path: Path
 
 
 def test_a_near_miss_of_a_term_key_is_an_error(tmp_path: Path) -> None:
-    pipe = workspace(tmp_path, [{"id": "a", "max_output_tokens": 500, "tool": [SEARCH]}])
-    diag = only(check(pipe), codes.NEAR_MISS_KEY)
+    pipe = workspace(tmp_path, [{"id": "a", "max_output_tokens": 500, "tool": [SEARCH]},
+                                {"id": "b", "max_output_tokens": 500,
+                                 "response_schema": {"fiel": "schema.json"}}])
+    report = check(pipe)
+    diag = only(report, codes.NEAR_MISS_KEY)
     assert diag.severity.value == "error" and "'tools'" in diag.message
+    # {fiel: ...} is not taken for an inline schema of one property
+    assert "did you mean 'file'?" in only(report, codes.INVALID_VALUE).message
+    assert step(report, "b").response_schema is None
 
 
 def test_the_budget_diff_names_a_changed_request_term(tmp_path: Path) -> None:
