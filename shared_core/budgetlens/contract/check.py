@@ -5,11 +5,16 @@ For each ``call_model`` step::
     fixed + history + context + output + margin  <=  model_context_window
 
     fixed   = tokens(system prompt file) + tokens(template, placeholders emptied)
-              + format_overhead_tokens
+              + format_overhead_tokens + tools + response_schema
     history = max_history_tokens if use_history else 0
     context = settings.max_context_tokens
     output  = max_output_tokens, else max_tokens, else config model_max_tokens
     margin  = settings.budget_safety_margin_tokens (default 128)
+
+A step's thinking budget (``reasoning``) adds to the left side unless it lies inside the
+output limit (Claude); what the request sends (fixed + history + context + margin) must
+also fit the model's ``max_input`` when that is below the window (BL054). The request terms
+are counted by ``contract/terms.py``.
 
 ``check_pipeline`` computes every term with the place it came from (inherited settings
 point into the parent file), validates every rule, and reports diagnostics with stable
