@@ -110,3 +110,19 @@ async def test_hovers_show_each_step_s_own_window_and_terms(ed: Editor) -> None:
     assert "**2,048 tokens**, inside the output limit" in answer_reasoning
     assert "thinking.budget_tokens" in answer_reasoning
     assert "Window: 200,000" in answer_reasoning
+
+
+async def test_an_unsaved_edit_of_the_tools_file_moves_the_lens(ed: Editor) -> None:
+    # the tools file is an input of the pipeline's report: its buffer is what counts
+    tools_uri = ed.open("tools.json", language_id="json")
+    ed.replace_all(tools_uri, json.dumps([SEARCH, WEATHER]))
+    uri = ed.open("pipelines/mixed.yaml")
+    result = await ed.client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=td(uri)))
+    answer_line, _ = find(PIPELINE, "- id: answer")
+    [title] = [lens.command.title for lens in result or []
+               if lens.range.start.line == answer_line and lens.command is not None]
+    claude = get_tokenizer("claude_approx")
+    both = sum(claude.count(json.dumps(t, ensure_ascii=False, separators=(",", ":")))
+               for t in (SEARCH, WEATHER)) + 530
+    assert title.startswith(f"≈ fixed {both} (tools ≈{both}) + ")
