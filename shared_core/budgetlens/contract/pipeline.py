@@ -20,6 +20,7 @@ from budgetlens import codes
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.near_miss import (
     check_mapping,
+    key_name_range,
     model_keys,
     near_miss_diagnostic,
     suggest,
@@ -239,6 +240,12 @@ STEP_EXTRA_KEYS = ("model", "tools", "response_schema", "reasoning")
 _STEP_BUDGET_KEYS = frozenset({"prompt_key", "user_parts", "max_output_tokens", "max_tokens",
                                "use_history", "model", "tools", "response_schema",
                                "reasoning"})
+#: Providers' names of a thinking budget: flagged as near misses of ``reasoning`` (BL008,
+#: an error: the term would count 0). ``response_format`` and ``functions`` are not: runners
+#: use them for their own values (``response_format: json``).
+PROVIDER_SPELLINGS = {"reasoning_tokens": "reasoning", "max_reasoning_tokens": "reasoning",
+                      "thinking_budget": "reasoning", "thinkingBudget": "reasoning",
+                      "budget_tokens": "reasoning"}
 _NO_TYPE = " Without a type the step is not a call_model step and is left out of the budget"
 _NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
 
@@ -251,6 +258,11 @@ def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
     if not raw.keys() <= _known(Step, *STEP_EXTRA_KEYS):
         out += check_mapping(path, doc, base, model_keys(Step, *STEP_EXTRA_KEYS),
                              budget=_STEP_BUDGET_KEYS)
+        out += [near_miss_diagnostic(
+            path, key, meant, key_name_range(doc, (*base, key)), blocked=meant in raw,
+            budget=meant not in raw, extra=f" ({key} is a provider's name; budgetlens"
+                                           f" reads {meant})")
+            for key, meant in PROVIDER_SPELLINGS.items() if key in raw]
     parts = raw.get("user_parts")
     if isinstance(parts, dict) and not parts.keys() <= _known(UserParts):
         keys = model_keys(UserParts)

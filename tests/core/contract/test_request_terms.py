@@ -237,3 +237,12 @@ def test_the_clamp_keeps_claude_s_output_above_its_thinking_budget(tmp_path: Pat
     assert s.output_floor is not None and s.output_floor.value == 6001
     assert report.clamp.outputs == ()
     assert codes.CANNOT_FIT in [d.code for d in report.diagnostics]
+
+
+def test_a_provider_s_name_for_a_term_is_flagged_with_ours(tmp_path: Path) -> None:
+    pipe = workspace(tmp_path, [{"id": "a", "max_output_tokens": 500,
+                                 "reasoning_tokens": 4000},
+                                {"id": "b", "max_output_tokens": 500, "thinkingBudget": 512}])
+    found = [d for d in check(pipe).diagnostics if d.code == codes.NEAR_MISS_KEY]
+    assert [(d.step, d.severity.value) for d in found] == [("a", "error"), ("b", "error")]
+    assert all("did you mean 'reasoning'?" in d.message for d in found)
