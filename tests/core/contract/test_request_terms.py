@@ -246,3 +246,14 @@ def test_a_provider_s_name_for_a_term_is_flagged_with_ours(tmp_path: Path) -> No
     found = [d for d in check(pipe).diagnostics if d.code == codes.NEAR_MISS_KEY]
     assert [(d.step, d.severity.value) for d in found] == [("a", "error"), ("b", "error")]
     assert all("did you mean 'reasoning'?" in d.message for d in found)
+
+
+def test_check_request_asks_openai_for_output_plus_reasoning(tmp_path: Path) -> None:
+    from budgetlens.request.fit import check_request
+
+    pipe = workspace(tmp_path, [{"id": "a", "max_output_tokens": 2000, "reasoning": 4000}],
+                     model="gpt-5")
+    report = check(pipe)
+    fit = check_request(step(report, "a"), [{"role": "user", "content": "Hi"}], report=report)
+    # max_completion_tokens holds the visible 2,000 and the 4,000 of reasoning
+    assert fit.request_kwargs()["max_completion_tokens"] == 6000
