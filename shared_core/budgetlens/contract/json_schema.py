@@ -33,8 +33,8 @@ CONFIG_SCHEMA_ID = SCHEMA_BASE_URL + "config.schema.json"
 def pipeline_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a budgetlens pipeline file."""
     body = Pipeline.model_json_schema(mode="validation")
-    _add_injection(body)
     _add_request_terms(body)
+    _add_injection(body)
     schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT, "$id": PIPELINE_SCHEMA_ID}
     schema.update(body)
     schema["title"] = "budgetlens pipeline"
