@@ -634,6 +634,7 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     checker = _PipelineCheck(pipe, plan, run_files, options, cache, stop)
     report = checker.run()
     deps: Mapping[str, str] = {**plan.deps, **checker.files.seen}
+    report = replace(report, input_fingerprints=deps)  # the caller's key for a result cache
     # the prompts' root only when the steps were planned (an unusable pipeline's is unset)
     roots = (plan.chain_root, plan.prompt_root) if plan.shared is not None \
         else (plan.chain_root,)

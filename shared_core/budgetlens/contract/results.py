@@ -287,6 +287,11 @@ class PipelineReport:
     """Counts are approximate: the model's tokenizer family has no exact offline tokenizer."""
     target: str | None = None
     """The target model this report checks against (``CheckOptions.target``)."""
+    input_fingerprints: Mapping[str, str] | None = field(
+        default=None, compare=False, repr=False, metadata={"json": False})
+    """Each file the check read (or probed: a config.json looked for and missing), with its
+    fingerprint as read (``FileSource.fingerprint``): what a cache of results keys this
+    report by (``budgetlens check``'s result cache). None for a report made by hand."""
 
     @property
     def has_errors(self) -> bool:
