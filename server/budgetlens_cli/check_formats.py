@@ -3,7 +3,9 @@
 ``write_output`` prints a run's results in ``--format``. ``text`` is
 :mod:`budgetlens_cli.check_text`'s. ``json`` is one object: ``version``, ``diagnostics``,
 ``steps`` (each step's budget and terms) and ``targets`` when pipelines have targets.
-``sarif`` is SARIF 2.1.0, a term of a budget a related location. ``github``, ``gitlab`` and
+``sarif`` is SARIF 2.1.0 (the project's ``informationUri``, each rule's ``helpUri`` in
+docs/diagnostics.md, a ``partialFingerprints`` hash per result), a term of a budget a related
+location. ``github``, ``gitlab`` and
 ``junit`` are :mod:`budgetlens_cli.ci_formats`'s. Every format is built from the same
 ``PipelineResult``s and diagnostics.
 """
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from budgetlens import __version__, codes
 from budgetlens.contract import escape
+from budgetlens.rules import REPOSITORY_URL, help_uri
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Range, Severity
 from budgetlens_cli import ci_formats
@@ -127,15 +130,19 @@ _SARIF_LEVEL = MappingProxyType({Severity.ERROR: "error", Severity.WARNING: "war
 
 
 def _sarif_rule(code: str) -> dict[str, Any]:
-    """A rule with its help inline (budgetlens has no published documentation site, so no
-    ``helpUri``)."""
+    """A rule with its help inline and ``helpUri``, the absolute address of its section of
+    docs/diagnostics.md on the repository's site (``rules.help_uri``)."""
     info = codes.CODES[code]
     help_text = codes.HELP.get(code, info.summary)
     full = f"{info.summary}. {help_text}" if code in codes.HELP else info.summary
-    return {"id": code, "shortDescription": {"text": info.summary},
-            "fullDescription": {"text": full},
-            "help": {"text": help_text},
-            "defaultConfiguration": {"level": _SARIF_LEVEL[info.severity]}}
+    rule: dict[str, Any] = {"id": code, "shortDescription": {"text": info.summary},
+                            "fullDescription": {"text": full},
+                            "help": {"text": help_text}}
+    uri = help_uri(code)
+    if uri is not None:
+        rule["helpUri"] = uri
+    rule["defaultConfiguration"] = {"level": _SARIF_LEVEL[info.severity]}
+    return rule
 
 
 def _sarif_location(file: str, rng: Range) -> dict[str, Any]:
@@ -167,7 +174,8 @@ def sarif_output(diagnostics: list[Diagnostic]) -> dict[str, Any]:
                 for n, r in enumerate(d.related, start=1)]
         results.append(result)
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{
-        "tool": {"driver": {"name": "budgetlens", "version": __version__, "rules": rules}},
+        "tool": {"driver": {"name": "budgetlens", "version": __version__,
+                            "informationUri": REPOSITORY_URL, "rules": rules}},
         "columnKind": "unicodeCodePoints",
         "results": results}]}
 

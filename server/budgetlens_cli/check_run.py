@@ -60,45 +60,6 @@ def check_pipeline(path: Path | str, *, files: FileSource, options: CheckOptions
     return check(path, files=files, options=options, cache=cache)
 
 
-class _DepsCache(BudgetCache):
-    """The run's ``BudgetCache``, which also keeps the inputs (path -> stat fingerprint) of
-    the last report the core stored: what the result cache keys an entry by.
-
-    It keeps only what another pipeline of the run can use: parsed files (an ``extends``
-    parent, config.json), token counts and templates. A run checks each pipeline once per
-    options (each target's are others), so a report or a plan would never be asked for
-    again, and the parse of the pipeline being checked is dropped when its check (with its
-    targets') is done (``done``), unless an earlier pipeline kept it as its parent (one that
-    a later pipeline extends is parsed again then, and kept). What is not kept is freed as
-    the run goes, rather than held to its end."""
-
-    last_deps: dict[str, str] | None = None
-    checking: str | None = None
-    """The pipeline (normalised path) being checked, whose parse ``done`` drops."""
-
-    #: no report is looked up again (the result cache keys where the files lie its own way:
-    #: ``cache_store.ContentHashes._located``)
-    places = False
-
-    def store_report(self, key: Any, deps: Mapping[str, str], report: Any) -> None:
-        self.last_deps = dict(deps)
-
-    def store_structure(self, key: Any, deps: Mapping[str, str], value: Any) -> None:
-        pass
-
-    def begin(self, pipeline: str) -> None:
-        """``pipeline`` is checked next (with its targets)."""
-        self.last_deps = None
-        self.checking = None if self.has_parsed("pipeline", pipeline) else pipeline
-
-    def done(self) -> None:
-        """The check of ``begin``'s pipeline is done: its parse is dropped (if it was not
-        kept before, as an earlier pipeline's parent)."""
-        if self.checking is not None:
-            self.forget_parsed("pipeline", self.checking)
-        self.checking = None
-
-
 def pipeline_result(report: PipelineReport, piece: str | None) -> PipelineResult:
     result = PipelineResult(report.pipeline, tuple(report.diagnostics), len(report.steps),
                             sum(not s.fits for s in report.steps))
@@ -150,12 +111,12 @@ def one_reading_per_file(checking: bool) -> Iterator[None]:
         incremental.ENABLED = enabled
 
 
-def _deps_of(cache: _DepsCache, report: PipelineReport, files: FileSource) -> dict[str, str] | None:
-    """The inputs (path -> stat fingerprint) the result cache keys ``report`` by; None when
-    the check was stopped."""
-    deps = cache.last_deps
-    if deps is None:
+def _deps_of(report: PipelineReport, files: FileSource) -> dict[str, str] | None:
+    """The inputs (path -> stat fingerprint) the result cache keys ``report`` by (the core's
+    ``input_fingerprints``, and a tokenizer.json); None for a report without them."""
+    if report.input_fingerprints is None:
         return None
+    deps = dict(report.input_fingerprints)
     tokenizer = report.tokenizer
     if tokenizer and tokenizer not in SHIPPED_ENCODINGS and os.path.isabs(tokenizer):
         deps[tokenizer] = files.fingerprint(Path(tokenizer))  # a tokenizer.json is an input
@@ -221,7 +182,15 @@ Checked = tuple["PipelineResult", bool, "dict[str, tuple[str, str]] | None"]
 class _Checker:
     """Checks pipelines for one run, in this process or in one worker: one ``BudgetCache``
     and one ``RunFiles`` over the disk for all of them (the files are one unchanging state
-    for a run, so each path is stat'ed and resolved once), and the options made once."""
+    for a run, so each path is stat'ed and resolved once), and the options made once.
+
+    The cache keeps no results (``keep_results=False``): a run checks each pipeline once per
+    options (each target's are others), so a report or a plan would never be asked for
+    again. It keeps what another pipeline can use: parsed files (an ``extends`` parent,
+    config.json), token counts and templates. The parse of the pipeline being checked is
+    dropped when its check (with its targets') is done, unless an earlier pipeline kept it
+    as its parent (one that a later pipeline extends is parsed again then, and kept). So
+    what is not kept is freed as the run goes, rather than held to its end."""
 
     def __init__(self, make_options: Callable[[], CheckOptions], piece: str | None,
                  targets: list[str] | None,
@@ -234,7 +203,7 @@ class _Checker:
                               else DiskFiles(), resolve_by_folder=True)
         if hashes is not None:  # a file is resolved once, for the check and its hash
             hashes.resolve_with(self.files.abspath, self.files.realpath)
-        self.cache = _DepsCache()
+        self.cache = BudgetCache(keep_results=False)
         self._options: CheckOptions | None = None
         self._no_targets: set[str] = set()  # folders whose config.json names no targets
 
@@ -253,15 +222,18 @@ class _Checker:
     def check(self, path: Path) -> Checked:
         """The result of ``path``, whether the core recorded its inputs and, with the result
         cache on, their fingerprints (None: one changed while it was read: not cacheable)."""
-        self.cache.begin(os.path.normpath(str(path)))
+        name = os.path.normpath(str(path))
+        # its parse goes once it is checked, unless an earlier pipeline kept it as its parent
+        own_parse = not self.cache.has_parsed("pipeline", name)
         options = self.options()
         try:
             report = check_pipeline(path, files=self.files, options=options, cache=self.cache)
             got = pipeline_result(report, self.piece)
-            deps = _deps_of(self.cache, report, self.files)  # before the targets store theirs
             got.matrix = self.matrix(path, options)
         finally:
-            self.cache.done()
+            if own_parse:
+                self.cache.forget_parsed("pipeline", name)
+        deps = _deps_of(report, self.files)
         fps = None
         if deps is not None and self.hashes is not None:
             _tokenizer_bytes(report.tokenizer, deps, self.hashes)

@@ -169,7 +169,22 @@ def _notes(d: Diagnostic) -> list[str]:
     if d.code == codes.CONTRACT_VIOLATION:
         notes.append(f"help: `budgetlens clamp --diff {d.pipeline or d.file}` shows the clamp"
                      " plan, `--write` applies it")
+    if "is not in the model registry" in d.message and "`budgetlens models" not in d.message:
+        # BL061, BL012 (no window): the diagnostic suggests a name; this is how to look
+        notes.append(f"help: `budgetlens models {_model_query(d.message)}` finds the"
+                     " registry's names")
     return notes
+
+
+def _model_query(message: str) -> str:
+    """What to look for with ``budgetlens models`` for a message saying ``model 'gpt4o' is
+    not in the model registry ...``: the name without its prefixes and tag, else ``""``."""
+    import re  # lazy: only for an unknown model
+
+    from budgetlens.models.resolution import query_of  # lazy: as above
+
+    named = re.search(r"'([^'\s]+)' is not in the model registry", message)
+    return query_of(named[1]) if named else ""
 
 
 def format_diagnostic(d: Diagnostic, lines: SourceLines) -> str:

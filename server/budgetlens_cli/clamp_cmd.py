@@ -7,7 +7,8 @@ them and inside their workspace root; otherwise one line and exit status 2). Pip
 planned one after the other over the edits of the ones before, so two children of one parent
 never get conflicting edits. Exit status: 0 when no contract violation remains after the
 plan, 1 when errors remain (a step that cannot fit, or other errors in the input), 2 on bad
-usage or a plan that could not be written.
+usage or a plan that could not be written. With ``--diff``, as ``ruff format --diff``: also 1
+when the diff is not empty (changes are pending), so CI fails until the plan is applied.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ def register(sub: Any) -> None:
                     " values are overridden in the child unless --edit-parent.")
     add_common_arguments(p)
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--diff", action="store_true", help="print the plan as a unified diff")
+    mode.add_argument("--diff", action="store_true",
+                      help="print the plan as a unified diff; exit status 1 when it is not"
+                           " empty (changes pending)")
     mode.add_argument("--write", action="store_true", help="apply the plan to the files")
     p.add_argument("--edit-parent", action="store_true",
                    help="change an inherited value in the file that sets it, not in the child")
@@ -158,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
     violations = any(not s.fits for r in after for s in r.steps)
     if remaining or violations:
         _why_not(after, out if listing else sys.stderr)
-    return EXIT_FINDINGS if remaining or violations else EXIT_OK
+    pending = args.diff and any(edited[f] != originals[f] for f in edited)  # a diff fails
+    return EXIT_FINDINGS if remaining or violations or pending else EXIT_OK
 
 
 def change_line(c: ClampChange) -> str:

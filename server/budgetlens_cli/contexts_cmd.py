@@ -1,8 +1,11 @@
-"""``budgetlens contexts FILE [--budget N] [--marker TEXT] [--format text|json]``.
+"""``budgetlens contexts FILE [--budget N] [--marker TEXT] [--closed] [--format text|json]``.
 
-Where a JSON text (an LLM reply) was cut off, its closed version, and the budgeted context
-a continuation prompt needs. Exit status 0 when the text is JSON or a cut-off prefix of JSON,
-1 when it is not (the message says what is wrong), 2 on bad usage.
+Where a JSON text (an LLM reply) was cut off, and the budgeted context a continuation prompt
+needs. The text output is small whatever the size of the reply: the hierarchy context and the
+overlap (each bounded by its option), and the size of the closed document; ``--closed`` prints
+the closed document too (as long as the reply). ``--format json`` is for programs: every
+field, the closed document included. Exit status 0 when the text is JSON or a cut-off prefix
+of JSON, 1 when it is not (the message says what is wrong), 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -33,7 +36,11 @@ def register(sub: Any) -> None:
                    help=f"text marking the cut (default {DEFAULT_MARKER})")
     p.add_argument("--overlap-chars", type=non_negative_int, default=DEFAULT_OVERLAP_CHARS,
                    help=f"length of the overlap context (default {DEFAULT_OVERLAP_CHARS})")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--closed", action="store_true",
+                   help="also print the closed document (the whole reply, closed so it"
+                        " parses); by default only its size")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="output format (default text; json has every field)")
     p.set_defaults(run=run)
 
 
@@ -51,13 +58,14 @@ def run(args: argparse.Namespace) -> int:
         if dropped:
             print(f"{args.file}: dropped {dropped} byte(s) of an incomplete UTF-8 character at "
                   f"the end", file=sys.stderr)
-        print_text(ctx)
+        print_text(ctx, closed=args.closed)
     return EXIT_OK if ctx.json_parsing_success else EXIT_FINDINGS
 
 
-def print_text(ctx: JsonContexts) -> None:
+def print_text(ctx: JsonContexts, *, closed: bool = False) -> None:
     """The text output: the description, where the cut (or the error) is, what was skipped,
-    then the contexts a continuation prompt needs."""
+    then the contexts a continuation prompt needs; the closed document with ``closed``, else
+    its size only (a 1 MB reply prints a few kilobytes)."""
     print(ctx.description)
     at = ctx.cut if ctx.cut is not None else ctx.error
     if at is not None:
@@ -70,7 +78,11 @@ def print_text(ctx: JsonContexts) -> None:
     for heading, body in ((f"hierarchy context for the prompt (budget {ctx.budget})",
                            ctx.hierarchy_context_for_prompt),
                           ("overlap context", ctx.overlap_context),
-                          ("complete part", ctx.complete_part)):
+                          ("complete part", ctx.complete_part if closed else "")):
         if body:
             print(f"\n--- {heading} ---")
             print(body)
+    if ctx.complete_part and not closed:
+        size = len(ctx.complete_part)
+        print(f"\ncomplete part: {size:,} character{'s' if size != 1 else ''}"
+              " (--closed prints it)")

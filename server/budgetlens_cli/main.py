@@ -52,10 +52,11 @@ SUBCOMMAND_HELP: Mapping[str, str] = MappingProxyType({
     "inject": "plan a unified injection of knowledge cards and bucket content",
     "pack": "prioritize, trim and cap documents into a context for an intent",
     "serve": "run the language server (stdio by default)",
-    "schema": "print the JSON Schema of pipeline files",
+    "schema": "print the JSON Schema of pipeline files or of config.json",
     "models": "list the model registry's models, or check it (--doctor)",
     "rule": "explain a diagnostic code (meaning and fix), or list them all",
     "mcp": "run the MCP server for coding agents (stdio; needs budgetlens[mcp])",
+    "init": "create a small workspace (or one prompt file) that check passes",
 })
 SUBCOMMANDS: tuple[str, ...] = tuple(SUBCOMMAND_HELP)
 

@@ -207,8 +207,8 @@ def clamp_tool(root: Root) -> Callable[..., CallToolResult]:
         does; nothing is written (apply it yourself, or run `budgetlens clamp --write`).
         The plan lowers max_context_tokens, then per-step output limits, until every
         call_model step fits its window; only numbers change. changes_pending tells whether
-        the diff is not empty; exit_status is 1 when errors remain after the plan (notes
-        say what it cannot fix)."""
+        the diff is not empty; exit_status is 1 when changes are pending or errors remain
+        after the plan (notes say what it cannot fix), as `budgetlens clamp --diff`."""
         argv = ["clamp", root.inside(path), "--diff"]
         if edit_parent:
             argv.append("--edit-parent")

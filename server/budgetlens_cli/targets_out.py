@@ -23,12 +23,13 @@ from budgetlens.contract.results import CheckOptions
 from budgetlens.contract.targets import TargetFit, TargetMatrix, target_matrix
 from budgetlens.files import FileSource
 from budgetlens.models import load_registry
+from budgetlens.models.resolution import query_of
 from budgetlens_cli.main import UsageError
 
 
 def validate(args: argparse.Namespace) -> list[str] | None:
     """The --target names as the registry spells them; a name it does not know is bad
-    usage (with a suggestion)."""
+    usage (with a suggestion, and the ``budgetlens models QUERY`` that finds names)."""
     names: list[str] | None = getattr(args, "targets", None)
     if not names:
         return None
@@ -37,7 +38,10 @@ def validate(args: argparse.Namespace) -> list[str] | None:
     for name in names:
         info = registry.get(name)
         if info is None:
-            raise UsageError(f"--target: {unknown_model_message(name)}")
+            message = unknown_model_message(name, registry=registry)
+            if "`budgetlens models" not in message:  # a suggestion: also how to look
+                message += f" (`budgetlens models {query_of(name)}` finds names)"
+            raise UsageError(f"--target: {message}")
         out.append(info.name)
     return out
 

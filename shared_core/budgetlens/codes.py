@@ -50,11 +50,14 @@ PROMPT_UNREADABLE = "BL041"
 PROMPT_KEY_MISSING = "BL042"
 TEMPLATE_SYNTAX = "BL043"
 DUPLICATE_STEP_ID = "BL044"
+TERM_FILE_UNREADABLE = "BL045"  # a tools or response_schema file cannot be used
 # the contract
 CONTRACT_VIOLATION = "BL050"
 OUTPUT_ABOVE_CEILING = "BL051"
 CANNOT_FIT = "BL052"
 OUTPUT_MISSING = "BL053"
+INPUT_ABOVE_LIMIT = "BL054"  # the request's input is above the model's max_input
+REASONING_INVALID = "BL055"  # a thinking budget the step's model does not accept
 # models: the registry, serving limits and targets
 MODEL_CONTRADICTED = "BL060"  # a number in config.json contradicts the model's registry entry
 MODEL_UNKNOWN = "BL061"  # a model name the registry does not know
@@ -103,11 +106,17 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(PROMPT_KEY_MISSING, _W, "call_model step without prompt_key"),
     Code(TEMPLATE_SYNTAX, _E, "user_parts.template syntax error"),
     Code(DUPLICATE_STEP_ID, _E, "two steps of a pipeline file have the same id"),
+    Code(TERM_FILE_UNREADABLE, _E, "a tools or response_schema file is missing, outside the"
+                                   " workspace, unreadable or not the JSON expected"),
     Code(CONTRACT_VIOLATION, _E, "step does not fit the context window"
                                  " (error in fail_fast, warning in auto_clamp)"),
     Code(OUTPUT_ABOVE_CEILING, _E, "output limit above model_max_output_tokens"),
     Code(CANNOT_FIT, _E, "step cannot fit, not even at the clamp's floors"),
     Code(OUTPUT_MISSING, _E, "no output limit for the step and no model_max_tokens"),
+    Code(INPUT_ABOVE_LIMIT, _E, "the step's input is above the model's input limit"
+                                " (max_input), though it may fit the window"),
+    Code(REASONING_INVALID, _E, "the step's thinking budget (reasoning) does not suit its"
+                                " model (a warning for a model that does not reason)"),
     Code(MODEL_CONTRADICTED, _W, "a limit in config.json contradicts the model registry"),
     Code(MODEL_UNKNOWN, _W, "model name not in the bundled registry"),
     Code(SERVING_BINDS, _I, "the server's limit (serving) is below the model's window"),
@@ -181,6 +190,13 @@ HELP: dict[str, str] = {
     CANNOT_FIT: "Shorten the system prompt or template, lower the history budget or the margin,"
                 " or use a model with a larger window; no clamp can help.",
     OUTPUT_MISSING: "Set max_output_tokens on the step, or model_max_tokens in config.json.",
+    INPUT_ABOVE_LIMIT: "Lower the term the message names (usually max_context_tokens) until"
+                       " fixed + history + context + margin fits the model's max_input.",
+    REASONING_INVALID: "Claude: keep reasoning at 1,024 or more and below the output limit;"
+                       " OpenAI: keep output + reasoning within the model's output ceiling.",
+    TERM_FILE_UNREADABLE: "Point file: at a JSON file inside the workspace, relative to the"
+                          " pipeline file: a list of tool definitions for tools, an object"
+                          " for response_schema.",
     MODEL_CONTRADICTED: "Remove the number to use the registry's, or correct it; to run with"
                         " a smaller window on purpose, set serving.max_model_len (or"
                         " serving.num_ctx) instead.",

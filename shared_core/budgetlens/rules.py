@@ -13,6 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 
 RULES_FILE = Path(__file__).with_name("rules.json")
+#: The project's home (SARIF's ``tool.driver.informationUri``).
+REPOSITORY_URL = "https://github.com/budgetlens/budgetlens"
+#: docs/diagnostics.md as the repository's site shows it: each code's section is a
+#: ``### BL050`` heading, so its anchor is ``#bl050`` (GitHub lower-cases heading text).
+DIAGNOSTICS_URL = f"{REPOSITORY_URL}/blob/main/docs/diagnostics.md"
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,13 @@ def all_rules() -> dict[str, Rule]:
     data = json.loads(RULES_FILE.read_text("utf-8"))
     return {code: Rule(code, info["severity"], info["title"], info["text"])
             for code, info in data["rules"].items()}
+
+
+def help_uri(code: str) -> str | None:
+    """The absolute address of ``code``'s section of docs/diagnostics.md
+    (``.../docs/diagnostics.md#bl050``), or None for a code the page does not document."""
+    rule = get_rule(code)
+    return f"{DIAGNOSTICS_URL}#{rule.code.lower()}" if rule is not None else None
 
 
 def get_rule(code: str) -> Rule | None:

@@ -14,25 +14,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from budgetlens.serialize import JSON_KEY, to_jsonable
-
-
-def _compat_to_dict(value: Any) -> dict[str, Any]:
-    """``to_jsonable(value)``. The ``to_dict`` methods of this module only delegate here: they
-    stay while code outside the core's shared layer (contract reports, the server's diagnostic
-    data, the CLI) still calls them; new code calls ``to_jsonable``."""
-    out: dict[str, Any] = to_jsonable(value)
-    return out
+from budgetlens.serialize import JSON_KEY
 
 
 @dataclass(frozen=True, order=True)
 class Position:
     line: int
     character: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
-        return _compat_to_dict(self)
 
 
 @dataclass(frozen=True)
@@ -46,10 +34,6 @@ class Range:
         return cls(Position(line, character),
                    Position(line if end_line is None else end_line,
                             character if end_character is None else end_character))
-
-    def to_dict(self) -> dict[str, Any]:
-        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
-        return _compat_to_dict(self)
 
 
 FILE_START = Range.at(0, 0)
@@ -78,10 +62,6 @@ class Location:
     def __getstate__(self) -> dict[str, Any]:
         """The fields (a lazy range computed), never the function that makes the range."""
         return {"file": self.file, "range": self.range}
-
-    def to_dict(self) -> dict[str, Any]:
-        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
-        return _compat_to_dict(self)
 
 
 _MAKE, _ARGS = "_make_range", "_range_args"  # a lazy range's function and arguments
@@ -199,10 +179,6 @@ class Diagnostic:
     """Not in the JSON form (the CLI and the server each show it their own way)."""
     data: FixData | None = field(default=None, compare=False, metadata={JSON_KEY: False})
     """The payload of a quick fix (one of :data:`FixData`); not in the JSON form."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """``to_jsonable(self)`` (see ``_compat_to_dict``)."""
-        return _compat_to_dict(self)
 
 
 def unique_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

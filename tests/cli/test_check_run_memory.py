@@ -48,14 +48,15 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def _caches(monkeypatch: pytest.MonkeyPatch) -> list[BudgetCache]:
+    """Every ``BudgetCache`` made from now on (the run makes one)."""
     made: list[BudgetCache] = []
-    init = check_run._DepsCache.__init__
+    init = BudgetCache.__init__
 
-    def keep(self: check_run._DepsCache, *args: Any, **kwargs: Any) -> None:
+    def keep(self: BudgetCache, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         made.append(self)
 
-    monkeypatch.setattr(check_run._DepsCache, "__init__", keep)
+    monkeypatch.setattr(BudgetCache, "__init__", keep)
     return made
 
 
@@ -162,3 +163,26 @@ def test_a_pipeline_is_parsed_once_for_itself_and_every_target(
     [cache] = caches
     assert {path for kind, path in cache._files if kind == "pipeline"} == {
         os.path.normpath("ws/pipelines/base.yaml")}
+
+
+def _subclasses_of(text: str, base: str) -> list[str]:
+    """The classes of ``text`` that name ``base`` among their bases."""
+    import ast
+
+    return [node.name for node in ast.walk(ast.parse(text)) if isinstance(node, ast.ClassDef)
+            and any((b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")) == base
+                    for b in node.bases)]
+
+
+def test_the_subclass_rule_itself() -> None:
+    assert _subclasses_of("class A(BudgetCache):\n    pass\nclass B(x.BudgetCache):\n"
+                          "    pass\nclass C(dict):\n    pass\n", "BudgetCache") == ["A", "B"]
+
+
+def test_the_cli_uses_the_core_cache_as_it_is() -> None:
+    # the run's cache is BudgetCache(keep_results=False); the result cache keys an entry by
+    # the report's input_fingerprints (no subclass capturing them in store_report)
+    package = Path(check_run.__file__).parent
+    found = [f"{path.name}: {name}" for path in sorted(package.glob("*.py"))
+             for name in _subclasses_of(path.read_text("utf-8"), "BudgetCache")]
+    assert found == []

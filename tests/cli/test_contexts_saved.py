@@ -39,7 +39,7 @@ def test_contexts_text_on_a_cut_string_saved_with_a_final_newline(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], ending: str) -> None:
     path = tmp_path / "reply.json"
     path.write_bytes((CUT + ending).encode("utf-8"))
-    assert main(["contexts", str(path)]) == 0
+    assert main(["contexts", str(path), "--closed"]) == 0
     captured = capsys.readouterr()
     assert captured.out == TEXT_OUTPUT
     assert captured.err == ""
@@ -68,7 +68,7 @@ def test_contexts_on_a_cut_literal_completes_it(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "reply.json"
     path.write_text('{"ok": tr\n', "utf-8")
-    assert main(["contexts", str(path)]) == 0
+    assert main(["contexts", str(path), "--closed"]) == 0
     assert capsys.readouterr().out == """\
 cut inside a literal (true, false or null) at ok
 position: line 1, column 10 (offset 9)
@@ -109,7 +109,7 @@ def test_contexts_on_a_complete_reply_with_a_final_newline(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "reply.json"
     path.write_text('{\n  "a": "x y",\n  "b": [1, 2]\n}\n', "utf-8")
-    assert main(["contexts", str(path)]) == 0
+    assert main(["contexts", str(path), "--closed"]) == 0
     assert capsys.readouterr().out == """\
 complete JSON
 json_parsing_success: true

@@ -45,7 +45,7 @@ def test_contexts_json_has_the_documented_keys(tmp_path: Path,
 def test_contexts_text_format_and_marker(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "cut.json", CUT)
-    assert main(["contexts", path, "--marker", "@@"]) == 0
+    assert main(["contexts", path, "--marker", "@@", "--closed"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cut inside a string at document.sections[1].content\n"
                           f"position: line 1, column {len(CUT) + 1} (offset {len(CUT)})\n")

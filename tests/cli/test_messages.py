@@ -429,6 +429,8 @@ def test_sarif_has_related_locations_and_inline_help_without_a_relative_uri(
         "fullDescription": {"text": "step does not fit the context window (error in fail_fast,"
                                     " warning in auto_clamp). " + help_text},
         "help": {"text": help_text},
+        # issue 35: an absolute helpUri, the code's section of docs/diagnostics.md
+        "helpUri": "https://github.com/budgetlens/budgetlens/blob/main/docs/diagnostics.md#bl050",
         "defaultConfiguration": {"level": "error"}}
     (result,) = run["results"]
     related = [(r["id"], r["message"]["text"],
@@ -441,7 +443,9 @@ def test_sarif_has_related_locations_and_inline_help_without_a_relative_uri(
                        (3, "output: 100", "ws/config.json", 3, 23),
                        (4, "margin: 50 (inherited)", "ws/pipelines/base.yaml", 3, 32),
                        (5, "window: 1000", "ws/config.json", 2, 27)]
-    assert "helpUri" not in json.dumps(run)
+    # issue 35: helpUri is back, never relative (was: no helpUri at all)
+    assert json.dumps(run).count('"helpUri": "https://github.com/budgetlens/') == \
+        json.dumps(run).count('"helpUri"') == 1
 
 
 def test_every_code_has_help_text_for_sarif() -> None:

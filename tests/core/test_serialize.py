@@ -110,3 +110,30 @@ class Extended:
 
 def test_an_ellipsis_in_json_order_stands_for_the_other_fields() -> None:
     assert json.dumps(to_jsonable(Extended(1))) == '{"c": 3, "a": 1, "sum": 6}'
+
+
+# ------------------------------------------------------------------ one path to JSON
+HAND_WRITTEN = ("to_dict",)
+
+
+def _hand_written_serialisers(text: str) -> list[str]:
+    """``Class.method`` of every method named in ``HAND_WRITTEN`` in ``text``."""
+    import ast
+
+    return [f"{cls.name}.{node.name}" for cls in ast.walk(ast.parse(text))
+            if isinstance(cls, ast.ClassDef) for node in cls.body
+            if isinstance(node, ast.FunctionDef) and node.name in HAND_WRITTEN]
+
+
+def test_the_hand_written_serialiser_rule_itself() -> None:
+    assert _hand_written_serialisers(
+        "class A:\n    def to_dict(self):\n        return {}\n"
+        "    def other(self):\n        pass\ndef to_dict(x):\n    pass\n") == ["A.to_dict"]
+
+
+def test_no_core_type_has_a_hand_written_to_dict() -> None:
+    # every result type becomes JSON through to_jsonable: a to_dict beside it is a second path
+    core = Path(__file__).resolve().parents[2] / "shared_core" / "budgetlens"
+    found = [f"{path.relative_to(core)}: {name}" for path in sorted(core.rglob("*.py"))
+             for name in _hand_written_serialisers(path.read_text("utf-8"))]
+    assert found == []

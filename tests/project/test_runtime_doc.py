@@ -29,6 +29,7 @@ from budgetlens import (
     pack_context,
     trim_history,
 )
+from budgetlens.serialize import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = (ROOT / "docs/runtime.md").read_text("utf-8")
@@ -102,8 +103,8 @@ def test_check_pipeline_reads_from_disk_by_default() -> None:
     assert [(s.step, s.total, s.window.value) for s in report.steps] == [
         ("outline", 6614, 8192), ("write_report", 8421, 8192)]
     assert report.tokenizer == "cl100k_base"
-    assert [d.to_dict() for d in report.diagnostics] == [
-        d.to_dict() for d in explicit.diagnostics]
+    assert [to_jsonable(d) for d in report.diagnostics] == [
+        to_jsonable(d) for d in explicit.diagnostics]
 
 
 def test_check_pipeline_takes_a_tokenizer_object_as_well_as_a_name() -> None:

@@ -146,6 +146,23 @@ try {
     const doc = typeof ctx.documentation === 'string' ? ctx.documentation : ctx.documentation?.value ?? '';
     assert.match(doc, /retrieved context/);
   });
+
+  await check('completion in a step offers its request terms with descriptions', async () => {
+    const { uri } = open('terms.yaml', 'steps:\n  - id: a\n    type: call_model\n    \n');
+    await diagnosticsFor(uri);
+    const result = await conn.sendRequest('textDocument/completion', {
+      textDocument: { uri },
+      position: { line: 4, character: 4 },
+    });
+    const items = Array.isArray(result) ? result : result.items;
+    const labels = items.map((i) => i.label);
+    for (const key of ['tools', 'response_schema', 'reasoning']) {
+      assert.ok(labels.includes(key), `${key} not in ${labels.join(', ')}`);
+    }
+    const reasoning = items.find((i) => i.label === 'reasoning');
+    const doc = typeof reasoning.documentation === 'string' ? reasoning.documentation : reasoning.documentation?.value ?? '';
+    assert.match(doc, /Thinking budget/);
+  });
 } finally {
   await Promise.race([conn.sendRequest('shutdown').catch(() => {}), sleep(5000)]);
   await Promise.resolve(conn.sendNotification('exit')).catch(() => {});

@@ -3,6 +3,8 @@ where an inherited value comes from, and a prompt's token count and first lines.
 
 Keys: ``max_context_tokens``, ``max_history_tokens``, ``budget_safety_margin_tokens``
 (under ``settings``), ``max_output_tokens`` / ``max_tokens`` / ``prompt_key`` (in a step),
+a step's request terms ``tools`` / ``response_schema`` / ``reasoning`` (their tokens, how
+they were counted, the step's window and input limit),
 ``extends`` and ``settings.injection`` (each step's injection split). The hovered key is
 found with the core's positioned YAML parser; every number comes from the core's reports.
 """
@@ -23,10 +25,14 @@ from budgetlens_lsp.workspace_index import WorkspaceIndex
 
 SETTING_TERMS = {"max_context_tokens": "context", "max_history_tokens": "history",
                  "budget_safety_margin_tokens": "margin"}
-STEP_KEYS = ("max_output_tokens", "max_tokens", "prompt_key")
+STEP_KEYS = ("max_output_tokens", "max_tokens", "prompt_key", "tools", "response_schema",
+             "reasoning")
 #: A step's own terms (docs/pipeline-format.md): their hover says which level applied.
 STEP_TERM_KEYS = ("serving", "gateway", "variant", "use_context", "max_context_tokens",
                   "max_history_tokens")
+#: a step's request terms (contract/terms.py): ``_term_hover`` (a step's ``model`` has the
+#: registry's hover, features/models.py)
+TERM_KEYS = ("tools", "response_schema", "reasoning")
 PROMPT_PREVIEW_LINES = 5
 
 
@@ -184,9 +190,34 @@ def _step_terms_hover(index: WorkspaceIndex, path: str, step_index: int,
         out.append(f"- history {format_int(s.history.value)}: {s.history.source}")
         out.append(f"- margin {format_int(s.margin.value)}: {s.margin.source}")
         if s.gateway_cap is not None:
-            sent = s.total - s.output.value
+            sent = s.input_tokens
             out.append(f"- gateway cap {format_int(s.gateway_cap.value)} input tokens"
                        f" ({format_int(sent)} sent): {s.gateway_cap.source}")
+    return [*out, "", *_steps_table(runs)]
+
+
+def _term_hover(index: WorkspaceIndex, path: str, step_index: int, key: str) -> list[str]:
+    """A step's request term: its tokens and how they were counted, the step's window and
+    input limit, and the step's sum."""
+    runs = _step_of(index, path, step_index)
+    out = [f"**{key}**", ""]
+    if not runs:
+        return [*out, "The step is not checked yet."]
+    s = runs[0]
+    term = getattr(s, key, None)
+    if term is None:
+        out.append("Not counted (see the diagnostic on the value).")
+    elif key == "reasoning":
+        where = "inside the output limit: adds nothing to the total" \
+            if s.reasoning_in_output else "added to the total beside the output"
+        out.append(f"**{format_int(term.value)} tokens**, {where}"
+                   f" ({term.source.removeprefix('reasoning: ')}).")
+    else:
+        out.append(f"**{format_int(term.value)} tokens** in the fixed part ({term.source}).")
+    out += ["", f"Window: {format_int(s.window.value)} ({s.window.source})."]
+    if s.max_input is not None:
+        out.append(f"Input limit: {format_int(s.max_input.value)} ({s.max_input.source});"
+                   f" the step sends {format_int(s.input_tokens)}.")
     return [*out, "", *_steps_table(runs)]
 
 
@@ -264,6 +295,19 @@ def plain_text(lines: list[str]) -> str:
     return "\n".join(out)
 
 
+def _step_key_hover(index: WorkspaceIndex, path: str, doc: YamlDocument, step_index: int,
+                    name: str) -> list[str]:
+    """The hover of a key of a step: its prompt, its own terms, a request term, or its
+    output limit."""
+    if name == "prompt_key":
+        return _prompt_hover(index, path, doc, step_index)
+    if name in STEP_TERM_KEYS:
+        return _step_terms_hover(index, path, step_index, name)
+    if name in TERM_KEYS:
+        return _term_hover(index, path, step_index, name)
+    return _output_hover(index, path, doc, step_index, name)
+
+
 def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
           markdown: bool = True) -> types.Hover | None:
     if path is None or not path.endswith((".yaml", ".yml")):
@@ -287,12 +331,8 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
         lines = _setting_hover(index, path, doc, str(name))
     elif key_path == ("extends",):
         lines = _extends_hover(index, path, doc)
-    elif name == "prompt_key":
-        lines = _prompt_hover(index, path, doc, int(key_path[1]))
-    elif name in STEP_TERM_KEYS:
-        lines = _step_terms_hover(index, path, int(key_path[1]), str(name))
     else:
-        lines = _output_hover(index, path, doc, int(key_path[1]), str(name))
+        lines = _step_key_hover(index, path, doc, int(key_path[1]), str(name))
     contents = (types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines))
                 if markdown else
                 types.MarkupContent(kind=types.MarkupKind.PlainText, value=plain_text(lines)))

@@ -119,6 +119,24 @@ def headroom_text(step: StepBudget) -> str:
 
 def budget_sum(step: StepBudget) -> str:
     approx = "≈ " if step.approximate else ""  # the model's tokenizer is approximated
-    return (f"{approx}fixed {step.fixed.value} + history {step.history.value} + context"
-            f" {step.context.value} + output {step.output.value} + margin {step.margin.value}"
+    return (f"{approx}fixed {step.fixed.value}{_fixed_parts(step)} + history"
+            f" {step.history.value} + context {step.context.value} + output"
+            f" {step.output.value}{_reasoning_part(step)} + margin {step.margin.value}"
             f" = {step.total} / {step.window.value} ({headroom_text(step)})")
+
+
+def _fixed_parts(step: StepBudget) -> str:
+    """`` (tools 57, response_schema ≈22)`` for a step with request terms."""
+    parts = [f"{name} {'≈' if t.source.startswith('≈') else ''}{t.value}" for name, t in
+             (("tools", step.tools), ("response_schema", step.response_schema))
+             if t is not None]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _reasoning_part(step: StepBudget) -> str:
+    """`` + reasoning 4000``, or `` (reasoning 2048 inside)`` for Claude's thinking."""
+    if step.reasoning is None:
+        return ""
+    if step.reasoning_in_output:
+        return f" (reasoning {step.reasoning.value} inside)"
+    return f" + reasoning {step.reasoning.value}"

@@ -6,12 +6,19 @@ auto_clamp), the check itself (every term with where it comes from), the clamp a
 within floors and the clamp plan as verified text edits, the per-step injection split, the
 cache of results by input fingerprint, and the pipeline JSON Schema.
 
-Where things are: ``model`` (the result types: ``Term``, ``StepBudget``, ``PipelineReport``,
-...), ``enums`` (term, output and policy sources), ``discovery`` (pipeline files and the
-config.json a pipeline uses), ``check`` (``check_pipeline``: one function per term),
-``advice`` (what the messages tell the user to change), ``clamp`` (the clamp arithmetic and
-shared floors), ``plan`` (the clamp plan as text edits), ``injection`` (the
-``settings.injection`` block), ``config``, ``pipeline`` (their fields declared once in
-``shapes``), ``template``, ``policy``, ``validation``, ``near_miss``, ``cache``,
-``json_schema`` and ``report_text``.
+Where things are: ``results`` (the result types: ``Term``, ``StepBudget``,
+``PipelineReport``, ...), ``enums`` (term, output and policy sources), ``discovery``
+(pipeline files and the config.json a pipeline uses), ``check`` (``check_pipeline``: the
+counts and the contract on every check), ``planner`` and ``step_plan`` (what the files alone
+decide, kept by the cache: the pipeline's plan and one step's), ``advice`` (what the messages
+tell the user to change), ``clamp`` (the clamp arithmetic and shared floors), ``plan`` (the
+clamp plan as text edits), ``injection_settings`` (the ``settings.injection`` block),
+``config``, ``pipeline`` (their fields declared once in ``shapes``), ``template``,
+``policy``, ``validation``, ``near_miss``, ``cache``, ``json_schema``, ``report_text`` (the
+step table both adapters print: ``budget_table``), ``escape`` (each output format's rule for
+strings from files), ``diff`` (``budget_diff`` of two sides), ``limits`` (the window,
+ceiling and tokenizer from config.json, the registry and ``serving``), ``models_file`` (the
+workspace's and user's ``models.json`` over the registry), ``targets`` (the target matrix)
+and ``frozen`` (``quick_init``: the frozen dataclasses a check makes set their fields in one
+call).
 """

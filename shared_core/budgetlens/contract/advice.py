@@ -62,11 +62,13 @@ def unfit_message(label: str, step: StepBudget, window: int, context_floor: Term
     """BL052 for a step that fits only below the clamp's floors."""
     out_floor = step.output_floor.value if step.output_floor is not None else 1
     total = (step.fixed.value + step.history.value + context_floor.value + out_floor
-             + step.margin.value)
+             + step.margin.value + step.reasoning_added)
+    reasoning = f" + reasoning {step.reasoning_added}" if step.reasoning_added else ""
     return (f"{label} cannot fit the window of {window} tokens even at the clamp's floors:"
             f" fixed {step.fixed.value} + history {step.history.value} + context floor"
-            f" {context_floor.value} + output floor {out_floor} + margin {step.margin.value}"
-            f" = {total} > {window} (over by {total - window}); no clamp is planned for it;"
+            f" {context_floor.value} + output floor {out_floor}{reasoning} + margin"
+            f" {step.margin.value} = {total} > {window} (over by {total - window}); no clamp"
+            f" is planned for it;"
             f" {largest_term(step, window, context_floor)}")
 
 

@@ -170,13 +170,21 @@ class BudgetCache:
 
     ``max_entries`` bounds each table (reports, structures, parsed files; templates keep up
     to twice as many): a table that is full is emptied before it grows further.
+
+    ``keep_results=False`` makes the cache of a caller that checks each pipeline once (one
+    ``budgetlens check`` run): it keeps no report and no structure, since none would be asked
+    for again, only what another pipeline can use (parsed parents and config.json, token
+    counts, templates). Such a caller keys its own results by the report's
+    ``input_fingerprints``, and may drop a pipeline's parse once it is checked
+    (``forget_parsed``).
     """
 
-    #: whether reports and structures are stored with where their files lie
-    #: (``with_places``); a cache whose reports are never looked up again can do without
-    places = True
-
-    def __init__(self, *, max_entries: int = 8192) -> None:
+    def __init__(self, *, max_entries: int = 8192, keep_results: bool = True) -> None:
+        #: reports and structures are stored (and looked up)
+        self.keep_results = keep_results
+        #: whether reports and structures are stored with where their files lie
+        #: (``with_places``); a cache that keeps no results does without
+        self.places = keep_results
         self._lock = threading.Lock()
         self._max = max_entries
         self._reports: dict[Hashable, tuple[Mapping[str, str], Any]] = {}
@@ -229,8 +237,9 @@ class BudgetCache:
 
     def store_report(self, key: Hashable, deps: Mapping[str, str], report: Any) -> None:
         """Keep ``report`` under ``key`` (replacing the one before) with the fingerprints
-        ``deps`` of the files it read."""
-        self._store(self._reports, key, deps, report)
+        ``deps`` of the files it read (unless the cache keeps no results)."""
+        if self.keep_results:
+            self._store(self._reports, key, deps, report)
 
     # -- pipeline structures -----------------------------------------------------------
     def structure(self, key: Hashable, files: FileSource) -> Any | None:
@@ -247,7 +256,8 @@ class BudgetCache:
         return entry[1] if entry is not None else None
 
     def store_structure(self, key: Hashable, deps: Mapping[str, str], value: Any) -> None:
-        self._store(self._structures, key, deps, value)
+        if self.keep_results:
+            self._store(self._structures, key, deps, value)
 
     # -- parsed files ----------------------------------------------------------------
     def parsed(self, kind: str, path: str, files: FileSource, load: Callable[[], T]) -> T:

@@ -5,7 +5,7 @@ For each ``call_model`` step::
     fixed + history + context + output + margin  <=  model_context_window
 
     fixed   = tokens(system prompt file) + tokens(template, placeholders emptied)
-              + format_overhead_tokens
+              + format_overhead_tokens + tools + response_schema
     history = the step's max_history_tokens, else settings', if use_history; else 0
     context = 0 with use_context: false, else the step's max_context_tokens, else
               settings.max_context_tokens
@@ -16,6 +16,11 @@ For each ``call_model`` step::
 The window is the step's own (its model, variant and serving: limits.step_terms) or the
 pipeline's. A step behind a gateway also keeps its input (all but the output) under the
 gateway's per-request cap (BL067).
+
+A step's thinking budget (``reasoning``) adds to the left side unless it lies inside the
+output limit (Claude); what the request sends (fixed + history + context + margin) must
+also fit the model's ``max_input`` when that is below the window (BL054). The request terms
+are counted by ``contract/terms.py``.
 
 ``check_pipeline`` computes every term with the place it came from (inherited settings
 point into the parent file), validates every rule, and reports diagnostics with stable
@@ -43,7 +48,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +61,7 @@ from budgetlens.contract.enums import (
     OutputSource,
     TermSource,
 )
+from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.injection_settings import check_injection
 from budgetlens.contract.limits import ModelLimits
 from budgetlens.contract.margin import step_margin
@@ -72,6 +78,16 @@ from budgetlens.contract.step_plan import (
     CheckStopped as CheckStopped,  # part of this module's interface
 )
 from budgetlens.contract.step_plan import _poll, _Shared, _StepPlan
+from budgetlens.contract.terms import (
+    TermSpec,
+    approximate,
+    framing_for,
+    load_json,
+    reasoning_problems,
+    reasoning_rule,
+    reasoning_term,
+    spec_term,
+)
 from budgetlens.files import (
     DiskFiles,
     FileMissing,
@@ -289,9 +305,10 @@ class _PipelineCheck(_CheckState):
             prompt = self.prompt_tokens(sp, sp.prompt_file, counter)
         self.diags.extend(sp.after)
         at = sp.at
-        fixed = Term(prompt.value + template.value + shared.overhead.value,
-                     "system prompt + template + format overhead", shared.inherited,
-                     sp.location)
+        terms = self.request_terms(sp, own, shared, counter) if sp.request_terms else _NO_TERMS
+        fixed = Term(prompt.value + template.value + shared.overhead.value + terms.fixed,
+                     "system prompt + template + format overhead" + terms.fixed_label,
+                     shared.inherited, sp.location)
         history, output, source = sp.history, sp.output, sp.output_source
         context, window = sp.context or shared.context, shared.window
         approximate = (own.approximate and not self.explicit_tokenizer(shared)) \
@@ -300,7 +317,8 @@ class _PipelineCheck(_CheckState):
                              fixed.value + history.value + context.value,
                              approximate=approximate,
                              default=shared.margin.source == TermSource.DEFAULT)
-        total = fixed.value + history.value + context.value + output.value + margin.value
+        total = fixed.value + history.value + context.value + output.value + margin.value \
+            + terms.added
         headroom = window.value - total
         fits = (headroom >= 0 and not window.missing and not context.missing
                 and source is not OutputSource.MISSING)
@@ -312,11 +330,67 @@ class _PipelineCheck(_CheckState):
             output=output, output_source=source, margin=margin, window=window, total=total,
             headroom=headroom, fits=fits, prompt_file=sp.prompt_file,
             use_history=bool(at.step.use_history), name_location=sp.name_location,
-            output_floor=sp.output_floor, model=own.name if own else None,
+            output_floor=terms.output_floor(sp.output_floor, output),
+            model=own.name if own else None,
             ceiling=own.ceiling if own else None, approximate=approximate,
             own_window=own is not None, own_context=sp.context is not None,
             gateway_cap=None if cap is None else Term(cap.max_input_tokens, cap.label, location=(
-                own.gateway_location if own is not None else self.plan.limits.gateway_location)))
+                own.gateway_location if own is not None else self.plan.limits.gateway_location)),
+            tools=terms.tools, response_schema=terms.schema,
+            reasoning=terms.reasoning, reasoning_in_output=terms.in_output,
+            max_input=own.max_input if own else self.plan.limits.max_input)
+
+    def request_terms(self, sp: _StepPlan, own: ModelLimits | None, shared: _Shared,
+                      counter: TokenCounter) -> _RequestTerms:
+        """A step's tools, response schema and thinking budget, counted and checked for its
+        model (contract/terms.py)."""
+        info = own.model if own is not None else self.plan.limits.model
+        name = info.name if info is not None else None
+        framing = framing_for(info, counter.tokenizer.name)
+        tools, schema = (self.spec_term(sp, spec, framing, counter, name)
+                         for spec in (sp.tools, sp.schema))
+        reasoning, in_output = sp.reasoning, False
+        if reasoning is not None:
+            rule = reasoning_rule(info)
+            reasoning, in_output = reasoning_term(reasoning, rule), rule.inside_output
+            ceiling = own.ceiling if own is not None else shared.ceiling
+            for severity, message in reasoning_problems(reasoning, rule, sp.output, ceiling,
+                                                        name):
+                self.add(reasoning.location or sp.name_location, severity,
+                         codes.REASONING_INVALID, f"step {sp.at.name!r}: {message}",
+                         sp.at.name)
+        return _RequestTerms(tools, schema, reasoning, in_output)
+
+    def spec_term(self, sp: _StepPlan, spec: TermSpec | None, framing: Any,
+                  counter: TokenCounter, model: str | None) -> Term | None:
+        """The term of a step's tools or response schema (None: none, or its file cannot
+        be used: BL045)."""
+        if spec is None:
+            return None
+        value = spec.value
+        if spec.file is not None:
+            value = self.term_file(sp, spec)
+            if value is None:
+                return None
+        return spec_term(spec, value, framing, counter.count, counter.tokenizer.name, model)
+
+    def term_file(self, sp: _StepPlan, spec: TermSpec) -> Any:
+        """The JSON value of a tools or response_schema file, read inside the workspace as a
+        prompt file is (an input of the report, cached by fingerprint); None with BL045."""
+        path, root, name = str(spec.file), self.plan.prompt_root, sp.at.name
+        problem: str | None = None
+        if not self.run_files.is_inside(path, root):
+            self.files.outside(path)
+            problem = f"{path} resolves outside the workspace root {root}"
+        else:
+            found = self.cache.parsed(f"json:{spec.key}", path, self.files,
+                                      lambda: _read_json(self.files, path, spec.key))
+            if not isinstance(found, _JsonProblem):
+                return found
+            problem = found.message
+        self.add(spec.location, Severity.ERROR, codes.TERM_FILE_UNREADABLE,
+                 f"{spec.key} file of step {name!r} cannot be used: {problem}", name)
+        return None
 
     def prompt_tokens(self, sp: _StepPlan, path: str, counter: TokenCounter) -> Term:
         """The tokens of the prompt file of a step (0 with a diagnostic when it cannot be
@@ -358,6 +432,7 @@ class _PipelineCheck(_CheckState):
                 own = s.model is not None or s.own_window
                 self.step_contract(i, s, policy, clamp, s.window if own else window,
                                    s.context if s.own_context else context_floor)
+                self.input_contract(s)
             self.gateway_contract(s)
 
     def gateway_contract(self, s: StepBudget) -> None:
@@ -366,7 +441,7 @@ class _PipelineCheck(_CheckState):
         cap = s.gateway_cap
         if cap is None:
             return
-        sent = s.total - s.output.value
+        sent = s.input_tokens
         if sent <= cap.value:
             return
         related = ((Related(cap.location, f"{cap.value:,} input tokens a request:"
@@ -376,11 +451,33 @@ class _PipelineCheck(_CheckState):
                  f" history {s.history.value:,} + context {s.context.value:,} + margin"
                  f" {s.margin.value:,}), above the {cap.value:,}-token request cap of"
                  f" {cap.source} (over by {sent - cap.value:,})", s.step, related)
+    def input_contract(self, s: StepBudget) -> None:
+        """BL054 when what the step sends (fixed + history + context + margin) is above its
+        model's input limit, naming the biggest term."""
+        limit = s.max_input
+        if limit is None or s.context.missing or s.input_tokens <= limit.value:
+            return
+        parts = {"fixed": s.fixed, "history": s.history, "context": s.context,
+                 "margin": s.margin}
+        name, term = max(parts.items(), key=lambda kv: kv[1].value)
+        label = f"step {s.step!r}" + (f" (from {s.defined_in})" if s.inherited else "")
+        related = tuple(Related(t.location, f"{n}: {t.value}{inherited_suffix(t)}")
+                        for n, t in (*parts.items(), ("max_input", limit))
+                        if t.location is not None and t.value)
+        where = (self.plan.extends_location if s.inherited else None) \
+            or s.name_location or s.location
+        self.add(where, Severity.ERROR, codes.INPUT_ABOVE_LIMIT,
+                 f"{label} sends {s.input_tokens:,} input tokens (fixed {s.fixed.value:,} +"
+                 f" history {s.history.value:,} + context {s.context.value:,} + margin"
+                 f" {s.margin.value:,}), above the model's input limit {limit.value:,}"
+                 f" ({limit.source}) though the window is {s.window.value:,}; the biggest"
+                 f" term is {name} {term.value:,} ({term.source or name}): lower it by"
+                 f" {s.input_tokens - limit.value:,}", s.step, related)
 
     def step_contract(self, i: int, s: StepBudget, policy: Policy, clamp: ClampValues,
                       window: Term, context_floor: Term | None) -> None:
         """The contract diagnostic of one step (none when it fits)."""
-        minimum = s.fixed.value + s.history.value + s.margin.value + 1
+        minimum = s.fixed.value + s.history.value + s.margin.value + s.reasoning_added + 1
         if s.fits and minimum <= window.value:
             return
         label = f"step {s.step!r}" + (f" (from {s.defined_in})" if s.inherited else "")
@@ -411,6 +508,63 @@ class _PipelineCheck(_CheckState):
 
 
 
+class _JsonProblem:
+    """Why a term file cannot be used."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _read_json(files: RecordingFiles, path: str, key: str) -> Any:
+    """The JSON value of the term file ``path`` (``terms.load_json``), or the problem."""
+    try:
+        return load_json(files.read_text(Path(path)), key)
+    except FileMissing:
+        return _JsonProblem(f"{path} does not exist")
+    except SourceError as exc:
+        return _JsonProblem(str(exc))
+    except ValueError as exc:
+        return _JsonProblem(f"{path}: {exc}")
+
+
+@quick_init
+@dataclass(frozen=True)
+class _RequestTerms:
+    """A step's request terms as counted (contract/terms.py)."""
+
+    tools: Term | None = None
+    schema: Term | None = None
+    reasoning: Term | None = None
+    in_output: bool = False
+
+    @property
+    def fixed(self) -> int:
+        return sum(t.value for t in (self.tools, self.schema) if t is not None)
+
+    @property
+    def fixed_label(self) -> str:
+        return "".join(f" + {label}" for label, t in (("tools", self.tools),
+                                                      ("response schema", self.schema))
+                       if t is not None)
+
+    def output_floor(self, floor: Term, output: Term) -> Term:
+        """The clamp's floor of a step's output limit: above a thinking budget that lies
+        inside it (Claude's must stay below the output limit), else ``floor``."""
+        if not self.in_output or self.reasoning is None or floor.value > self.reasoning.value:
+            return floor
+        value = min(output.value, self.reasoning.value + 1)
+        return Term(value, f"reasoning {self.reasoning.value} + 1 (Claude's thinking lies"
+                           " inside the output limit)", location=self.reasoning.location)
+
+    @property
+    def added(self) -> int:
+        """The thinking budget beside the output limit (0 inside it: Claude)."""
+        return 0 if self.reasoning is None or self.in_output else self.reasoning.value
+
+
+_NO_TERMS = _RequestTerms()
+
+
 def _violation_data(s: StepBudget) -> ClampFix:
     """The data of a contract diagnostic: the budget, and each term with its place."""
     return ClampFix(to_jsonable(s.numbers), s.index, s.defined_in,
@@ -420,11 +574,28 @@ def _violation_data(s: StepBudget) -> ClampFix:
 def _violation(label: str, s: StepBudget, window: Term) -> str:
     arithmetic = (f"fixed {s.fixed.value} (system prompt {s.system_prompt.value}"
                   f" + template {s.template.value} + format overhead"
-                  f" {s.format_overhead.value}) + history {s.history.value} + context"
-                  f" {s.context.value} + output {s.output.value} + margin"
-                  f" {s.margin.value} = {s.total}")
+                  f" {s.format_overhead.value}{_request_parts(s)}) + history"
+                  f" {s.history.value} + context {s.context.value} + output"
+                  f" {s.output.value}{_reasoning_part(s)} + margin {s.margin.value} ="
+                  f" {s.total}")
     return (f"{label} does not fit the context window: {arithmetic} >"
             f" {window.value} (over by {-s.headroom})")
+
+
+def _request_parts(s: StepBudget) -> str:
+    """`` + tools 88 + response_schema ≈40`` for a step with those terms."""
+    return "".join(f" + {name} {'≈' if approximate(t) else ''}{t.value}"
+                   for name, t in (("tools", s.tools), ("response_schema", s.response_schema))
+                   if t is not None)
+
+
+def _reasoning_part(s: StepBudget) -> str:
+    """`` + reasoning 4000``, or `` (reasoning 4000 inside it)`` for Claude's."""
+    if s.reasoning is None:
+        return ""
+    if s.reasoning_in_output:
+        return f" (reasoning {s.reasoning.value} inside it)"
+    return f" + reasoning {s.reasoning.value}"
 
 
 def _clamp_text(index: int, clamp: ClampValues) -> str:
@@ -497,6 +668,7 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     checker = _PipelineCheck(pipe, plan, run_files, options, cache, stop)
     report = checker.run()
     deps: Mapping[str, str] = {**plan.deps, **checker.files.seen}
+    report = replace(report, input_fingerprints=deps)  # the caller's key for a result cache
     # the prompts' root only when the steps were planned (an unusable pipeline's is unset)
     roots = (plan.chain_root, plan.prompt_root) if plan.shared is not None \
         else (plan.chain_root,)

@@ -32,8 +32,9 @@ def floor_below(value: int, floor: int | None) -> int:
 
 
 def _base(step: StepBudget) -> int:
-    """The tokens of a step a clamp cannot lower: fixed + history + margin."""
-    return step.fixed.value + step.history.value + step.margin.value
+    """The tokens of a step a clamp cannot lower: fixed + history + margin (+ a thinking
+    budget beside the output)."""
+    return step.fixed.value + step.history.value + step.margin.value + step.reasoning_added
 
 
 def _under_ceiling(steps: Sequence[StepBudget], ceiling: int | None
@@ -85,7 +86,7 @@ def _fits_as_is(steps: Sequence[StepBudget], context: int, window: int,
             return False
         win = s.window.value if s.model is not None or s.own_window else window
         ctx = s.context.value if s.own_context else context
-        if s.fixed.value + s.history.value + s.margin.value + ctx + output > win:
+        if _base(s) + ctx + output > win:
             return False
     return True
 

@@ -15,6 +15,7 @@ read into memory).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ class ChangeKind(str, Enum):
     PROMPT = "prompt"
     TEMPLATE = "template"
     SETTING = "setting"
+    TERM = "term"
+    """A request term of the step (``tools``, ``response_schema``, ``reasoning``): its
+    tokens."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,9 @@ class InputChange:
 
     kind: ChangeKind
     name: str
-    """The prompt file relative to the root, ``template``, or the setting
-    (``settings.max_context_tokens``, ``config.json model_context_window``)."""
+    """The prompt file relative to the root, ``template``, the setting
+    (``settings.max_context_tokens``, ``config.json model_context_window``) or the request
+    term (``tools``)."""
     before: int | None
     after: int | None
     """Tokens for a prompt or template, the value for a setting; None on a missing side."""
@@ -217,8 +222,11 @@ class _StepInputs:
     prompt_hash: str | None
     template_tokens: int
     settings: dict[str, tuple[int, str]]  # label -> (value, where it is set)
+    terms: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    """The step's request terms (tools, response_schema, reasoning): tokens, None unset."""
 
 
+_REQUEST_TERMS = ("tools", "response_schema", "reasoning")
 _SETTING_TERMS = ("format_overhead", "history", "context", "output", "margin", "window")
 
 
@@ -244,8 +252,10 @@ def _inputs(step: StepBudget, side: DiffSide) -> _StepInputs:
             else label
         settings[label] = (term.value, str(name))
     prompt = relative(step.prompt_file, side.root) if step.prompt_file else None
+    terms = {label: None if getattr(step, label) is None else getattr(step, label).value
+             for label in _REQUEST_TERMS}
     return _StepInputs(step, prompt, _prompt_hash(side.files, step.prompt_file),
-                       step.template.value, settings)
+                       step.template.value, settings, terms)
 
 
 def _numbers(step: StepBudget) -> StepNumbers:
@@ -313,6 +323,10 @@ def _causes(old: _StepInputs, new: _StepInputs) -> tuple[InputChange, ...]:
         before, _ = old.settings[label]
         if before != value:
             causes.append(InputChange(ChangeKind.SETTING, name, before, value))
+    for label in _REQUEST_TERMS:
+        was, now = old.terms.get(label), new.terms.get(label)
+        if was != now:
+            causes.append(InputChange(ChangeKind.TERM, label, was, now))
     return tuple(causes)
 
 

@@ -1,9 +1,13 @@
-"""The JSON Schema of pipeline files, generated from the pipeline's pydantic models.
+"""The JSON Schemas of pipeline files and of config.json, generated from their models.
 
-Editors use it for completion and checks of pipeline YAML (Red Hat's YAML extension through the
-VS Code extension's ``yamlValidation``, or a ``# yaml-language-server: $schema=...`` comment).
-A copy is committed as ``budgetlens/contract/pipeline.schema.json`` (and in the VS Code
-extension); a test fails when the copies drift from what this module generates.
+Editors use them for completion and checks: pipeline YAML through Red Hat's YAML extension
+(the VS Code extension's ``yamlValidation``, or a ``# yaml-language-server: $schema=...``
+comment), config.json through its ``"$schema"`` key. Copies are committed as
+``budgetlens/contract/pipeline.schema.json`` (and in the VS Code extension) and
+``budgetlens/contract/config.schema.json``; a test fails when a copy drifts from what this
+module generates. Each schema's ``$id`` is the address of its committed copy on the
+repository's site, so SchemaStore's catalog can point at it (schemas/catalog.json,
+docs/schemas.md).
 """
 
 from __future__ import annotations
@@ -12,20 +16,28 @@ import json
 from typing import Any
 
 from budgetlens.assembly.unified_budget import UnifiedContextBudgetPolicy
+from budgetlens.contract.config import WorkspaceConfig
 from budgetlens.contract.pipeline import Pipeline
 from budgetlens.models.gateways import gateway_names
 
 #: draft-07: what editors' YAML/JSON language services support best. pydantic's output only uses
 #: keywords of that draft (``$defs`` is reached through ``$ref`` JSON pointers).
 SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"
+#: Where the committed copies are served from (raw files of the repository's main branch):
+#: each schema's ``$id`` and the ``url`` of its SchemaStore catalog entry.
+SCHEMA_BASE_URL = ("https://raw.githubusercontent.com/budgetlens/budgetlens/main/"
+                   "shared_core/budgetlens/contract/")
+PIPELINE_SCHEMA_ID = SCHEMA_BASE_URL + "pipeline.schema.json"
+CONFIG_SCHEMA_ID = SCHEMA_BASE_URL + "config.schema.json"
 
 
 def pipeline_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a budgetlens pipeline file."""
     body = Pipeline.model_json_schema(mode="validation")
+    _add_request_terms(body)
     _add_injection(body)
     _add_step_terms(body)
-    schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT}
+    schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT, "$id": PIPELINE_SCHEMA_ID}
     schema.update(body)
     schema["title"] = "budgetlens pipeline"
     schema["description"] = (
@@ -134,10 +146,94 @@ def add_config_terms(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+#: The name of a ``{file: ...}`` term in ``$defs``.
+TERM_FILE_DEF = "TermFile"
+
+_TOOL = {
+    "type": "object",
+    "description": "A tool definition, OpenAI's shape: {type: function, function: {name,"
+                   " description, parameters}}.",
+    "properties": {
+        "type": {"const": "function", "description": "The kind of tool: function."},
+        "function": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "description": "The function's name."},
+            "description": {"type": "string", "description": "What the function does."},
+            "parameters": {"type": "object",
+                           "description": "The function's parameters, a JSON Schema."}},
+            "description": "The function the model may call."}}}
+
+
+def _add_request_terms(body: dict[str, Any]) -> None:
+    """Describe a step's request terms, read by the check rather than the ``Step`` model
+    (contract/terms.py): ``tools``, ``response_schema`` (inline or ``{file: ...}``) and
+    ``reasoning`` (a thinking budget)."""
+    body.setdefault("$defs", {})[TERM_FILE_DEF] = {
+        "type": "object", "additionalProperties": False, "required": ["file"],
+        "title": "file",
+        "description": "A JSON file inside the workspace, relative to this pipeline file.",
+        "properties": {"file": {"type": "string", "minLength": 1,
+                                "description": "Path of the JSON file, relative to this"
+                                               " pipeline file."}}}
+    ref = {"$ref": f"#/$defs/{TERM_FILE_DEF}"}
+    step = body["$defs"]["Step"]["properties"]
+    step["tools"] = {
+        "anyOf": [{"type": "array", "items": _TOOL}, ref, {"type": "null"}], "default": None,
+        "description": "Tool definitions sent with the request (a list, or {file:"
+                       " tools.json}); their tokens count into the fixed part (OpenAI by its"
+                       " cookbook's rule, other models ≈)."}
+    step["response_schema"] = {
+        "anyOf": [ref, {"type": "object"}, {"type": "null"}], "default": None,
+        "description": "The response's JSON Schema (inline, or {file: schema.json}); its"
+                       " tokens count into the fixed part (≈)."}
+    step["reasoning"] = {
+        "anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}], "default": None,
+        "description": "Thinking budget in tokens: inside the output limit for Claude"
+                       " (>= 1024, below it), beside it for OpenAI reasoning models and"
+                       " Gemini (added to the total)."}
+
+
 def pipeline_json_schema_text() -> str:
     """The schema as the committed file holds it: 2-space indented JSON and a final newline."""
     return json.dumps(pipeline_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-__all__ = ["SCHEMA_DIALECT", "add_config_terms", "pipeline_json_schema",
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft-07) of a workspace's config.json."""
+    body = WorkspaceConfig.model_json_schema(mode="validation")
+    schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT, "$id": CONFIG_SCHEMA_ID}
+    schema.update(body)
+    properties = schema["properties"]
+    properties["$schema"] = {
+        "type": "string", "description": "The JSON Schema of this file, for editors (budgetlens"
+                                         " ignores the key)."}
+    # read outside the shape, by the planner (BL069 when it is not a non-empty text)
+    properties["models_file"] = {
+        "type": "string", "minLength": 1, "pattern": "\\S", "default": "models.json",
+        "description": "A models.json with corrections and additions to the model registry,"
+                       " relative to config.json (default: models.json next to it)."}
+    # the misspelling the reader accepts (an alias of development)
+    properties["developement"] = {
+        **properties["development"], "title": "Developement",
+        "description": "The misspelling of development that budgetlens accepts too."}
+    serving = schema["$defs"]["ServingLimits"]
+    serving["description"] = ("The limits of the server that runs the model; they may be"
+                              " lower than the model's own window. Unknown keys are kept.")
+    schema["title"] = "budgetlens config.json"
+    schema["description"] = (
+        "The config.json of a budgetlens workspace: the model's limits (from model, the"
+        " bundled registry, or typed numbers) and the workspace's settings. The nearest"
+        " config.json at or above a pipeline applies to it. Keys not listed here are allowed"
+        " and kept.\nhttps://github.com/budgetlens/budgetlens/blob/main/docs/pipeline-format.md#configjson")
+    # a window is needed: typed, or from the registry entry of model
+    schema["anyOf"] = [{"required": ["model_context_window"]}, {"required": ["model"]}]
+    return schema
+
+
+def config_json_schema_text() -> str:
+    """The config.json schema as the committed file holds it (as ``pipeline_json_schema_text``)."""
+    return json.dumps(config_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = ["CONFIG_SCHEMA_ID", "PIPELINE_SCHEMA_ID", "SCHEMA_DIALECT", "add_config_terms",
+           "config_json_schema", "config_json_schema_text", "pipeline_json_schema",
            "pipeline_json_schema_text"]

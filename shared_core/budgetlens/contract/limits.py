@@ -52,6 +52,8 @@ class ModelLimits:
     gateway: str | None = None  # the gateway named (config.json or the step), if any
     gateway_location: Location | None = None
     cap: GatewayCap | None = None  # the gateway's per-request cap for this model
+    max_input: Term | None = None
+    """The model's input limit, when it is below the window (``input_limit``)."""
 
     @property
     def approximate(self) -> bool:
@@ -243,6 +245,17 @@ def _with(base: ModelLimits, **changes: Any) -> ModelLimits:
     return ModelLimits(**values)
 
 
+def input_limit(info: ModelInfo | None, window: Term | None,
+                loc: Location | None) -> Term | None:
+    """The registry's ``max_input`` of ``info`` as a term, when it is below ``window`` (a
+    server limit below it makes it moot); None otherwise."""
+    if info is None or info.max_input is None or window is None \
+            or info.max_input >= window.value:
+        return None
+    return Term(info.max_input, f"max_input of {_from_model(info, 'max_input')}",
+                location=info.origin("max_input") or loc)
+
+
 def config_limits(config: LoadedConfig | None, target: str | None = None,
                   registry: Registry | None = None) -> ModelLimits:
     """The window, output ceiling and tokenizer of a pipeline whose config is ``config``;
@@ -256,9 +269,11 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
         info = registry.get(target)
         if info is None:
             return ModelLimits(name=target)
-        return ModelLimits(info, info.name, _term(info, "window", info.window, None),
+        limit = _term(info, "window", info.window, None)
+        return ModelLimits(info, info.name, limit,
                            _term(info, "max_output", info.max_output, None)
-                           if info.max_output else None, info.encoding, True)
+                           if info.max_output else None, info.encoding, True,
+                           max_input=input_limit(info, limit, None))
     window, ceiling = _typed(config, "model_context_window"), _typed(
         config, "model_max_output_tokens")
     out: list[Diagnostic] = []
@@ -280,7 +295,7 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
     unserved = window
     window = _serving(config, window, info.name if info else cfg.model, out, info, registry)
     limits = ModelLimits(info, cfg.model, window, ceiling, info.encoding if info else None,
-                         False, (), unserved)
+                         False, (), unserved, max_input=input_limit(info, window, model_loc))
     limits = _gateway(limits, extra.get("gateway"), config.location("gateway"), out,
                       "config.json")
     return _with(limits, diagnostics=tuple(out))
@@ -310,7 +325,8 @@ def step_limits(name: object, loc: Location, config: LoadedConfig | None,
         window = _serving(config, window, info.name, None, info, registry)
     ceiling = _term(info, "max_output", info.max_output, loc) if info.max_output \
         else None
-    own = ModelLimits(info, info.name, window, ceiling, info.encoding, False, (), unserved)
+    own = ModelLimits(info, info.name, window, ceiling, info.encoding, False, (), unserved,
+                      max_input=input_limit(info, window, loc))
     if base.gateway is not None:  # config.json's gateway, for this step's model
         out: list[Diagnostic] = []
         own = _gateway(own, base.gateway, loc, out, "config.json")

@@ -20,6 +20,7 @@ from budgetlens import codes
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.near_miss import (
     check_mapping,
+    key_name_range,
     model_keys,
     near_miss_diagnostic,
     suggest,
@@ -253,18 +254,25 @@ def _value_message(doc: YamlDocument, where: YamlPath, message: str) -> str:
 
 #: ``settings.injection`` is read by pipeline_injection.py, not by the Settings model.
 SETTINGS_EXTRA_KEYS = ("injection",)
-#: A step's ``model`` is read by the check (limits.step_limits), not by the Step model; so
-#: are its own ``serving``, ``gateway`` and ``variant`` (limits.step_terms) and its own
-#: context and history terms (step_plan.py).
-STEP_EXTRA_KEYS = ("model",)
+#: A step's ``model`` (limits.step_limits) and its request terms (contract/terms.py) are read
+#: by the check, not by the Step model; so are its own ``serving``, ``gateway`` and
+#: ``variant`` (limits.step_terms) and its own context and history terms (step_plan.py).
+STEP_EXTRA_KEYS = ("model", "tools", "response_schema", "reasoning")
 STEP_TERM_KEYS = ("serving", "gateway", "variant", "use_context", "max_context_tokens",
                   "max_history_tokens")
 #: The keys whose near miss is an error (BL008), as they set a budget term: every key of
 #: the top level, settings and user_parts; of a step, all but its name and type.
 _STEP_BUDGET_KEYS = frozenset({"prompt_key", "user_parts", "max_output_tokens", "max_tokens",
-                               "use_history", "model", *STEP_TERM_KEYS})
+                               "use_history", "model", "tools", "response_schema",
+                               "reasoning", *STEP_TERM_KEYS})
 #: The keys of a step's own ``serving`` block (config.ServingLimits's).
 _SERVING_KEYS = ("max_model_len", "num_ctx")
+#: Providers' names of a thinking budget: flagged as near misses of ``reasoning`` (BL008,
+#: an error: the term would count 0). ``response_format`` and ``functions`` are not: runners
+#: use them for their own values (``response_format: json``).
+PROVIDER_SPELLINGS = {"reasoning_tokens": "reasoning", "max_reasoning_tokens": "reasoning",
+                      "thinking_budget": "reasoning", "thinkingBudget": "reasoning",
+                      "budget_tokens": "reasoning"}
 _NO_TYPE = " Without a type the step is not a call_model step and is left out of the budget"
 _NOT_IN_BUDGET = " Until then the step is not a call_model step and is left out of the budget"
 
@@ -278,6 +286,11 @@ def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
         out += check_mapping(path, doc, base,
                              model_keys(Step, *STEP_EXTRA_KEYS, *STEP_TERM_KEYS),
                              budget=_STEP_BUDGET_KEYS)
+        out += [near_miss_diagnostic(
+            path, key, meant, key_name_range(doc, (*base, key)), blocked=meant in raw,
+            budget=meant not in raw, extra=f" ({key} is a provider's name; budgetlens"
+                                           f" reads {meant})")
+            for key, meant in PROVIDER_SPELLINGS.items() if key in raw]
     serving = raw.get("serving")
     if isinstance(serving, dict) and not serving.keys() <= set(_SERVING_KEYS):
         out += check_mapping(path, doc, (*base, "serving"), _SERVING_KEYS,

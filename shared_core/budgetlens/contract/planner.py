@@ -167,7 +167,8 @@ class _Reuse:
                 (_setting_key(shared.history), _value(shared.ceiling)):
             return _NO_REUSE
         return _Reuse({sp.at.index: sp for sp in previous.steps
-                       if not sp.before and not sp.after and sp.own is None})
+                       if not sp.before and not sp.after and sp.own is None
+                       and not sp.request_terms})
 
     def step(self, at: _At) -> _StepPlan | None:
         """The previous plan of the step ``at`` if it may be taken over, else None."""

@@ -109,7 +109,7 @@ def budget_table(report: PipelineReport) -> list[str]:
     if any(s.approximate for s in report.steps):
         rows += _approximate_notes(report)
     rows += _own_window_notes(report)
-    return rows
+    return rows + _term_notes(report, names)
 
 
 def _own_window_notes(report: PipelineReport) -> list[str]:
@@ -121,3 +121,21 @@ def _own_window_notes(report: PipelineReport) -> list[str]:
             for s in report.steps
             if s.own_window and not s.window.source.startswith("model ")
             and (report.window is None or s.window != report.window)]
+
+
+def _term_notes(report: PipelineReport, names: list[str]) -> list[str]:
+    """One line per step with request terms (contract/terms.py): what its fixed part
+    holds besides the prompts, its thinking budget and its model's input limit."""
+    out = []
+    for s, name in zip(report.steps, names, strict=True):
+        parts = [f"{label} {t.value:,} ({escape.text(t.source)})" for label, t in
+                 (("tools", s.tools), ("response_schema", s.response_schema)) if t is not None]
+        if s.reasoning is not None:
+            where = "inside the output" if s.reasoning_in_output else "added to the total"
+            parts.append(f"reasoning {s.reasoning.value:,} {where}"
+                         f" ({escape.text(s.reasoning.source.removeprefix('reasoning: '))})")
+        if s.max_input is not None and parts:
+            parts.append(f"input {s.input_tokens:,} of max_input {s.max_input.value:,}")
+        if parts:
+            out.append(f"  {name}: " + "; ".join(parts))
+    return out

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from budgetlens.contract.enums import OutputSource, TermSource
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
-from budgetlens.serialize import to_jsonable
+from budgetlens.serialize import JSON_AS, OMIT, to_jsonable
 from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import TokenizerLike
 
@@ -40,6 +40,10 @@ class Term:
         return self.source == TermSource.MISSING
 
 
+def _unless_none(value: Any) -> Any:
+    return OMIT if value is None else value
+
+
 @dataclass(frozen=True)
 class BudgetNumbers:
     """The numbers of a step's budget (the ``budget`` of the JSON output)."""
@@ -56,6 +60,13 @@ class BudgetNumbers:
     total: int
     window: int
     headroom: int
+    # the request terms of a step that has them (absent otherwise: contract/terms.py)
+    tools: int | None = field(default=None, metadata={JSON_AS: _unless_none})
+    response_schema: int | None = field(default=None, metadata={JSON_AS: _unless_none})
+    reasoning: int | None = field(default=None, metadata={JSON_AS: _unless_none})
+    max_input: int | None = field(default=None, metadata={JSON_AS: _unless_none})
+    """The model's input limit when it is below the window: fixed + history + context +
+    margin must fit it."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,28 @@ class StepBudget:
     ``max_context_tokens``): the clamp does not lower the pipeline's for it."""
     gateway_cap: Term | None = None
     """The per-request input cap of the step's gateway for its model (``gateway:``)."""
+    tools: Term | None = None
+    """The step's tool definitions (in ``fixed``; contract/terms.py)."""
+    response_schema: Term | None = None
+    """The step's response schema (in ``fixed``)."""
+    reasoning: Term | None = None
+    """The step's thinking budget; in ``total`` unless ``reasoning_in_output``."""
+    reasoning_in_output: bool = False
+    """The thinking budget counts toward the output limit (Claude): it adds nothing."""
+    max_input: Term | None = None
+    """The model's input limit, when it is below the window."""
+
+    @property
+    def reasoning_added(self) -> int:
+        """The tokens the thinking budget adds to the request beside the output limit."""
+        if self.reasoning is None or self.reasoning_in_output:
+            return 0
+        return self.reasoning.value
+
+    @property
+    def input_tokens(self) -> int:
+        """Everything the request sends: fixed + history + context + margin."""
+        return self.fixed.value + self.history.value + self.context.value + self.margin.value
 
     @property
     def inherited(self) -> bool:
@@ -124,17 +157,28 @@ class StepBudget:
             format_overhead=self.format_overhead.value, fixed=self.fixed.value,
             history=self.history.value, context=self.context.value, output=self.output.value,
             output_source=self.output_source, margin=self.margin.value, total=self.total,
-            window=self.window.value, headroom=self.headroom)
+            window=self.window.value, headroom=self.headroom,
+            tools=_value(self.tools), response_schema=_value(self.response_schema),
+            reasoning=_value(self.reasoning), max_input=_value(self.max_input))
 
     @property
     def summary(self) -> StepSummary:
         return StepSummary(self.pipeline, self.step, self.fits, self.numbers)
 
     def terms(self) -> dict[str, Term]:
-        return {"system_prompt": self.system_prompt, "template": self.template,
-                "format_overhead": self.format_overhead, "history": self.history,
-                "context": self.context, "output": self.output, "margin": self.margin,
-                "window": self.window}
+        terms = {"system_prompt": self.system_prompt, "template": self.template,
+                 "format_overhead": self.format_overhead, "history": self.history,
+                 "context": self.context, "output": self.output, "margin": self.margin,
+                 "window": self.window}
+        for name in ("tools", "response_schema", "reasoning", "max_input"):
+            term = getattr(self, name)
+            if term is not None:
+                terms[name] = term
+        return terms
+
+
+def _value(term: Term | None) -> int | None:
+    return None if term is None else term.value
 
 
 @dataclass(frozen=True)
@@ -251,6 +295,11 @@ class PipelineReport:
     """Counts are approximate: the model's tokenizer family has no exact offline tokenizer."""
     target: str | None = None
     """The target model this report checks against (``CheckOptions.target``)."""
+    input_fingerprints: Mapping[str, str] | None = field(
+        default=None, compare=False, repr=False, metadata={"json": False})
+    """Each file the check read (or probed: a config.json looked for and missing), with its
+    fingerprint as read (``FileSource.fingerprint``): what a cache of results keys this
+    report by (``budgetlens check``'s result cache). None for a report made by hand."""
 
     @property
     def has_errors(self) -> bool:

@@ -38,6 +38,14 @@ from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import (
     Term,
 )
+from budgetlens.contract.terms import (
+    REASONING,
+    RESPONSE_SCHEMA,
+    TOOLS,
+    TermSpec,
+    plan_reasoning,
+    plan_spec,
+)
 from budgetlens.files import (
     path_problem,
 )
@@ -162,6 +170,14 @@ class _StepPlan:
     before: tuple[Diagnostic, ...]  # the prompt's (no prompt_key, a path that names nothing)
     after: tuple[Diagnostic, ...]  # the template's, history's, output limit's and ceiling's
     context: Term | None = None  # the step's own context (None: the pipeline's)
+    tools: TermSpec | None = None  # the step's tools (contract/terms.py)
+    schema: TermSpec | None = None  # the step's response_schema
+    reasoning: Term | None = None  # the step's thinking budget, as written
+
+    @property
+    def request_terms(self) -> bool:
+        """The step has tools, a response schema or a thinking budget."""
+        return self.tools is not None or self.schema is not None or self.reasoning is not None
 
 
 #: the step keys an output limit is read from (``_Planner.output_term``)
@@ -221,13 +237,16 @@ class _StepPlanner:
         self.check_ceiling(at, output, source, own.ceiling if own else shared.ceiling)
         ceiling = (own.ceiling or shared.ceiling) if own else shared.ceiling
         limit = output.value if ceiling is None else min(output.value, ceiling.value)
+        tools, schema, reasoning = (self.term_spec(at, TOOLS), self.term_spec(at, RESPONSE_SCHEMA),
+                                    self.reasoning_term(at))
         return _StepPlan(
             at=at, location=at.location(), name_location=at.name_location,
             prompt_file=prompt_file, prompt=prompt, prompt_key_location=key_location,
             template=template, template_location=template_location, history=history,
             output=output, output_source=source,
             output_floor=self.floor(limit, source), own=own,
-            before=before, after=self.take(), context=context)
+            before=before, after=self.take(), context=context, tools=tools,
+            schema=schema, reasoning=reasoning)
 
     def moved(self, old: _StepPlan, at: _At, shared: _Shared) -> _StepPlan:
         """The plan ``old`` of the same step in the previous version of the pipeline
@@ -259,6 +278,40 @@ class _StepPlanner:
         if term is None:
             term = self.floors[(limit, source)] = _output_floor(limit, source,
                                                                 self.output_floor)
+        return term
+
+    def term_spec(self, at: _At, key: str) -> TermSpec | None:
+        """A step's ``tools`` or ``response_schema`` (contract/terms.py); BL005 at the value
+        when it has the wrong shape, BL045 when its file names nothing."""
+        raw = (at.step.model_extra or {}).get(key)
+        if raw is None:
+            return None
+        loc = at.location(key)
+        spec = plan_spec(key, raw, at.owner.path, loc)
+        if isinstance(spec, str):
+            self.add(loc, Severity.ERROR, codes.INVALID_VALUE,
+                     f"step {at.name!r}: {spec}; it counts as 0 tokens", at.name)
+            return None
+        problem = path_problem(spec.file) if spec.file is not None else None
+        if problem is not None:
+            self.add(loc, Severity.ERROR, codes.TERM_FILE_UNREADABLE,
+                     f"{key} file of step {at.name!r} cannot be used: {problem}", at.name)
+            return None
+        if spec.file is not None:
+            self.inputs.add(spec.file)
+        return spec
+
+    def reasoning_term(self, at: _At) -> Term | None:
+        """A step's thinking budget as written (its rule is the model's: check.py)."""
+        raw = (at.step.model_extra or {}).get(REASONING)
+        if raw is None:
+            return None
+        loc = at.location(REASONING)
+        term = plan_reasoning(raw, loc)
+        if isinstance(term, str):
+            self.add(loc, Severity.ERROR, codes.INVALID_VALUE, f"step {at.name!r}: {term}",
+                     at.name)
+            return None
         return term
 
     def step_model(self, at: _At, shared: _Shared) -> ModelLimits | None:

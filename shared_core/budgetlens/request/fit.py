@@ -489,15 +489,21 @@ def check_request(step: StepBudget, messages: Sequence[Message], *,
     pipeline's, ``report.tokenizer``, for the pipeline's model), its window (``serving``
     included), output ceiling and output limit (``max_tokens`` unless given), its margin
     (unless 0: then the default) and, with ``use_history``, its ``max_history_tokens``: the
-    history is first trimmed to that budget."""
+    history is first trimmed to that budget. An OpenAI reasoning model's
+    ``max_completion_tokens`` is the step's output plus its ``reasoning``: OpenAI spends
+    the reasoning out of it (contract/terms.py)."""
     model = step.model or (report.model if report is not None else None) or "unknown"
     tokenizer = None if step.model else (report.tokenizer if report is not None else None)
     ceiling = step.ceiling or (report.output_ceiling if report is not None else None)
     limits = request_limits(model, window=step.window.value, tokenizer=tokenizer,
                             max_output=ceiling.value if ceiling is not None else None)
     limits = replace(limits, window_source=step.window.source or limits.window_source)
+    if max_tokens is None and step.output.value:
+        max_tokens = step.output.value
+        if limits.output_param == "max_completion_tokens":  # OpenAI: reasoning is inside it
+            max_tokens += step.reasoning_added
     return _fit(limits, messages, tools=tools, response_format=response_format,
-                max_tokens=max_tokens if max_tokens is not None else step.output.value or None,
+                max_tokens=max_tokens,
                 margin=margin if margin is not None else step.margin.value or None,
                 counter=counter, min_output=min_output, trim=trim,
                 history_budget=step.history.value if step.use_history else None,

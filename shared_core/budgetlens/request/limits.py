@@ -147,6 +147,12 @@ def _framing(model: str, info: ModelInfo | None, tokenizer: str) -> Framing:
     return FRAMINGS[_TOKENS_FRAMING.get(family or "", "generic")]
 
 
+def framing_of(model: str, info: ModelInfo | None, tokenizer: str) -> Framing:
+    """The chat framing ``model`` is counted with (``info``: its registry entry, if any),
+    as a request to it is (the contract counts a step's tools and schema with it)."""
+    return _framing(model, info, tokenizer)
+
+
 def _tokenizer_of(model: str, info: ModelInfo | None, given: str | None) -> tuple[str, bool]:
     if given is not None:
         return given, is_exact(get_tokenizer(given))

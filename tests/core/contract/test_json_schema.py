@@ -185,3 +185,31 @@ def test_schema_and_the_injection_check_agree_on_injection_blocks(
     assert error is not None
     assert list(error.absolute_path) == ["settings", "injection", *where]
     assert [d.code for d in check_injection_text("p.yaml", bad_text).diagnostics] == [code]
+
+
+# A step's request terms (issue 32; contract/terms.py): read by the check, not the Step
+# model, so described here for completion and validation in yaml-language-server.
+TERM_CASES: list[tuple[str, Any, bool]] = [
+    ("inline tools", {"tools": [{"type": "function", "function": {
+        "name": "f", "description": "d", "parameters": {"type": "object"}}}]}, True),
+    ("tools file", {"tools": {"file": "tools.json"}}, True),
+    ("tools as a string", {"tools": "tools.json"}, False),
+    ("tools file with another key", {"tools": {"file": "t.json", "path": "x"}}, False),
+    ("a tool without a name", {"tools": [{"type": "function", "function": {}}]}, False),
+    ("inline schema", {"response_schema": {"type": "object", "properties": {}}}, True),
+    ("schema file", {"response_schema": {"file": "schema.json"}}, True),
+    ("schema as a list", {"response_schema": []}, False),
+    ("reasoning", {"reasoning": 2048}, True),
+    ("negative reasoning", {"reasoning": -1}, False),
+    ("reasoning as a string", {"reasoning": "high"}, False),
+]
+
+
+@pytest.mark.parametrize(("step", "valid"), [(s, v) for _, s, v in TERM_CASES],
+                         ids=[name for name, _, _ in TERM_CASES])
+def test_step_request_terms_are_described_and_checked(step: Any, valid: bool) -> None:
+    schema = _schema()
+    props = schema["$defs"]["Step"]["properties"]
+    assert all(props[k]["description"] for k in ("tools", "response_schema", "reasoning"))
+    doc = {"steps": [{"id": "a", "type": "call_model", **step}]}
+    assert jsonschema.Draft7Validator(schema).is_valid(doc) is valid
