@@ -54,6 +54,9 @@ class ModelLimits:
     cap: GatewayCap | None = None  # the gateway's per-request cap for this model
     max_input: Term | None = None
     """The model's input limit, when it is below the window (``input_limit``)."""
+    variant: str | None = None
+    """The variant whose window is used (``variant: 1m``): the registry's ``max_input`` is
+    the model's own window's, and the variant table records none, so none applies."""
 
     @property
     def approximate(self) -> bool:
@@ -290,12 +293,13 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
     ceiling = _checked(ceiling, info.max_output if info else None, info,
                        "an output ceiling", model_loc, out)
     extra = cfg.model_extra or {}
-    window = _variant_window(window, info, extra.get("variant"), config.location("variant"),
-                             out, "config.json")
-    unserved = window
-    window = _serving(config, window, info.name if info else cfg.model, out, info, registry)
+    unserved = _variant_window(window, info, extra.get("variant"), config.location("variant"),
+                               out, "config.json")
+    chosen = str(extra.get("variant")) if unserved is not window else None
+    window = _serving(config, unserved, info.name if info else cfg.model, out, info, registry)
     limits = ModelLimits(info, cfg.model, window, ceiling, info.encoding if info else None,
-                         False, (), unserved, max_input=input_limit(info, window, model_loc))
+                         False, (), unserved, variant=chosen,
+                         max_input=None if chosen else input_limit(info, window, model_loc))
     limits = _gateway(limits, extra.get("gateway"), config.location("gateway"), out,
                       "config.json")
     return _with(limits, diagnostics=tuple(out))
@@ -345,16 +349,9 @@ def step_terms(own: ModelLimits, step: Mapping[str, Any], config: LoadedConfig |
     out: list[Diagnostic] = []
     if own.forced:
         return own
-    window = own.unserved if own.unserved is not None else own.window
-    wanted = step.get("variant")
-    if wanted is not None:
-        window = _variant_window(window, own.model, wanted, where("variant"), out, "step")
-        if config is not None and window is not None:
-            name = own.model.name if own.model is not None else own.name
-            own = _with(own, unserved=window, window=_serving(config, window, name, None,
-                                                              own.model, registry))
-        else:
-            own = _with(own, unserved=window, window=window)
+    before = own.window
+    if step.get("variant") is not None:
+        own = _step_variant(own, step.get("variant"), config, where("variant"), out, registry)
     serving = step.get("serving")
     if isinstance(serving, dict):
         limits = block_limits(serving, f"{label}.serving", "pipeline",
@@ -374,7 +371,26 @@ def step_terms(own: ModelLimits, step: Mapping[str, Any], config: LoadedConfig |
                              " the value is ignored"))
     if step.get("gateway") is not None:
         own = _gateway(own, step.get("gateway"), where("gateway"), out, "step")
+    if own.window is not before:
+        own = _with(own, max_input=None if own.variant else input_limit(own.model, own.window,
+                                                                        where()))
     return _with(own, diagnostics=(*own.diagnostics, *out))
+
+
+def _step_variant(own: ModelLimits, wanted: object, config: LoadedConfig | None,
+                  loc: Location, out: list[Diagnostic],
+                  registry: Registry | None) -> ModelLimits:
+    """``own`` with the window of a step's ``variant`` (under config.json's serving limits
+    for its model); ``variant`` set when the variant's window is used."""
+    start = own.unserved if own.unserved is not None else own.window
+    window = _variant_window(start, own.model, wanted, loc, out, "step")
+    if window is not start:
+        own = _with(own, variant=str(wanted))
+    if config is not None and window is not None:
+        name = own.model.name if own.model is not None else own.name
+        return _with(own, unserved=window, window=_serving(config, window, name, None,
+                                                           own.model, registry))
+    return _with(own, unserved=window, window=window)
 
 
 def replace_diagnostics(base: ModelLimits,
