@@ -199,7 +199,7 @@ def pipeline_json_schema_text() -> str:
 
 def config_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a workspace's config.json."""
-    body = WorkspaceConfig.model_json_schema(mode="validation")
+    body = add_config_terms(WorkspaceConfig.model_json_schema(mode="validation"))
     schema: dict[str, Any] = {"$schema": SCHEMA_DIALECT, "$id": CONFIG_SCHEMA_ID}
     schema.update(body)
     properties = schema["properties"]
@@ -217,7 +217,8 @@ def config_json_schema() -> dict[str, Any]:
         "description": "The misspelling of development that budgetlens accepts too."}
     serving = schema["$defs"]["ServingLimits"]
     serving["description"] = ("The limits of the server that runs the model; they may be"
-                              " lower than the model's own window. Unknown keys are kept.")
+                              " lower than the model's own window. A key that names a model"
+                              " holds that model's own block; other unknown keys are kept.")
     schema["title"] = "budgetlens config.json"
     schema["description"] = (
         "The config.json of a budgetlens workspace: the model's limits (from model, the"
