@@ -3,7 +3,8 @@
 The registry's ``max_input`` belongs to the model's own window. A variant (``variant: 1m``)
 has another window and the variant table records no input limit, so none applies to it.
 A step's own ``serving`` that raises the window above config.json's lets the input limit
-matter again. Empty prompts and ``format_overhead_tokens: 10``; every sum is by hand in
+matter again. A gateway's input cap (BL067) counts what is sent, not a thinking budget.
+Empty prompts and ``format_overhead_tokens: 10``; every sum is by hand in
 each test.
 """
 
@@ -109,3 +110,35 @@ def test_a_step_serving_above_configs_brings_the_input_limit_back(
     assert "sends 301,010 input tokens" in bl054[0]["message"]
     assert "lower it by 29,010" in bl054[0]["message"]
     assert status == 1
+
+
+def test_a_thinking_budget_is_not_input_at_the_gateway(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # o1-mini behind GitHub Models: 4,000 input tokens a request. The step sends
+    # 10 + 3,000 + 100 = 3,110; its thinking budget 2,000 is spent beside the output
+    # (total 3,110 + 1,000 + 2,000 = 6,110), not sent: no BL067.
+    pipeline = """\
+settings:
+  max_context_tokens: 3000
+  budget_safety_margin_tokens: 100
+steps:
+  - id: think
+    type: call_model
+    prompt_key: sys
+    reasoning: 2000
+    max_output_tokens: 1000
+"""
+    make_workspace(tmp_path, config={"model": "o1-mini", "gateway": "github-models",
+                                     "format_overhead_tokens": 10},
+                   pipelines={"p.yaml": pipeline}, prompts={"sys.txt": ""})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
+    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
+    status = main(["check", ".", "--no-cache", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    step = data["steps"][0]
+    assert (step["budget"]["total"], step["budget"]["reasoning"]) == (6110, 2000)
+    assert step["gateway_cap"]["value"] == 4000
+    assert _codes(data) == []
+    assert status == 0
