@@ -64,6 +64,8 @@ MODEL_UNKNOWN = "BL061"  # a model name the registry does not know
 SERVING_BINDS = "BL062"  # the server's limit (serving.*) is below the model's window
 TARGET_DOES_NOT_FIT = "BL063"  # a step does not fit a target model
 MODELS_FILE_INVALID = "BL069"  # a models.json (workspace or user) value cannot be used
+# suppression comments (``# budgetlens: ignore[...]``)
+UNUSED_SUPPRESSION = "BL080"  # a suppression comment that suppresses nothing
 # settings.injection (the unified injection budget policy)
 INJECTION_NOT_MAPPING = "BL100"
 INJECTION_UNKNOWN_KEY = "BL101"
@@ -120,6 +122,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(SERVING_BINDS, _I, "the server's limit (serving) is below the model's window"),
     Code(TARGET_DOES_NOT_FIT, _W, "a step does not fit one of the target models"),
     Code(MODELS_FILE_INVALID, _E, "a models.json value cannot be used"),
+    Code(UNUSED_SUPPRESSION, _W, "a suppression comment that suppresses nothing"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
     Code(INJECTION_INVALID_VALUE, _E,
@@ -205,6 +208,8 @@ HELP: dict[str, str] = {
                          " the message says by how much it is over.",
     MODELS_FILE_INVALID: "Correct the value (limits are whole numbers > 0, max_input and"
                          " max_output at most the window; a new model needs a window).",
+    UNUSED_SUPPRESSION: "Remove the comment, or the codes it names that no diagnostic of its"
+                        " line has (a code may also be off by --select or --ignore).",
     INJECTION_NOT_MAPPING: "Write the policy keys under settings.injection as a mapping.",
     INJECTION_UNKNOWN_KEY: "Correct the key's spelling or remove it (the message lists the"
                            " known keys).",

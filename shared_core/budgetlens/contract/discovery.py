@@ -20,21 +20,32 @@ PIPELINE_GLOBS = ("*.yaml", "*.yml")
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 
 
-def search_walk(root: Path | str) -> Iterator[tuple[str, list[str]]]:
+#: ``excluded(path, is_dir)``: whether the search skips a folder or pipeline file (the CLI's
+#: ``--exclude`` and .gitignore); None: hidden and dependency folders (``SKIP_DIRS``).
+Excluded = Callable[[str, bool], bool]
+
+
+def search_walk(root: Path | str, excluded: Excluded | None = None,
+                ) -> Iterator[tuple[str, list[str]]]:
     """The folders the search for pipelines walks below the folder ``root``, each with the
-    names of the folders it goes on into (hidden and dependency folders left out, sorted; a
-    folder reached through a symbolic link is named but not entered, as ``os.walk`` does):
-    ``find_pipelines``, and what must hold still for its result to (the CLI's recorded
-    answers fingerprint these folders)."""
+    names of the folders it goes on into (hidden and dependency folders left out, or those
+    ``excluded`` names, sorted; a folder reached through a symbolic link is named but not
+    entered, as ``os.walk`` does): ``find_pipelines``, and what must hold still for its
+    result to (the CLI's recorded answers fingerprint these folders)."""
     for dirpath, dirnames, _ in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        if excluded is None:
+            kept = (d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        else:
+            kept = (d for d in dirnames if not excluded(os.path.join(dirpath, d), True))
+        dirnames[:] = sorted(kept)
         yield dirpath, dirnames
 
 
-def find_pipelines(root: Path | str) -> list[Path]:
+def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[Path]:
     """Pipeline files under ``root``: ``root`` itself if a file, else every ``pipelines/*.yaml``
-    (and ``*.yml``) below it, hidden folders and dependency folders skipped; sorted. A
-    ``pipelines`` folder itself (also as ``.`` from inside it) gives its own files."""
+    (and ``*.yml``) below it, hidden folders and dependency folders skipped (or what
+    ``excluded`` names); sorted. A ``pipelines`` folder itself (also as ``.`` from inside
+    it) gives its own files."""
     root = Path(root)
     if not root.is_dir():
         return [root]
@@ -42,11 +53,13 @@ def find_pipelines(root: Path | str) -> list[Path]:
     if os.path.basename(os.path.abspath(root)) == "pipelines":
         for pattern in PIPELINE_GLOBS:
             found.extend(root.glob(pattern))
-    for dirpath, dirnames in search_walk(root):
+    for dirpath, dirnames in search_walk(root, excluded):
         if "pipelines" in dirnames:
             folder = Path(dirpath) / "pipelines"
             for pattern in PIPELINE_GLOBS:
                 found.extend(folder.glob(pattern))
+    if excluded is not None:
+        found = [p for p in found if not excluded(str(p), False)]
     return sorted_paths(set(found))
 
 
