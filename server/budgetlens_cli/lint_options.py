@@ -18,14 +18,13 @@ import fnmatch
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from budgetlens import codes
 from budgetlens.source import Diagnostic, Severity
 
 if TYPE_CHECKING:
-    from budgetlens.contract.lint import LintSettings
+    from budgetlens.contract.lint import Layer
     from budgetlens_cli.check_result import PipelineResult
 
 #: The folders the search skips by default (``--exclude`` replaces them): hidden ones and
@@ -69,7 +68,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 # ---------------------------------------------------------------------------- selection
-def cli_layer(args: argparse.Namespace) -> Any:
+def cli_layer(args: argparse.Namespace) -> Layer:
     """The command line's selection layer; bad usage for an unknown code."""
     from budgetlens.contract.lint import Layer, LintError, check_selectors, split_codes
     from budgetlens_cli.main import UsageError
@@ -83,52 +82,6 @@ def cli_layer(args: argparse.Namespace) -> Any:
             check_selectors(split_codes(getattr(args, "ignore", None) or []), "--ignore"))
     except LintError as exc:
         raise UsageError(str(exc)) from None
-
-
-class Settings:
-    """The lint settings of each file: its config.json's ``lint`` block (``--config``'s, or
-    the nearest at or above the file) under the command line's layer, one per folder."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.layer = cli_layer(args)
-        self.config: str | None = getattr(args, "config", None)
-        self._by_folder: dict[str, LintSettings] = {}
-
-    def __call__(self, path: str) -> LintSettings:
-        folder = os.path.dirname(os.path.abspath(path))
-        got = self._by_folder.get(folder)
-        if got is None:
-            got = self._by_folder[folder] = self._of(folder)
-        return got
-
-    def _of(self, folder: str) -> LintSettings:
-        from budgetlens.contract.lint import LintError, LintSettings, settings_from_config
-        from budgetlens_cli.main import UsageError
-
-        config = self.config or _nearest_config(folder)
-        if config is None:
-            return LintSettings().with_layer(self.layer)
-        try:
-            data = json.loads(Path(config).read_text("utf-8"))
-        except (OSError, ValueError):  # the check reports it (BL010, BL011)
-            data = None
-        try:
-            return settings_from_config(data, config).with_layer(self.layer)
-        except LintError as exc:
-            raise UsageError(str(exc)) from None
-
-
-def _nearest_config(folder: str) -> str | None:
-    current = folder
-    for _ in range(256):
-        candidate = os.path.join(current, "config.json")
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-    return None
 
 
 def text_of(path: str) -> str | None:
@@ -145,9 +98,14 @@ def apply(args: argparse.Namespace, results: Sequence[PipelineResult],
           diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
     """The run's diagnostics as shown: selection, per-file ignores and suppression comments
     applied, then the BL080 warnings of the comments that suppressed nothing."""
-    from budgetlens.contract.lint import apply_lint
+    from budgetlens.contract.lint import ConfigLint, LintError, apply_lint
+    from budgetlens_cli.main import UsageError
 
-    return apply_lint(diagnostics, Settings(args), text_of, [r.pipeline for r in results])
+    settings = ConfigLint(text_of, getattr(args, "config", None), cli_layer(args))
+    try:
+        return apply_lint(diagnostics, settings, text_of, [r.pipeline for r in results])
+    except LintError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def fail_level(args: argparse.Namespace) -> Severity:

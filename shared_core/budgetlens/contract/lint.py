@@ -24,8 +24,8 @@
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -70,6 +70,8 @@ def check_selectors(selectors: Iterable[str], where: str) -> tuple[str, ...]:
 
 
 def _nearest(selector: str) -> str:
+    import difflib  # lazy: start-up speed (only an unknown code needs it)
+
     near = difflib.get_close_matches(selector, [*codes.CODES, ALL], n=1, cutoff=0.5)
     return f" (did you mean {near[0]}?)" if near else " (`budgetlens rule` lists the codes)"
 
@@ -163,6 +165,59 @@ def settings_from_config(data: object, config_path: str) -> LintSettings:
                                                  f"{where}.per_file_ignores[{glob!r}]"))
                      for glob, off in files.items())
     return LintSettings((layer,), per_file, base)
+
+
+class ConfigLint:
+    """The settings of each file: the ``lint`` block of its config.json (``explicit``, or the
+    nearest at or above the file's folder) under ``layer`` (the command line's), one per
+    folder. ``text_of`` reads a config.json (None: unreadable, no block). A bad block raises
+    ``LintError`` (``strict``), else counts as absent (the editor: the check reports the
+    file's own problems)."""
+
+    def __init__(self, text_of: Callable[[str], str | None], explicit: str | None = None,
+                 layer: Layer | None = None, strict: bool = True) -> None:
+        self.text_of = text_of
+        self.explicit = explicit
+        self.layer = layer
+        self.strict = strict
+        self._by_folder: dict[str, LintSettings] = {}
+
+    def __call__(self, path: str) -> LintSettings:
+        folder = os.path.dirname(os.path.abspath(path))
+        got = self._by_folder.get(folder)
+        if got is None:
+            got = self._by_folder[folder] = self._of(folder)
+        return got
+
+    def _of(self, folder: str) -> LintSettings:
+        config = self.explicit or nearest_config(folder)
+        settings = LintSettings(base=os.path.dirname(config) if config else "")
+        if config is not None:
+            text = self.text_of(config)
+            try:
+                data = json.loads(text) if text else None
+            except ValueError:  # the check reports it (BL011)
+                data = None
+            try:
+                settings = settings_from_config(data, config)
+            except LintError:
+                if self.strict:
+                    raise
+        return settings if self.layer is None else settings.with_layer(self.layer)
+
+
+def nearest_config(folder: str) -> str | None:
+    """The nearest config.json at or above ``folder`` (as ``budgetlens check`` finds it)."""
+    current = folder
+    for _ in range(256):
+        candidate = os.path.join(current, "config.json")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return None
 
 
 def _strings(value: object, where: str) -> list[str]:
