@@ -70,6 +70,13 @@ def check_selectors(selectors: Iterable[str], where: str) -> tuple[str, ...]:
 
 
 def _nearest(selector: str) -> str:
+    """`` (did you mean BL050?)``: a code of the same length with the fewest characters
+    changed (a typed O for a 0), else the closest by ``difflib``."""
+    same = [(sum(a != b for a, b in zip(code, selector, strict=True)), code)
+            for code in codes.CODES if len(code) == len(selector)]
+    best = min(same, default=None)
+    if best is not None and best[0] <= 1:
+        return f" (did you mean {best[1]}?)"
     import difflib  # lazy: start-up speed (only an unknown code needs it)
 
     near = difflib.get_close_matches(selector, [*codes.CODES, ALL], n=1, cutoff=0.5)
@@ -302,11 +309,22 @@ def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], 
 
     kept = [d for d in diagnostics if settings_for(d.file).enabled(d.code, d.file)
             and not comments(d.file).suppress(d)]
+    kept = _without_hidden_parents(diagnostics, kept)
     for path in scanned:
         comments(path)
     for path, used in files.items():
         kept.extend(_unused(path, used, settings_for(path)))
     return kept
+
+
+def _without_hidden_parents(diagnostics: Sequence[Diagnostic], kept: list[Diagnostic],
+                            ) -> list[Diagnostic]:
+    """``kept`` without a child's BL023 whose parent errors (its related places) are all
+    hidden: the parent has no error left to point at."""
+    shown = {(d.file, d.range) for d in kept}
+    hidden = {(d.file, d.range) for d in diagnostics} - shown
+    return [d for d in kept if d.code != codes.EXTENDS_PARENT_BROKEN or not d.related
+            or not all((r.location.file, r.location.range) in hidden for r in d.related)]
 
 
 def _unused(path: str, used: _Used, settings: LintSettings) -> Iterator[Diagnostic]:
