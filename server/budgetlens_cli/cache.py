@@ -525,7 +525,7 @@ def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
 def _gitignore_checks(root: str, checks: dict[str, str]) -> None:
     """The stat of the ``.gitignore`` of each folder above ``root`` up to the repository's
     root (``lint_options.ignore_folders``): what they ignore is not searched."""
-    from budgetlens_cli.lint_options import ignore_folders  # lazy: start-up speed
+    from budgetlens_cli.gitignore import ignore_folders  # lazy: start-up speed
 
     for folder in ignore_folders(os.path.abspath(root)):
         gitignore = os.path.join(folder, ".gitignore")

@@ -21,10 +21,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from budgetlens import codes
+from budgetlens.contract.lint import (
+    ConfigLint,
+    Layer,
+    LintError,
+    apply_lint,
+    check_selectors,
+    split_codes,
+)
 from budgetlens.source import Diagnostic, Severity
+from budgetlens_cli.gitignore import ignore_folders, read_gitignore
+from budgetlens_cli.main import UsageError
 
 if TYPE_CHECKING:
-    from budgetlens.contract.lint import Layer
     from budgetlens_cli.check_result import PipelineResult
 
 #: The folders the search skips by default (``--exclude`` replaces them): hidden ones and
@@ -70,9 +79,6 @@ def register(p: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------------------- selection
 def cli_layer(args: argparse.Namespace) -> Layer:
     """The command line's selection layer; bad usage for an unknown code."""
-    from budgetlens.contract.lint import Layer, LintError, check_selectors, split_codes
-    from budgetlens_cli.main import UsageError
-
     try:
         select = getattr(args, "select", None)
         return Layer(
@@ -98,9 +104,6 @@ def apply(args: argparse.Namespace, results: Sequence[PipelineResult],
           diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
     """The run's diagnostics as shown: selection, per-file ignores and suppression comments
     applied, then the BL080 warnings of the comments that suppressed nothing."""
-    from budgetlens.contract.lint import ConfigLint, LintError, apply_lint
-    from budgetlens_cli.main import UsageError
-
     settings = ConfigLint(text_of, getattr(args, "config", None), cli_layer(args))
     try:
         return apply_lint(diagnostics, settings, text_of, [r.pipeline for r in results])
@@ -150,7 +153,10 @@ class Exclusion:
     def _ignored(self, path: str, is_dir: bool) -> bool:
         verdict: bool | None = None
         for folder in ignore_folders(os.path.dirname(path)):
-            spec = self._spec(folder)
+            spec = self._specs.get(folder, False)
+            if spec is False:
+                spec = self._specs[folder] = read_gitignore(os.path.join(folder,
+                                                                          ".gitignore"))
             if spec is None:
                 continue
             rel = os.path.relpath(path, folder).replace(os.sep, "/") + ("/" if is_dir else "")
@@ -158,11 +164,6 @@ class Exclusion:
             if include is not None:
                 verdict = include
         return bool(verdict)
-
-    def _spec(self, folder: str) -> Any:
-        if folder not in self._specs:
-            self._specs[folder] = _read_spec(os.path.join(folder, ".gitignore"))
-        return self._specs[folder]
 
 
 def glob_matches(glob: str, path: str) -> bool:
@@ -177,34 +178,6 @@ def glob_matches(glob: str, path: str) -> bool:
 
 def split_globs(values: Iterable[str]) -> list[str]:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
-def ignore_folders(folder: str) -> list[str]:
-    """The folders whose ``.gitignore`` apply to a file of ``folder``: from the repository's
-    root (the nearest folder at or above it holding ``.git``; without one, ``folder``
-    alone) down to ``folder``."""
-    chain = [folder]
-    current = folder
-    for _ in range(256):
-        if os.path.exists(os.path.join(current, ".git")):
-            return chain[::-1]
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-        chain.append(current)
-    return [folder]
-
-
-def _read_spec(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read(1024 * 1024).splitlines()
-    except OSError:
-        return None
-    import pathspec  # lazy: start-up speed (only a search reads .gitignore files)
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 # ---------------------------------------------------------------------------- output

@@ -110,6 +110,7 @@ def test_a_changed_gitignore_is_not_answered_from_the_record(
     (tmp_path / ".git").mkdir()
     (tmp_path / ".gitignore").write_text("", "utf-8")
     _settle(tmp_path)
+    monkeypatch.setattr(result_cache, "RACY_NS", 0)  # written just now, by the test alone
     monkeypatch.chdir(tmp_path)
     for name in ("NO_COLOR", "FORCE_COLOR", "PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT",
                  result_cache.NO_CACHE_ENV, result_cache.CACHE_DIR_ENV):
