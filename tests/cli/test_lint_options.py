@@ -128,6 +128,11 @@ def test_an_unknown_code_in_config_is_bad_usage_naming_the_file(
     code, _, err = run(capsys, "ws")
     assert code == 2
     assert "ws/config.json: lint.ignore: unknown code 'BL0500'" in err
+    set_lint(ws, {"per_file_ignore": {"config.json": ["BL061"]}})
+    code, _, err = run(capsys, "ws")
+    assert code == 2
+    assert err == ("budgetlens: error: ws/config.json: lint: unknown key 'per_file_ignore'"
+                   " (did you mean per_file_ignores?)\n")
 
 
 # ---------------------------------------------------------------------------- comments

@@ -43,6 +43,10 @@ SUPPRESSION = re.compile(r"(?:^|(?<=[ \t]))#[ \t]*budgetlens:[ \t]*ignore\b(?:\[
 _CODE_SHAPE = re.compile(r"BL\d{0,3}")
 
 
+#: The keys of config.json's ``lint`` block.
+LINT_KEYS = ("select", "extend_select", "ignore", "per_file_ignores")
+
+
 class LintError(ValueError):
     """A selector that names no code (the message names the nearest one)."""
 
@@ -149,7 +153,7 @@ class LintSettings:
 def settings_from_config(data: object, config_path: str) -> LintSettings:
     """The ``lint`` block of a config.json's data (``{}`` when absent); ``LintError`` for a
     block of the wrong shape or an unknown code."""
-    where = f"{config_path}: lint"
+    where = f"{_shown(config_path)}: lint"
     base = os.path.dirname(config_path)
     block = data.get("lint") if isinstance(data, Mapping) else None
     if block is None:
@@ -157,6 +161,13 @@ def settings_from_config(data: object, config_path: str) -> LintSettings:
     if not isinstance(block, Mapping):
         raise LintError(f"{where}: expected an object with select, ignore, extend_select,"
                         " per_file_ignores")
+    for key in block:
+        if key not in LINT_KEYS:
+            import difflib  # lazy: start-up speed (only a misspelt key needs it)
+
+            near = difflib.get_close_matches(str(key), LINT_KEYS, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(LINT_KEYS)})"
+            raise LintError(f"{where}: unknown key {key!r}{hint}")
     select = block.get("select")
     layer = Layer(
         None if select is None else check_selectors(_strings(select, f"{where}.select"),
@@ -172,6 +183,16 @@ def settings_from_config(data: object, config_path: str) -> LintSettings:
                                                  f"{where}.per_file_ignores[{glob!r}]"))
                      for glob, off in files.items())
     return LintSettings((layer,), per_file, base)
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the current folder when it lies below it (as the diagnostics
+    print it), else as given."""
+    try:
+        rel = os.path.relpath(path)
+    except (ValueError, OSError):  # another drive; no current folder
+        return path
+    return path if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
 class ConfigLint:
