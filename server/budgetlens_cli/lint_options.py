@@ -90,12 +90,17 @@ def cli_layer(args: argparse.Namespace) -> Layer:
         raise UsageError(str(exc)) from None
 
 
+#: The largest YAML file read for its comments (as the check reads a pipeline: 8 MiB).
+MAX_COMMENTED_BYTES = 8 * 1024 * 1024
+
+
 def text_of(path: str) -> str | None:
     """A YAML file's text for its suppression comments (None when it cannot be read)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(8 * 1024 * 1024 + 1)
-        return None if len(data) > 8 * 1024 * 1024 else data.decode("utf-8")
+            if os.fstat(fh.fileno()).st_size > MAX_COMMENTED_BYTES:
+                return None
+            return fh.read().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 

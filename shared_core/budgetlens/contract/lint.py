@@ -126,21 +126,26 @@ class LintSettings:
     layers: tuple[Layer, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     base: str = ""
+    _selected: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    """``selected`` of each code asked (a run asks the same few codes many times)."""
 
     def with_layer(self, layer: Layer) -> LintSettings:
         return LintSettings((*self.layers, layer), self.per_file_ignores, self.base)
 
     def selected(self, code: str) -> bool:
-        on = True
-        for layer in self.layers:
-            on = layer.decide(code, on)
-        return on
+        got = self._selected.get(code)
+        if got is None:
+            got = True
+            for layer in self.layers:
+                got = layer.decide(code, got)
+            self._selected[code] = got
+        return got
 
     def enabled(self, code: str, path: str) -> bool:
         """Whether a diagnostic of ``code`` in the file ``path`` is shown."""
         if not self.selected(code):
             return False
-        return not any(any(_matches(s, code) for s in off)
+        return not self.per_file_ignores or not any(any(_matches(s, code) for s in off)
                        for glob, off in self.per_file_ignores if self._globbed(glob, path))
 
     def _globbed(self, glob: str, path: str) -> bool:
@@ -209,12 +214,16 @@ class ConfigLint:
         self.layer = layer
         self.strict = strict
         self._by_folder: dict[str, LintSettings] = {}
+        self._by_path: dict[str, LintSettings] = {}
 
     def __call__(self, path: str) -> LintSettings:
-        folder = os.path.dirname(os.path.abspath(path))
-        got = self._by_folder.get(folder)
+        got = self._by_path.get(path)
         if got is None:
-            got = self._by_folder[folder] = self._of(folder)
+            folder = os.path.dirname(os.path.abspath(path))
+            got = self._by_folder.get(folder)
+            if got is None:
+                got = self._by_folder[folder] = self._of(folder)
+            self._by_path[path] = got
         return got
 
     def _of(self, folder: str) -> LintSettings:
@@ -334,7 +343,8 @@ def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], 
     for path in scanned:
         comments(path)
     for path, used in files.items():
-        kept.extend(_unused(path, used, settings_for(path)))
+        if used.comments:
+            kept.extend(_unused(path, used, settings_for(path)))
     return kept
 
 
