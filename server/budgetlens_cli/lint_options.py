@@ -149,6 +149,7 @@ class Exclusion:
         self.file_globs = (*(given or ()), *extended)
         self.gitignore = bool(getattr(args, "respect_gitignore", True))
         self._specs: dict[str, Any] = {}
+        self._chains: dict[str, list[str]] = {}
 
     def __call__(self, path: str, is_dir: bool) -> bool:
         if any(glob_matches(g, path) for g in (self.globs if is_dir else self.file_globs)):
@@ -157,7 +158,11 @@ class Exclusion:
 
     def _ignored(self, path: str, is_dir: bool) -> bool:
         verdict: bool | None = None
-        for folder in ignore_folders(os.path.dirname(path)):
+        parent = os.path.dirname(path)
+        chain = self._chains.get(parent)
+        if chain is None:  # each folder's once (5,000 pipelines of one folder: one walk up)
+            chain = self._chains[parent] = ignore_folders(parent)
+        for folder in chain:
             spec = self._specs.get(folder, False)
             if spec is False:
                 spec = self._specs[folder] = read_gitignore(os.path.join(folder,
