@@ -16,11 +16,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import tokens
 
 CI_WORKSPACE = Path(__file__).resolve().parent / "ci_workspace"
+ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = "ws/pipelines/small.yaml"
 BL105 = f"{PIPELINE}:8:35: information[BL105]"
 BL050 = f"{PIPELINE}:18:9: error[BL050]"
@@ -346,3 +348,29 @@ def test_gitignore_is_honoured_unless_told_not_to(
         "!small.yaml\n", "utf-8")
     _, out, _ = run(capsys, "ws")
     assert _checked(out) == ["ws/a", "ws/b"]
+
+
+# ---------------------------------------------------------------------------- CI defaults
+def test_the_pre_commit_hook_fails_on_a_warning_by_default(
+        ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook's own entry and args, as pre-commit runs them, on a workspace whose only
+    finding is a warning (essay's output 300 -> 200: 1050 - 100 = 950 <= 1000, it fits)."""
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text("utf-8"))
+    [hook] = [h for h in hooks if h["id"] == "budgetlens-check"]
+    entry = hook["entry"].split()
+    assert entry[:2] == ["budgetlens", "check"]
+    pipeline = ws / "pipelines/small.yaml"
+    pipeline.write_text(pipeline.read_text("utf-8").replace("max_output_tokens: 300",
+                                                            "max_output_tokens: 200"), "utf-8")
+    monkeypatch.chdir(ws)
+    assert main([*entry[1:], *hook["args"], "--no-cache"]) == 1
+    assert "0 errors, 1 warning" in capsys.readouterr().out
+    assert main([*entry[1:], *hook["args"], "--fail-on", "error", "--no-cache"]) == 0
+
+
+def test_the_action_passes_its_fail_on_to_check() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text("utf-8"))
+    assert action["inputs"]["fail-on"]["default"] == "warning"
+    [step] = [s for s in action["runs"]["steps"] if s.get("id") == "check"]
+    assert step["env"]["INPUT_FAIL_ON"] == "${{ inputs.fail-on }}"
+    assert 'args=(--fail-on "$INPUT_FAIL_ON")' in step["run"]
