@@ -5,6 +5,7 @@ BL080 warning at the comment."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from lsprotocol import types
@@ -34,3 +35,17 @@ async def test_a_typed_suppression_comment_withdraws_the_diagnostic(workspace: P
     assert (warning.range.start.line, warning.range.start.character) == (line, col)
     assert warning.severity == types.DiagnosticSeverity.Warning
     assert warning.message == "unused suppression: no BL061 diagnostic on this line"
+
+
+async def test_config_json_lint_block_applies_in_the_editor(workspace: Path) -> None:
+    """config.json's ``lint`` block turns BL050 off for the pipeline, as ``check`` does; the
+    same publish carries the BL080 of a comment the block made useless."""
+    config = json.loads((workspace / "config.json").read_text("utf-8"))
+    config["lint"] = {"per_file_ignores": {"pipelines/long_report.yaml": ["BL050"]}}
+    (workspace / "config.json").write_text(json.dumps(config, indent=2), "utf-8")
+    text = (workspace / "pipelines/long_report.yaml").read_text("utf-8")
+    async with running_server(workspace) as ed:
+        uri = ed.open("pipelines/long_report.yaml",
+                      text.replace(STEP, STEP + "  # budgetlens: ignore[BL050]"))
+        diags = await ed.wait_diagnostics(uri, lambda ds: "BL080" in codes_of(ds))
+    assert codes_of(diags) == ["BL080"]
