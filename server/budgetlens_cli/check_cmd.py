@@ -9,7 +9,9 @@ followed by a per-step budget table; ``--format json`` prints one
 object ``{"version": 1, "diagnostics": [...], "steps": [...]}`` with each term's value and
 location; ``--format sarif`` prints SARIF 2.1.0 with the terms as related locations;
 ``github``, ``gitlab`` and ``junit`` are the CI formats of :mod:`budgetlens_cli.ci_formats`. Exit
-status: 0 without errors, 1 with at least one error, 2 on bad usage.
+status: 0 without errors, 1 with at least one error (or warning, ``--fail-on warning``), 2 on
+bad usage. The ruff-style options (selection, suppression comments, ``--exclude``, colour,
+``--statistics``) are :mod:`budgetlens_cli.lint_options`'s.
 """
 
 from __future__ import annotations
