@@ -527,7 +527,11 @@ def _gitignore_checks(root: str, checks: dict[str, str]) -> None:
     root (``lint_options.ignore_folders``): what they ignore is not searched."""
     from budgetlens_cli.gitignore import ignore_folders  # lazy: start-up speed
 
-    for folder in ignore_folders(os.path.abspath(root)):
+    try:
+        top = os.path.abspath(root)
+    except OSError:  # no current folder: the run stops at its usage check, records nothing
+        return
+    for folder in ignore_folders(top):
         gitignore = os.path.join(folder, ".gitignore")
         checks[gitignore] = disk_fingerprint(gitignore)
 

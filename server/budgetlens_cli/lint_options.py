@@ -17,6 +17,7 @@ import argparse
 import fnmatch
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -95,14 +96,22 @@ MAX_COMMENTED_BYTES = 8 * 1024 * 1024
 
 
 def text_of(path: str) -> str | None:
-    """A YAML file's text for its suppression comments (None when it cannot be read)."""
+    """A YAML file's text for its suppression comments; None when it is not a regular file
+    (a FIFO is never waited on), larger than ``MAX_COMMENTED_BYTES`` or not UTF-8."""
     try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size > MAX_COMMENTED_BYTES:
-                return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_COMMENTED_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
 
 
 def apply(args: argparse.Namespace, results: Sequence[PipelineResult],
