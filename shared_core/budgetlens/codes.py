@@ -64,6 +64,16 @@ MODEL_UNKNOWN = "BL061"  # a model name the registry does not know
 SERVING_BINDS = "BL062"  # the server's limit (serving.*) is below the model's window
 TARGET_DOES_NOT_FIT = "BL063"  # a step does not fit a target model
 MODELS_FILE_INVALID = "BL069"  # a models.json (workspace or user) value cannot be used
+# prompt files in their own formats (GitHub Models, Prompty, Dotprompt)
+PROMPT_OUTPUT_UNSET = "BL070"  # the file sets no output limit
+PROMPT_MAX_TOKENS_REFUSED = "BL071"  # max_tokens on a model that wants max_completion_tokens
+PROMPT_ENV_UNRESOLVED = "BL072"  # a Prompty ${env:NAME} with no value and no default
+PROMPT_FILE_REFERENCE = "BL073"  # a ${file:...} missing or outside the workspace
+PROMPT_PARTIAL_MISSING = "BL074"  # a Dotprompt {{>name}} with no _name.prompt
+PROMPT_HELPER_UNKNOWN = "BL075"  # a Dotprompt helper that is not Dotprompt's
+PROMPT_VARIABLE_UNDECLARED = "BL076"  # a variable used but not declared in the inputs
+PROMPT_FILE_UNREADABLE = "BL077"  # no messages, or the template library refused it
+PROMPT_CASE_DOES_NOT_FIT = "BL078"  # a concrete input case does not fit the window
 # suppression comments (``# budgetlens: ignore[...]``)
 UNUSED_SUPPRESSION = "BL080"  # a suppression comment that suppresses nothing
 # settings.injection (the unified injection budget policy)
@@ -122,6 +132,16 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(SERVING_BINDS, _I, "the server's limit (serving) is below the model's window"),
     Code(TARGET_DOES_NOT_FIT, _W, "a step does not fit one of the target models"),
     Code(MODELS_FILE_INVALID, _E, "a models.json value cannot be used"),
+    Code(PROMPT_OUTPUT_UNSET, _W, "prompt file sets no output limit"),
+    Code(PROMPT_MAX_TOKENS_REFUSED, _E,
+         "max_tokens on a model that refuses it and wants max_completion_tokens"),
+    Code(PROMPT_ENV_UNRESOLVED, _W, "Prompty ${env:NAME} unset and without a default"),
+    Code(PROMPT_FILE_REFERENCE, _E, "a referenced file is missing or outside the workspace"),
+    Code(PROMPT_PARTIAL_MISSING, _E, "Dotprompt partial missing"),
+    Code(PROMPT_HELPER_UNKNOWN, _W, "Dotprompt helper unknown: it counts as empty text"),
+    Code(PROMPT_VARIABLE_UNDECLARED, _W, "template variable not declared in the inputs"),
+    Code(PROMPT_FILE_UNREADABLE, _E, "prompt file has no messages or its template is refused"),
+    Code(PROMPT_CASE_DOES_NOT_FIT, _E, "a concrete input case does not fit the window"),
     Code(UNUSED_SUPPRESSION, _W, "a suppression comment that suppresses nothing"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
@@ -208,6 +228,23 @@ HELP: dict[str, str] = {
                          " the message says by how much it is over.",
     MODELS_FILE_INVALID: "Correct the value (limits are whole numbers > 0, max_input and"
                          " max_output at most the window; a new model needs a window).",
+    PROMPT_OUTPUT_UNSET: "Set the output limit in the format's own key (the message names it);"
+                         " `budgetlens clamp --write` inserts it.",
+    PROMPT_MAX_TOKENS_REFUSED: "Write the limit as max_completion_tokens (GitHub Models:"
+                               " modelParameters.maxCompletionTokens).",
+    PROMPT_ENV_UNRESOLVED: "Set the variable where the check runs, or write a default:"
+                           " ${env:NAME:default}.",
+    PROMPT_FILE_REFERENCE: "Correct the path, or move the file inside the workspace.",
+    PROMPT_PARTIAL_MISSING: "Create _name.prompt next to the file (or in a parent folder"
+                            " inside the workspace), or correct the partial's name.",
+    PROMPT_HELPER_UNKNOWN: "Nothing to do if the helper's output is short; it counts as 0"
+                           " tokens.",
+    PROMPT_VARIABLE_UNDECLARED: "Declare the variable in the file's inputs (Prompty) or"
+                                " input.schema (Dotprompt), or correct its name.",
+    PROMPT_FILE_UNREADABLE: "Correct the template (the message quotes the library's error),"
+                            " or give the file its messages.",
+    PROMPT_CASE_DOES_NOT_FIT: "Shorten the case's inputs, lower the output limit or use a"
+                              " model with a larger window.",
     UNUSED_SUPPRESSION: "Remove the comment, or the codes it names that no diagnostic of its"
                         " line has (a code may also be off by --select or --ignore).",
     INJECTION_NOT_MAPPING: "Write the policy keys under settings.injection as a mapping.",

@@ -60,6 +60,7 @@ from budgetlens.contract.injection_settings import check_injection
 from budgetlens.contract.limits import ModelLimits
 from budgetlens.contract.planner import _Plan, _Planner
 from budgetlens.contract.policy import Policy
+from budgetlens.contract.prompt_plan import _PromptPlanner, is_prompt_path
 from budgetlens.contract.results import (
     CheckOptions,
     ClampValues,
@@ -628,8 +629,9 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     planned = False
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
-        plan = _Planner(pipe, run_files, options, environ, cache,
-                        previous if isinstance(previous, _Plan) else None, stop).plan()
+        planner = _PromptPlanner if is_prompt_path(pipe) else _Planner
+        plan = planner(pipe, run_files, options, environ, cache,
+                       previous if isinstance(previous, _Plan) else None, stop).plan()
         planned = True
     checker = _PipelineCheck(pipe, plan, run_files, options, cache, stop)
     report = checker.run()

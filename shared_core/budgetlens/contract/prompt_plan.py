@@ -1,0 +1,278 @@
+"""The plan of a prompt file in its own format (GitHub Models, Prompty, Dotprompt).
+
+``budgetlens.formats`` reads the file into ``Step``s. ``_PromptPlanner`` turns each into
+the ``_StepPlan`` the contract checks for a pipeline step, so ``check.py`` adds up the
+terms, clamps and reports as it does for a pipeline. Nothing here knows a format: it reads
+only the format-neutral ``PromptFile``.
+
+A prompt file's terms:
+
+- fixed: its messages' fixed text (variables empty) with the chat framing of OpenAI's
+  cookbook (3 tokens per message, its role, 3 for the reply);
+- context: the variables' declared budgets (``metadata.budgetlens.vars``), else 0: the
+  variables get what is left, the step's headroom;
+- output: the file's output limit, else the model's output ceiling (the runtime then sends
+  none, so the model may write up to it);
+- window and ceiling: the file's model in the registry (its own spelling,
+  ``openai/gpt-4o-mini``; a name in config.json's ``deployments`` first), else
+  config.json's;
+- margin: ``metadata.budgetlens.margin``, else the default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from budgetlens import codes
+from budgetlens.contract.config import LoadedConfig
+from budgetlens.contract.discovery import pipeline_config
+from budgetlens.contract.enums import OutputSource, TermSource
+from budgetlens.contract.limits import ModelLimits, step_limits
+from budgetlens.contract.pipeline import (
+    DEFAULT_SAFETY_MARGIN_TOKENS,
+    Chain,
+    PipelineFile,
+    Step,
+)
+from budgetlens.contract.planner import _Plan, _Planner
+from budgetlens.contract.results import Term
+from budgetlens.contract.step_plan import _At, _output_floor, _Shared, _StepPlan
+from budgetlens.files import SourceError
+from budgetlens.formats import read_prompt_file
+from budgetlens.formats.model import ProblemKind, PromptFile
+from budgetlens.formats.model import Step as PromptStep
+from budgetlens.source import Diagnostic, Location, Range, Severity
+from budgetlens.tokens.core import TokenCounter
+
+#: The code and severity of each problem a reader reports.
+PROBLEM_CODES: dict[ProblemKind, tuple[str, Severity]] = {
+    ProblemKind.YAML: (codes.YAML_SYNTAX, Severity.ERROR),
+    ProblemKind.NOT_A_PROMPT: (codes.PROMPT_FILE_UNREADABLE, Severity.ERROR),
+    ProblemKind.TEMPLATE: (codes.PROMPT_FILE_UNREADABLE, Severity.ERROR),
+    ProblemKind.OUTPUT_DEFAULT: (codes.PROMPT_OUTPUT_UNSET, Severity.WARNING),
+    ProblemKind.NEEDS_COMPLETION_TOKENS: (codes.PROMPT_MAX_TOKENS_REFUSED, Severity.ERROR),
+    ProblemKind.ENV_UNRESOLVED: (codes.PROMPT_ENV_UNRESOLVED, Severity.WARNING),
+    ProblemKind.FILE_REFERENCE: (codes.PROMPT_FILE_REFERENCE, Severity.ERROR),
+    ProblemKind.PARTIAL_MISSING: (codes.PROMPT_PARTIAL_MISSING, Severity.ERROR),
+    ProblemKind.HELPER_UNKNOWN: (codes.PROMPT_HELPER_UNKNOWN, Severity.WARNING),
+    ProblemKind.VARIABLE_UNDECLARED: (codes.PROMPT_VARIABLE_UNDECLARED, Severity.WARNING),
+}
+
+#: OpenAI's cookbook framing: per message, and once for the reply's priming.
+MESSAGE_FRAMING = 3
+REPLY_PRIMING = 3
+FRAMING_SOURCE = "messages: fixed text + chat framing (3 a message, its role, 3 the reply)"
+
+
+def is_prompt_path(path: str) -> bool:
+    """A file a format reader may read, by its name (``.prompt`` needs Dotprompt front
+    matter too: ``read_prompt_file`` decides)."""
+    return path.endswith((".prompt.yml", ".prompt.yaml", ".prompty", ".prompt"))
+
+
+@dataclass(frozen=True)
+class _PromptPlan(_Plan):
+    """A prompt file's plan: each step's messages as (role, fixed text) pairs, counted with
+    their framing as the step's template term."""
+
+    messages: tuple[tuple[tuple[str, str], ...], ...] = ()
+
+    def templates(self, counter: TokenCounter) -> tuple[Term, ...]:
+        terms = self.template_terms.get(counter.key)
+        if terms is None:
+            terms = tuple(Term(framed_tokens(msgs, counter), FRAMING_SOURCE, False,
+                               sp.template_location)
+                          for sp, msgs in zip(self.steps, self.messages, strict=True))
+            self.template_terms[counter.key] = terms
+        return terms
+
+
+def framed_tokens(messages: tuple[tuple[str, str], ...], counter: TokenCounter) -> int:
+    """The tokens of ``messages`` (role, text) with OpenAI's chat framing."""
+    if not messages:
+        return 0
+    return sum(MESSAGE_FRAMING + counter.count(role) + counter.count(text)
+               for role, text in messages) + REPLY_PRIMING
+
+
+def _loc(path: str, rng: Range | None) -> Location:
+    return Location(path, rng if rng is not None else Range.at(0, 0))
+
+
+def _int_map(value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v for k, v in value.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+
+class _PromptPlanner(_Planner):
+    """Builds the ``_Plan`` of a prompt file: config.json (optional), the file read by its
+    format's reader, each step's terms."""
+
+    reader_kinds: frozenset[ProblemKind] = frozenset()  # the kinds of the reader's problems
+
+    def plan(self) -> _Plan:
+        config, config_path = pipeline_config(self.pipe, self.files, self.options, self.cache)
+        if config_path:
+            self.inputs.add(config_path)
+            self.adopt(config.diagnostics if config is not None else ())
+        root = self.root(config)
+        head = Location(self.pipe, Range.at(0, 0))
+        self.models = self.models_registry(config)
+        choice = self.policy(config, head)
+        chain = Chain((PipelineFile(self.pipe, None, None),))
+        base: dict[str, Any] = dict(head=head, config=config, config_path=config_path,
+                                    chain=chain, choice=choice, chain_root=root)
+        prompt = self.read(root)
+        self.reader_kinds = frozenset(p.kind for p in prompt.problems) if prompt else frozenset()
+        if prompt is None or not prompt.steps:
+            return self.empty(base, self.config_limits(config))
+        return self.plan_prompt(prompt, base, root)
+
+    def read(self, root: str) -> PromptFile | None:
+        try:
+            text = self.files.read_text(Path(self.pipe))
+        except SourceError as exc:
+            self.add(Location(self.pipe), Severity.ERROR, codes.PIPELINE_UNREADABLE,
+                     f"prompt file cannot be read: {exc}")
+            return None
+        prompt = read_prompt_file(self.pipe, text, root=Path(root), files=self.files)
+        if prompt is not None:
+            for problem in prompt.problems:
+                code, severity = PROBLEM_CODES[problem.kind]
+                self.add(Location(self.pipe, problem.range), severity, code, problem.message)
+        return prompt
+
+    def empty(self, base: dict[str, Any], limits: ModelLimits) -> _Plan:
+        return _PromptPlan(deps=self.files.seen, inputs=frozenset(self.inputs),
+                           window=limits.window, ceiling=limits.ceiling, limits=limits,
+                           head_diags=self.take(), **base)
+
+    def plan_prompt(self, prompt: PromptFile, base: dict[str, Any], root: str) -> _Plan:
+        config: LoadedConfig | None = base["config"]
+        first = prompt.steps[0]
+        limits = self.file_limits(first, config)
+        self.adopt(limits.diagnostics)
+        if limits.window is None:
+            where = _loc(self.pipe, first.model.range if first.model else None)
+            self.add(where, Severity.ERROR, codes.WINDOW_INVALID,
+                     "no context window: name a model the registry knows in the file, or"
+                     " set model_context_window in a config.json at or above it")
+        window = limits.window or Term(0, TermSource.MISSING)
+        head_diags = self.take()
+        context = self.vars_term(first)
+        shared = _Shared(config, base["choice"].policy, self.overhead(config),
+                         self.margin_term(first), None, context, window, limits.ceiling,
+                         False)
+        owner = base["chain"].pipeline
+        steps = tuple(self.prompt_step(owner, i, step, shared)
+                      for i, step in enumerate(prompt.steps))
+        messages = tuple(tuple((m.role, m.text) for m in step.messages)
+                         for step in prompt.steps)
+        prompt_root = str(self.options.workspace_root) \
+            if self.options.workspace_root is not None else root
+        return _PromptPlan(
+            deps=self.files.seen, inputs=frozenset(self.inputs), window=limits.window,
+            ceiling=limits.ceiling, limits=limits, head_diags=head_diags, shared=shared,
+            context=context, context_floor=Term(0, "declared budgets are not clamped"),
+            steps=steps, prompt_root=prompt_root, messages=messages, **base)
+
+    def file_limits(self, step: PromptStep, config: LoadedConfig | None) -> ModelLimits:
+        """The limits of the file's model (a target's with ``--target``), else config.json's."""
+        base = self.config_limits(config)
+        target = self.options.target
+        name = target if target is not None else \
+            (step.model.value if step.model is not None else None)
+        if not isinstance(name, str):
+            return base
+        name = _deployment(config, name)
+        loc = _loc(self.pipe, step.model.range if step.model is not None else None)
+        limits = step_limits(name, loc, config, replace(base, forced=False), self.models)
+        if target is not None:
+            limits = replace(limits, forced=True)
+        return replace(limits, diagnostics=tuple(
+            replace(d, pipeline=self.pipe) for d in limits.diagnostics))
+
+    def vars_term(self, step: PromptStep) -> Term:
+        """The variables' declared budgets (``metadata.budgetlens.vars``), else 0."""
+        meta = step.budgetlens
+        declared = _int_map(meta.value.get("vars")) if meta is not None and \
+            isinstance(meta.value, Mapping) else {}
+        if not declared or meta is None:
+            return Term(0, "variables: no declared budget (their headroom is what is left)")
+        names = ", ".join(f"{k} {v}" for k, v in declared.items())
+        return Term(sum(declared.values()), f"metadata.budgetlens.vars ({names})",
+                    location=_loc(self.pipe, meta.range))
+
+    def margin_term(self, step: PromptStep) -> Term:
+        meta = step.budgetlens
+        value = meta.value.get("margin") if meta is not None and \
+            isinstance(meta.value, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+                and meta is not None:
+            return Term(value, "metadata.budgetlens.margin", location=_loc(self.pipe, meta.range))
+        return Term(DEFAULT_SAFETY_MARGIN_TOKENS, TermSource.DEFAULT)
+
+    def prompt_step(self, owner: PipelineFile, index: int, step: PromptStep,
+                    shared: _Shared) -> _StepPlan:
+        name = step.name if step.name != self.pipe else os.path.basename(self.pipe)
+        model_step = Step.light_validate({"id": name, "type": "call_model"})
+        assert model_step is not None
+        at = _At(owner, index, model_step, name)
+        first = step.messages[0].range if step.messages else None
+        location = _loc(self.pipe, first)
+        name_location = _loc(self.pipe, step.model.range if step.model is not None
+                             and step.model.range is not None else first)
+        output, source = self.output(step, shared, name_location, name)
+        ceiling = shared.ceiling
+        self.check_ceiling(at, output, source, ceiling)
+        limit = output.value if ceiling is None else min(output.value, ceiling.value)
+        return _StepPlan(
+            at=at, location=location, name_location=name_location, prompt_file=None,
+            prompt=Term(0, "system prompt: in the messages"), prompt_key_location=None,
+            template=None, template_location=location,
+            history=Term(0, f"history input {step.history!r}: in the headroom")
+            if step.history else Term(0, TermSource.HISTORY_OFF),
+            output=output, output_source=source,
+            output_floor=_output_floor(max(limit, 1), source, None), own=None,
+            before=(), after=self.take_step(name))
+
+    def output(self, step: PromptStep, shared: _Shared, where: Location,
+               name: str) -> tuple[Term, OutputSource]:
+        """The file's output limit, else the model's ceiling (BL053 without either)."""
+        out = step.output
+        if out.value is not None:
+            return (Term(out.value, out.key, location=_loc(self.pipe, out.range)),
+                    OutputSource.MAX_OUTPUT_TOKENS)
+        if ProblemKind.OUTPUT_DEFAULT not in self.reader_kinds:
+            ceiling = f" up to its ceiling {shared.ceiling.value}" if shared.ceiling else ""
+            self.add(where, Severity.WARNING, codes.PROMPT_OUTPUT_UNSET,
+                     f"no output limit: the runtime sends none, so the model may write"
+                     f"{ceiling} (set {out.key})", name)
+        if shared.ceiling is not None:
+            return (Term(shared.ceiling.value, f"{out.key} unset: the model's output ceiling",
+                         location=shared.ceiling.location), OutputSource.MODEL_MAX_TOKENS)
+        self.add(where, Severity.ERROR, codes.OUTPUT_MISSING,
+                 f"step {name!r} has no output limit and its model no known ceiling: set"
+                 f" {out.key}", name)
+        return Term(0, TermSource.MISSING), OutputSource.MISSING
+
+    def take_step(self, name: str) -> tuple[Diagnostic, ...]:
+        return tuple(replace(d, step=name) for d in self.take())
+
+
+def _deployment(config: LoadedConfig | None, name: str) -> str:
+    """``name`` through config.json's ``deployments`` (an Azure deployment name to a
+    registry model: ``{"gpt-35-turbo": "gpt-3.5-turbo"}``)."""
+    cfg = config.config if config is not None else None
+    mapped = ((cfg.model_extra or {}).get("deployments") if cfg is not None else None)
+    if isinstance(mapped, Mapping):
+        target = mapped.get(name)
+        if isinstance(target, str) and target:
+            return target
+    return name
