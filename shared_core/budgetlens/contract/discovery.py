@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from budgetlens.contract.results import CheckOptions
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
+#: Prompt files in their own formats, found in any folder (docs/prompt-formats.md); a
+#: ``.prompt`` without Dotprompt front matter is found but has no step, and a Dotprompt
+#: partial (``_name.prompt``) is read by the files that include it, not checked alone.
+PROMPT_SUFFIXES = (".prompt.yml", ".prompt.yaml", ".prompty", ".prompt")
 #: Folders the search for pipelines never enters, besides hidden ones (dependencies).
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 
@@ -43,9 +47,9 @@ def search_walk(root: Path | str, excluded: Excluded | None = None,
 
 def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[Path]:
     """Pipeline files under ``root``: ``root`` itself if a file, else every ``pipelines/*.yaml``
-    (and ``*.yml``) below it, hidden folders and dependency folders skipped (or what
-    ``excluded`` names); sorted. A ``pipelines`` folder itself (also as ``.`` from inside
-    it) gives its own files."""
+    (and ``*.yml``) and every prompt file (``prompt_files``) below it, hidden folders and
+    dependency folders skipped (or what ``excluded`` names); sorted. A ``pipelines`` folder
+    itself (also as ``.`` from inside it) gives its own files."""
     root = Path(root)
     if not root.is_dir():
         return [root]
@@ -54,6 +58,7 @@ def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[P
         for pattern in PIPELINE_GLOBS:
             found.extend(root.glob(pattern))
     for dirpath, dirnames in search_walk(root, excluded):
+        found.extend(prompt_files(dirpath))
         if "pipelines" in dirnames:
             folder = Path(dirpath) / "pipelines"
             for pattern in PIPELINE_GLOBS:
@@ -61,6 +66,17 @@ def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[P
     if excluded is not None:
         found = [p for p in found if not excluded(str(p), False)]
     return sorted_paths(set(found))
+
+
+def prompt_files(folder: str) -> list[Path]:
+    """The prompt files of ``folder`` itself (``PROMPT_SUFFIXES``, partials left out)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [Path(folder) / n for n in names
+            if n.endswith(PROMPT_SUFFIXES) and not (n.startswith("_") and n.endswith(".prompt"))
+            and os.path.isfile(os.path.join(folder, n))]
 
 
 def sorted_paths(paths: Iterable[Path]) -> list[Path]:

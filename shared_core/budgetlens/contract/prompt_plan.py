@@ -120,7 +120,6 @@ class _PromptPlanner(_Planner):
         config, config_path = pipeline_config(self.pipe, self.files, self.options, self.cache)
         if config_path:
             self.inputs.add(config_path)
-            self.adopt(config.diagnostics if config is not None else ())
         root = self.root(config)
         head = Location(self.pipe, Range.at(0, 0))
         self.models = self.models_registry(config)
@@ -148,7 +147,17 @@ class _PromptPlanner(_Planner):
                 self.add(Location(self.pipe, problem.range), severity, code, problem.message)
         return prompt
 
+    def adopt_config(self, config: LoadedConfig | None, limits: ModelLimits) -> None:
+        """config.json's diagnostics; a missing ``model_context_window`` is none when the
+        file's model gives the window (config.json is optional for a prompt file)."""
+        if config is None:
+            return
+        has_window = limits.window is not None and limits.model is not None
+        self.adopt([d for d in config.diagnostics
+                    if not (has_window and d.code == codes.WINDOW_INVALID)])
+
     def empty(self, base: dict[str, Any], limits: ModelLimits) -> _Plan:
+        self.adopt_config(base["config"], limits)
         return _PromptPlan(deps=self.files.seen, inputs=frozenset(self.inputs),
                            window=limits.window, ceiling=limits.ceiling, limits=limits,
                            head_diags=self.take(), **base)
@@ -157,6 +166,7 @@ class _PromptPlanner(_Planner):
         config: LoadedConfig | None = base["config"]
         first = prompt.steps[0]
         limits = self.file_limits(first, config)
+        self.adopt_config(config, limits)
         self.adopt(limits.diagnostics)
         if limits.window is None:
             where = _loc(self.pipe, first.model.range if first.model else None)
@@ -249,12 +259,12 @@ class _PromptPlanner(_Planner):
         if out.value is not None:
             return (Term(out.value, out.key, location=_loc(self.pipe, out.range)),
                     OutputSource.MAX_OUTPUT_TOKENS)
-        if ProblemKind.OUTPUT_DEFAULT not in self.reader_kinds:
-            ceiling = f" up to its ceiling {shared.ceiling.value}" if shared.ceiling else ""
-            self.add(where, Severity.WARNING, codes.PROMPT_OUTPUT_UNSET,
-                     f"no output limit: the runtime sends none, so the model may write"
-                     f"{ceiling} (set {out.key})", name)
         if shared.ceiling is not None:
+            if ProblemKind.OUTPUT_DEFAULT not in self.reader_kinds:
+                self.add(where, Severity.WARNING, codes.PROMPT_OUTPUT_UNSET,
+                         f"no output limit: the runtime sends none, so the model may write"
+                         f" up to its ceiling of {shared.ceiling.value} tokens, counted here"
+                         f" (set {out.key})", name)
             return (Term(shared.ceiling.value, f"{out.key} unset: the model's output ceiling",
                          location=shared.ceiling.location), OutputSource.MODEL_MAX_TOKENS)
         self.add(where, Severity.ERROR, codes.OUTPUT_MISSING,

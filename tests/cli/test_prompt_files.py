@@ -1,0 +1,297 @@
+"""`budgetlens check` on prompt files in their own formats, in a folder with no config.json:
+GitHub Models (``*.prompt.yml``), Prompty (``*.prompty``), Dotprompt (``*.prompt``).
+
+The files are written to disk as a user keeps them. Expected numbers are counted here with
+tiktoken directly (``tests.core.formats.helpers``): each message costs 3 tokens, its role
+and its fixed text (variables empty), and the reply 3 (OpenAI's cookbook rule).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tiktoken
+import yaml
+from tiktoken.load import load_tiktoken_bpe
+
+from budgetlens_cli.main import main
+from tests.core.formats.helpers import _ENCODINGS, CORPUS, REPO, corpus, tokens
+
+GPT4O_MINI_WINDOW, GPT4_WINDOW = 128_000, 8_192  # the registry's, as OpenAI publishes them
+MARGIN = 128  # the default safety margin
+
+GITHUB = """\
+name: Bug summarizer
+model: openai/gpt-4o-mini
+modelParameters:
+  max_tokens: 2000
+messages:
+  - role: system
+    content: You summarize bug reports in three sentences.
+  - role: user
+    content: 'Summarize this report: {{input}}'
+"""
+
+PROMPTY = """\
+---
+name: Support answer
+model:
+  api: chat
+  configuration:
+    type: openai
+    model: gpt-4
+  parameters:
+    max_tokens: 1500
+inputs:
+  question:
+    type: string
+---
+system:
+You answer questions about our product, politely and briefly.
+
+user:
+{{question}}
+"""
+
+DOTPROMPT = """\
+---
+model: openai/gpt-4o-mini
+config:
+  maxOutputTokens: 800
+input:
+  schema:
+    topic: string
+---
+{{role "system"}}
+You write haiku.
+{{role "user"}}
+Write a haiku about {{topic}}.
+"""
+
+
+@cache
+def _cl100k() -> Any:
+    meta = json.loads((_ENCODINGS / "encodings.json").read_text())["encodings"]["cl100k_base"]
+    ranks = load_tiktoken_bpe(str(_ENCODINGS / meta["file"]), meta["sha256"])
+    return tiktoken.Encoding("cl100k_base", pat_str=meta["pat_str"], mergeable_ranks=ranks,
+                             special_tokens=meta["special_tokens"])
+
+
+def cl100k(text: str) -> int:
+    return len(_cl100k().encode(text))
+
+
+def framed(messages: list[tuple[str, str]], count: Any = tokens) -> int:
+    return sum(3 + count(role) + count(text) for role, text in messages) + 3
+
+
+GITHUB_FIXED = framed([("system", "You summarize bug reports in three sentences."),
+                       ("user", "Summarize this report: ")])
+PROMPTY_FIXED = framed([("system", "You answer questions about our product, politely and"
+                         " briefly."), ("user", "")], cl100k)
+# Dotprompt keeps the line breaks around a {{role}} tag, as its runtime renders them
+# (the file's last line break is the runtime's to drop too)
+DOTPROMPT_FIXED = framed([("system", "\nYou write haiku.\n"),
+                          ("user", "\nWrite a haiku about .")])
+# (file, text, fixed, output, window)
+CASES = {
+    "github": ("bugs.prompt.yml", GITHUB, GITHUB_FIXED, 2000, GPT4O_MINI_WINDOW),
+    "prompty": ("support.prompty", PROMPTY, PROMPTY_FIXED, 1500, GPT4_WINDOW),
+    "dotprompt": ("haiku.prompt", DOTPROMPT, DOTPROMPT_FIXED, 800, GPT4O_MINI_WINDOW),
+}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
+    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
+    monkeypatch.setenv("BUDGETLENS_NO_CACHE", "1")
+    monkeypatch.chdir(tmp_path)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _write(name: str, text: str, folder: str = "repo/prompts") -> Path:
+    path = Path(folder) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("fmt", sorted(CASES))
+def test_check_finds_the_file_and_prints_its_budget_in_text(
+        capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    name, text, fixed, output, window = CASES[fmt]
+    _write(name, text)
+    code, out, err = _run(capsys, "check", "repo")
+    total = fixed + output + MARGIN
+    assert code == 0, out + err
+    row = next(line for line in out.splitlines() if line.rstrip().endswith("yes"))
+    assert row.split()[-9:] == [str(fixed), "0", "0", str(output), str(MARGIN), str(total),
+                                str(window), str(window - total), "yes"]
+    assert f"repo/prompts/{name}: window {window}" in out
+    assert "1 pipeline, 1 call_model step (0 not fitting): 0 errors" in out
+
+
+@pytest.mark.parametrize("fmt", sorted(CASES))
+def test_check_json_gives_the_hand_counted_numbers(
+        capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    name, text, fixed, output, window = CASES[fmt]
+    _write(name, text)
+    code, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    data = json.loads(out)
+    [step] = data["steps"]
+    budget = step["budget"]
+    assert code == 0
+    assert step["pipeline"] == f"repo/prompts/{name}" and step["fits"] is True
+    assert (budget["fixed"], budget["output"], budget["margin"], budget["window"]) == \
+        (fixed, output, MARGIN, window)
+    assert budget["total"] == fixed + output + MARGIN
+    assert budget["headroom"] == window - fixed - output - MARGIN
+
+
+def test_a_file_that_does_not_fit_fails_with_the_contract_code_at_its_own_key(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-4's window is 8,192: 8,100 output tokens plus the messages and the margin are
+    over it; under fail_fast the step is an error (BL050) and SARIF shows it."""
+    text = PROMPTY.replace("max_tokens: 1500", "max_tokens: 8100")
+    _write("support.prompty", text)
+    code, out, _ = _run(capsys, "check", "repo", "--format", "sarif", "--policy", "fail_fast")
+    sarif = json.loads(out)
+    results = sarif["runs"][0]["results"]
+    over = PROMPTY_FIXED + 8100 + MARGIN - GPT4_WINDOW
+    assert code == 1
+    [violation] = [r for r in results if r["ruleId"] == "BL050"]
+    assert violation["level"] == "error"
+    assert f"over by {over})" in violation["message"]["text"]
+    region = violation["locations"][0]["physicalLocation"]["region"]
+    # the step is named by the model's value: line 7 "    model: gpt-4", column 12
+    assert (region["startLine"], region["startColumn"]) == (7, 12)
+
+
+def test_sarif_reports_max_tokens_on_a_reasoning_model_at_the_key(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    text = GITHUB.replace("openai/gpt-4o-mini", "openai/o3-mini")
+    _write("bugs.prompt.yml", text)
+    code, out, _ = _run(capsys, "check", "repo", "--format", "sarif")
+    results = json.loads(out)["runs"][0]["results"]
+    [bl071] = [r for r in results if r["ruleId"] == "BL071"]
+    region = bl071["locations"][0]["physicalLocation"]["region"]
+    assert code == 1
+    assert bl071["level"] == "error"
+    # line 4 "  max_tokens: 2000": the key, columns 3 to 12
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (4, 3, 13)
+
+
+def test_output_unset_is_a_warning_and_counts_the_model_ceiling(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    text = GITHUB.replace("modelParameters:\n  max_tokens: 2000\n", "")
+    _write("bugs.prompt.yml", text)
+    code, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    data = json.loads(out)
+    [bl070] = [d for d in data["diagnostics"] if d["code"] == "BL070"]
+    assert code == 0 and bl070["severity"] == "warning"
+    assert "actions/ai-inference" in bl070["message"] and "gh models sends none" in \
+        bl070["message"]
+    assert data["steps"][0]["budget"]["output"] == 16_384  # gpt-4o-mini's output ceiling
+
+
+def test_github_annotations_name_the_prompt_file(capsys: pytest.CaptureFixture[str]) -> None:
+    _write("bugs.prompt.yml", GITHUB.replace("openai/gpt-4o-mini", "openai/o3-mini"))
+    code, out, _ = _run(capsys, "check", "repo", "--format", "github")
+    assert code == 1
+    assert re.search(r"^::error file=repo/prompts/bugs\.prompt\.yml,line=4,", out, re.M)
+
+
+def test_partials_and_other_files_are_not_checked_alone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write("haiku.prompt", DOTPROMPT)
+    _write("_style.prompt", "Write briefly.\n")
+    _write("notes.yml", "just: yaml\n")
+    _write("node_modules/dep.prompt.yml", GITHUB, folder="repo")
+    code, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert [s["pipeline"] for s in data["steps"]] == ["repo/prompts/haiku.prompt"]
+
+
+def _corpus_copy(root: Path) -> list[Path]:
+    """Every corpus file, GitHub Models files renamed ``*.prompt.yml`` as the runners want
+    them (the corpus keeps their names from the test folders they were taken from)."""
+    out = []
+    for fmt in ("github_models", "prompty", "dotprompt"):
+        for path in corpus(fmt):
+            rel = path.relative_to(CORPUS)
+            dest = root / rel
+            if fmt == "github_models" and not path.name.endswith((".prompt.yml",
+                                                                  ".prompt.yaml")):
+                dest = dest.with_name(dest.stem + ".prompt.yml")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+            out.append(dest)
+    for extra in (CORPUS / "prompty").rglob("*.json"):
+        dest = root / extra.relative_to(CORPUS)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(extra, dest)
+    return out
+
+
+def test_every_corpus_file_is_checked_without_an_internal_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    files = _corpus_copy(Path("corpus"))
+    code, out, err = _run(capsys, "check", "corpus", "--format", "json")
+    data = json.loads(out)
+    assert code in (0, 1), err
+    assert not [d for d in data["diagnostics"] if d["code"] == "BL009"]
+    checked = {s["pipeline"] for s in data["steps"]}
+    expected = {str(p) for p in files if not p.name.startswith("_")}
+    assert checked == expected
+
+
+def test_the_pre_commit_hooks_run_on_a_change_to_a_prompt_file() -> None:
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text("utf-8"))
+    for hook in hooks:
+        files = re.compile(hook["files"])
+        for changed in ("bugs.prompt.yml", ".github/prompts/bugs.prompt.yaml",
+                        "prompts/support.prompty", "src/haiku.prompt"):
+            assert files.search(changed), (hook["id"], changed)
+        assert not files.search("src/notes.yml")
+
+
+def test_an_azure_deployment_is_mapped_by_config_json(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Prompty v1 names an Azure deployment; config.json's ``deployments`` maps it to
+    gpt-3.5-turbo (window 16,385, output ceiling 4,096, as OpenAI publishes them)."""
+    text = PROMPTY.replace("type: openai\n    model: gpt-4",
+                           "type: azure_openai\n    azure_deployment: support-35")
+    _write("support.prompty", text)
+    Path("repo/config.json").write_text(json.dumps(
+        {"deployments": {"support-35": "gpt-3.5-turbo"}}), "utf-8")
+    code, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    data = json.loads(out)
+    [step] = data["steps"]
+    assert code == 0, data["diagnostics"]
+    assert step["budget"]["window"] == 16_385
+    assert not [d for d in data["diagnostics"] if d["code"] == "BL061"]
+
+
+def test_the_result_cache_sees_an_edit_of_the_prompt_file(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BUDGETLENS_NO_CACHE")
+    path = _write("bugs.prompt.yml", GITHUB)
+    _, first, _ = _run(capsys, "check", "repo", "--format", "json")
+    path.write_text(GITHUB.replace("2000", "3000"), "utf-8")
+    _, second, _ = _run(capsys, "check", "repo", "--format", "json")
+    assert json.loads(first)["steps"][0]["budget"]["output"] == 2000
+    assert json.loads(second)["steps"][0]["budget"]["output"] == 3000
+    assert Path(".budgetlens_cache").is_dir()
