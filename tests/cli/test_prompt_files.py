@@ -295,3 +295,31 @@ def test_the_result_cache_sees_an_edit_of_the_prompt_file(
     assert json.loads(first)["steps"][0]["budget"]["output"] == 2000
     assert json.loads(second)["steps"][0]["budget"]["output"] == 3000
     assert Path(".budgetlens_cache").is_dir()
+
+
+def _codes(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
+    _, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    return {d["code"]: d for d in json.loads(out)["diagnostics"]}
+
+
+def test_an_unset_prompty_env_reference_is_bl072(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SUPPORT_MODEL", raising=False)
+    _write("support.prompty", PROMPTY.replace("model: gpt-4", "model: ${env:SUPPORT_MODEL}"))
+    bl072 = _codes(capsys)["BL072"]
+    assert bl072["severity"] == "warning" and "SUPPORT_MODEL" in bl072["message"]
+    assert bl072["range"]["start"]["line"] == 6
+
+
+def test_a_missing_dotprompt_partial_is_bl074(capsys: pytest.CaptureFixture[str]) -> None:
+    _write("haiku.prompt", DOTPROMPT.replace("You write haiku.", "{{>style}} You write haiku."))
+    bl074 = _codes(capsys)["BL074"]
+    assert bl074["severity"] == "error" and "style" in bl074["message"]
+    assert bl074["range"]["start"]["line"] == 9  # 0-based: the line after {{role "system"}}
+
+
+def test_a_variable_the_inputs_do_not_declare_is_bl076(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write("haiku.prompt", DOTPROMPT.replace("about {{topic}}", "about {{subject}}"))
+    bl076 = _codes(capsys)["BL076"]
+    assert bl076["severity"] == "warning" and "'subject'" in bl076["message"]
