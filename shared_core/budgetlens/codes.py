@@ -74,6 +74,7 @@ PROMPT_HELPER_UNKNOWN = "BL075"  # a Dotprompt helper that is not Dotprompt's
 PROMPT_VARIABLE_UNDECLARED = "BL076"  # a variable used but not declared in the inputs
 PROMPT_FILE_UNREADABLE = "BL077"  # no messages, or the template library refused it
 PROMPT_CASE_DOES_NOT_FIT = "BL078"  # a concrete input case does not fit the window
+PROMPT_VARIABLE_HEADROOM = "BL079"  # what a prompt file's variables may take
 # suppression comments (``# budgetlens: ignore[...]``)
 UNUSED_SUPPRESSION = "BL080"  # a suppression comment that suppresses nothing
 # settings.injection (the unified injection budget policy)
@@ -142,6 +143,7 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(PROMPT_VARIABLE_UNDECLARED, _W, "template variable not declared in the inputs"),
     Code(PROMPT_FILE_UNREADABLE, _E, "prompt file has no messages or its template is refused"),
     Code(PROMPT_CASE_DOES_NOT_FIT, _E, "a concrete input case does not fit the window"),
+    Code(PROMPT_VARIABLE_HEADROOM, _I, "the tokens a prompt file's variables may take"),
     Code(UNUSED_SUPPRESSION, _W, "a suppression comment that suppresses nothing"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
@@ -243,6 +245,8 @@ HELP: dict[str, str] = {
                                 " input.schema (Dotprompt), or correct its name.",
     PROMPT_FILE_UNREADABLE: "Correct the template (the message quotes the library's error),"
                             " or give the file its messages.",
+    PROMPT_VARIABLE_HEADROOM: "Nothing to fix: declare a budget in metadata.budgetlens.vars"
+                              " to check it.",
     PROMPT_CASE_DOES_NOT_FIT: "Shorten the case's inputs, lower the output limit or use a"
                               " model with a larger window.",
     UNUSED_SUPPRESSION: "Remove the comment, or the codes it names that no diagnostic of its"

@@ -323,3 +323,74 @@ def test_a_variable_the_inputs_do_not_declare_is_bl076(
     _write("haiku.prompt", DOTPROMPT.replace("about {{topic}}", "about {{subject}}"))
     bl076 = _codes(capsys)["BL076"]
     assert bl076["severity"] == "warning" and "'subject'" in bl076["message"]
+
+
+# ------------------------------------------------------- headroom, declared budgets, cases
+def _json(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    return code, json.loads(out)
+
+
+def test_each_variable_gets_its_headroom(capsys: pytest.CaptureFixture[str]) -> None:
+    _write("bugs.prompt.yml", GITHUB)
+    code, data = _json(capsys)
+    [note] = [d for d in data["diagnostics"] if d["code"] == "BL079"]
+    headroom = GPT4O_MINI_WINDOW - GITHUB_FIXED - 2000 - MARGIN
+    assert code == 0 and note["severity"] == "information"
+    assert note["message"] == f"{{{{input}}}}: up to {headroom:,} tokens on gpt-4o-mini with" \
+        " 2,000 output"
+    assert note["range"]["start"]["line"] == 8  # the user message that reads it
+
+
+DECLARED = GITHUB.replace("messages:", "metadata:\n  budgetlens:\n    vars:\n      input: {n}\n"
+                          "messages:")
+
+
+def test_a_declared_variable_budget_that_fits_is_counted(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write("bugs.prompt.yml", DECLARED.replace("{n}", "6000"))
+    code, data = _json(capsys)
+    budget = data["steps"][0]["budget"]
+    assert code == 0
+    assert budget["context"] == 6000
+    assert budget["total"] == GITHUB_FIXED + 6000 + 2000 + MARGIN
+
+
+def test_a_declared_variable_budget_over_the_window_fails(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write("bugs.prompt.yml", DECLARED.replace("{n}", "126000"))
+    code, data = _json(capsys)
+    over = GITHUB_FIXED + 126_000 + 2000 + MARGIN - GPT4O_MINI_WINDOW
+    [bl050] = [d for d in data["diagnostics"] if d["code"] == "BL050"]
+    assert code == 1 and bl050["severity"] == "error"  # fail_fast: nothing clamps it
+    assert f"(over by {over})" in bl050["message"]
+
+
+def test_concrete_inputs_give_exact_totals_per_case(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    reports = ["The app crashes when I click save twice.", "Login fails."]
+    cases = "".join(f"  - input: {r}\n" for r in reports)
+    _write("bugs.prompt.yml", GITHUB.replace("messages:", f"testData:\n{cases}messages:"))
+    code, data = _json(capsys)
+    totals = [framed([("system", "You summarize bug reports in three sentences."),
+                      ("user", f"Summarize this report: {r}")]) + 2000 + MARGIN
+              for r in reports]
+    [note] = [d for d in data["diagnostics"] if d["code"] == "BL079"
+              and d["message"].startswith("input cases")]
+    assert code == 0
+    assert note["message"] == f"input cases, totals of 128,000: case 1 {totals[0]:,}," \
+        f" case 2 {totals[1]:,}"
+
+
+def test_a_sample_input_over_the_window_is_bl078(capsys: pytest.CaptureFixture[str]) -> None:
+    question = "hello " * 7000
+    text = PROMPTY.replace("inputs:", f"sample:\n  question: '{question}'\ninputs:")
+    _write("support.prompty", text)
+    code, data = _json(capsys)
+    system = "You answer questions about our product, politely and briefly."
+    # Prompty strips blank lines around a message, not spaces: the trailing one stays
+    total = framed([("system", system), ("user", question)], cl100k) + 1500 + MARGIN
+    [bl078] = [d for d in data["diagnostics"] if d["code"] == "BL078"]
+    assert total > GPT4_WINDOW
+    assert code == 1
+    assert bl078["message"].endswith(f"= {total:,} > 8,192")

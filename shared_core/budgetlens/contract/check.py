@@ -258,6 +258,7 @@ class _PipelineCheck(_CheckState):
             clamp = compute_clamp(steps, context=context.value, window=window.value,
                                   ceiling=ceiling.value if ceiling else None, floor=floor)
             self.contract(steps, shared.policy, clamp, window, floor_term)
+        self.diags.extend(plan.notes(steps, counter))
         report = self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
                              **report_base)
         injection = check_injection(report, files=self.files, loaded=plan.chain.files)

@@ -17,6 +17,9 @@ A prompt file's terms:
   ``openai/gpt-4o-mini``; a name in config.json's ``deployments`` first), else
   config.json's;
 - margin: ``metadata.budgetlens.margin``, else the default.
+
+The policy is ``fail_fast`` unless one is chosen (option, environment, config.json): no run
+time clamps a prompt file's budget.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 from budgetlens import codes
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.discovery import pipeline_config
-from budgetlens.contract.enums import OutputSource, TermSource
+from budgetlens.contract.enums import OutputSource, PolicySource, TermSource
 from budgetlens.contract.limits import ModelLimits, step_limits
 from budgetlens.contract.pipeline import (
     DEFAULT_SAFETY_MARGIN_TOKENS,
@@ -39,7 +42,8 @@ from budgetlens.contract.pipeline import (
     Step,
 )
 from budgetlens.contract.planner import _Plan, _Planner
-from budgetlens.contract.results import Term
+from budgetlens.contract.policy import Policy, PolicyChoice
+from budgetlens.contract.results import StepBudget, Term
 from budgetlens.contract.step_plan import _At, _output_floor, _Shared, _StepPlan
 from budgetlens.files import SourceError
 from budgetlens.formats import read_prompt_file
@@ -65,6 +69,8 @@ PROBLEM_CODES: dict[ProblemKind, tuple[str, Severity]] = {
 #: OpenAI's cookbook framing: per message, and once for the reply's priming.
 MESSAGE_FRAMING = 3
 REPLY_PRIMING = 3
+#: The concrete input cases of a step counted at most (a long testData list).
+MAX_CASES = 50
 FRAMING_SOURCE = "messages: fixed text + chat framing (3 a message, its role, 3 the reply)"
 
 
@@ -80,6 +86,59 @@ class _PromptPlan(_Plan):
     their framing as the step's template term."""
 
     messages: tuple[tuple[tuple[str, str], ...], ...] = ()
+    #: per step: its variables, each with the range of the first message that reads it
+    variables: tuple[tuple[tuple[str, Range], ...], ...] = ()
+    #: per step: its concrete input cases, each a label and its messages rendered with them
+    cases: tuple[tuple[tuple[str, tuple[tuple[str, str], ...]], ...], ...] = ()
+
+    def notes(self, steps: list[StepBudget], counter: TokenCounter) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        for s, variables, cases in zip(steps, self.variables, self.cases, strict=True):
+            out.extend(self.case_notes(s, cases, counter))
+            if variables and s.headroom >= 0 and not s.window.missing:
+                out.append(self.headroom_note(s, variables))
+        return out
+
+    def headroom_note(self, s: StepBudget, variables: tuple[tuple[str, Range], ...],
+                      ) -> Diagnostic:
+        """``{{input}}: up to 5,731 tokens on gpt-4o-mini with 2,000 output``."""
+        names = ", ".join("{{" + name + "}}" for name, _ in variables)
+        together = " together" if len(variables) > 1 else ""
+        declared = f" beyond the declared {s.context.value:,}" if s.context.value else ""
+        model = f" on {self.limits.name}" if self.limits.name else ""
+        return Diagnostic(
+            self.head.file, variables[0][1], Severity.INFORMATION,
+            codes.PROMPT_VARIABLE_HEADROOM,
+            f"{names}: up to {s.headroom:,} tokens{together}{declared}{model} with"
+            f" {s.output.value:,} output", s.pipeline, s.step)
+
+    def case_notes(self, s: StepBudget,
+                   cases: tuple[tuple[str, tuple[tuple[str, str], ...]], ...],
+                   counter: TokenCounter) -> list[Diagnostic]:
+        """Each concrete input case's total (its messages rendered with its values, no
+        declared budget): BL078 for one over the window, else one note with every total."""
+        out: list[Diagnostic] = []
+        totals: list[str] = []
+        where = s.name_location or s.location
+        if s.window.missing:
+            return out
+        for label, messages in cases:
+            total = framed_tokens(messages, counter) + s.history.value + s.output.value \
+                + s.margin.value
+            totals.append(f"{label} {total:,}")
+            if total > s.window.value:
+                out.append(Diagnostic(
+                    where.file, where.range, Severity.ERROR, codes.PROMPT_CASE_DOES_NOT_FIT,
+                    f"{label} does not fit the window: its messages with their values"
+                    f" {total - s.output.value - s.margin.value - s.history.value:,} +"
+                    f" output {s.output.value:,} + margin {s.margin.value} = {total:,} >"
+                    f" {s.window.value:,}", s.pipeline, s.step))
+        if totals and not out:
+            out.append(Diagnostic(
+                where.file, where.range, Severity.INFORMATION, codes.PROMPT_VARIABLE_HEADROOM,
+                f"input cases, totals of {s.window.value:,}: {', '.join(totals)}",
+                s.pipeline, s.step))
+        return out
 
     def templates(self, counter: TokenCounter) -> tuple[Term, ...]:
         terms = self.template_terms.get(counter.key)
@@ -124,6 +183,8 @@ class _PromptPlanner(_Planner):
         head = Location(self.pipe, Range.at(0, 0))
         self.models = self.models_registry(config)
         choice = self.policy(config, head)
+        if choice.source is PolicySource.DEFAULT:
+            choice = PolicyChoice(Policy.FAIL_FAST, PolicySource.PROMPT_FILE)
         chain = Chain((PipelineFile(self.pipe, None, None),))
         base: dict[str, Any] = dict(head=head, config=config, config_path=config_path,
                                     chain=chain, choice=choice, chain_root=root)
@@ -184,13 +245,34 @@ class _PromptPlanner(_Planner):
                       for i, step in enumerate(prompt.steps))
         messages = tuple(tuple((m.role, m.text) for m in step.messages)
                          for step in prompt.steps)
+        variables = tuple(_variables(step) for step in prompt.steps)
+        cases = self.cases(prompt, root)
         prompt_root = str(self.options.workspace_root) \
             if self.options.workspace_root is not None else root
         return _PromptPlan(
             deps=self.files.seen, inputs=frozenset(self.inputs), window=limits.window,
             ceiling=limits.ceiling, limits=limits, head_diags=head_diags, shared=shared,
             context=context, context_floor=Term(0, "declared budgets are not clamped"),
-            steps=steps, prompt_root=prompt_root, messages=messages, **base)
+            steps=steps, prompt_root=prompt_root, messages=messages, variables=variables,
+            cases=cases, **base)
+
+    def cases(self, prompt: PromptFile, root: str,
+              ) -> tuple[tuple[tuple[str, tuple[tuple[str, str], ...]], ...], ...]:
+        """Each step's concrete input cases (``testData``, ``sample``, ``input.default``;
+        the first ``MAX_CASES``), its messages rendered with each."""
+        out = []
+        text = self.files.read_text(Path(self.pipe))  # read before: the same text
+        for i, step in enumerate(prompt.steps):
+            rendered = []
+            for n, sample in enumerate(step.samples[:MAX_CASES]):
+                again = read_prompt_file(self.pipe, text, sample, Path(root), self.files)
+                if again is None or len(again.steps) <= i:
+                    continue
+                label = f"case {n + 1}" if len(step.samples) > 1 else "the sample input"
+                rendered.append((label, tuple((m.role, m.text)
+                                              for m in again.steps[i].messages)))
+            out.append(tuple(rendered))
+        return tuple(out)
 
     def file_limits(self, step: PromptStep, config: LoadedConfig | None) -> ModelLimits:
         """The limits of the file's model (a target's with ``--target``), else config.json's."""
@@ -274,6 +356,17 @@ class _PromptPlanner(_Planner):
 
     def take_step(self, name: str) -> tuple[Diagnostic, ...]:
         return tuple(replace(d, step=name) for d in self.take())
+
+
+def _variables(step: PromptStep) -> tuple[tuple[str, Range], ...]:
+    """The step's variables in order of first use, each at the first message reading it
+    (the history input left out: it is a conversation, not a value)."""
+    seen: dict[str, Range] = {}
+    for message in step.messages:
+        for name in message.variables:
+            if name not in seen and name != step.history:
+                seen[name] = message.range
+    return tuple(seen.items())
 
 
 def _deployment(config: LoadedConfig | None, name: str) -> str:
