@@ -394,3 +394,72 @@ def test_a_sample_input_over_the_window_is_bl078(capsys: pytest.CaptureFixture[s
     assert total > GPT4_WINDOW
     assert code == 1
     assert bl078["message"].endswith(f"= {total:,} > 8,192")
+
+
+# ---------------------------------------------------------------- clamp in the format's key
+def test_clamp_lowers_the_limit_in_place_in_each_format(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-4's window is 8,192: each file asks for 8,100 output tokens; the clamp lowers the
+    number where it is written, and nothing else of the file changes."""
+    files = {
+        "support.prompty": PROMPTY.replace("max_tokens: 1500", "max_tokens: 8100"),
+        "bugs.prompt.yml": GITHUB.replace("openai/gpt-4o-mini", "openai/gpt-4")
+        .replace("2000", "8100"),
+        "haiku.prompt": DOTPROMPT.replace("openai/gpt-4o-mini", "openai/gpt-4")
+        .replace("800", "8100"),
+    }
+    fixed = {"support.prompty": PROMPTY_FIXED,
+             "bugs.prompt.yml": framed([("system", "You summarize bug reports in three"
+                                         " sentences."), ("user", "Summarize this report: ")],
+                                       cl100k),
+             "haiku.prompt": framed([("system", "\nYou write haiku.\n"),
+                                     ("user", "\nWrite a haiku about .")], cl100k)}
+    for name, text in files.items():
+        _write(name, text)
+    code, out, err = _run(capsys, "clamp", "repo", "--write")
+    assert code == 0, out + err
+    for name, text in files.items():
+        after = GPT4_WINDOW - fixed[name] - MARGIN  # the most output that fits
+        assert Path(f"repo/prompts/{name}").read_text("utf-8") == \
+            text.replace("8100", str(after)), name
+    code, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    assert code == 0 and all(s["fits"] for s in json.loads(out)["steps"])
+
+
+GITHUB_UNSET = GITHUB.replace("modelParameters:\n  max_tokens: 2000\n", "")
+PROMPTY_UNSET = PROMPTY.replace("  parameters:\n    max_tokens: 1500\n", "")
+DOTPROMPT_UNSET = DOTPROMPT.replace("config:\n  maxOutputTokens: 800\n", "")
+
+
+@pytest.mark.parametrize(("name", "unset", "expected"), [
+    # no modelParameters: a top-level block at the end of the file
+    ("bugs.prompt.yml", GITHUB_UNSET,
+     GITHUB_UNSET + "modelParameters:\n  maxCompletionTokens: 16384\n"),
+    # model: is a mapping: the key goes first in it, at its keys' indentation; gpt-4's
+    # ceiling (8,192) does not fit beside the messages, so the clamp's value is written
+    ("support.prompty", PROMPTY_UNSET, PROMPTY_UNSET.replace(
+        "model:\n", "model:\n  parameters:\n    max_tokens:"
+        f" {GPT4_WINDOW - PROMPTY_FIXED - MARGIN}\n")),
+    # no config: a top-level block at the end of the front matter
+    ("haiku.prompt", DOTPROMPT_UNSET, DOTPROMPT_UNSET.replace(
+        "    topic: string\n---", "    topic: string\nconfig:\n  maxOutputTokens: 16384\n---")),
+])
+def test_clamp_inserts_an_absent_limit_in_the_format_key(
+        capsys: pytest.CaptureFixture[str], name: str, unset: str, expected: str) -> None:
+    """Without a limit the check counts the model's ceiling (gpt-4o-mini 16,384, gpt-4
+    8,192, as published); clamp writes the counted value in the format's own key, and
+    BL070 is gone."""
+    _write(name, unset)
+    code, out, err = _run(capsys, "clamp", "repo", "--write")
+    assert Path(f"repo/prompts/{name}").read_text("utf-8") == expected, out + err
+    code, out, _ = _run(capsys, "check", "repo", "--format", "json")
+    assert "BL070" not in {d["code"] for d in json.loads(out)["diagnostics"]}
+    assert code == 0
+
+
+def test_clamp_refuses_to_nest_under_a_model_name(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "---\nname: short\nmodel: gpt-4o\n---\nsystem:\nBe brief.\n"
+    _write("short.prompty", text)
+    _, _, err = _run(capsys, "clamp", "repo", "--write")
+    assert Path("repo/prompts/short.prompty").read_text("utf-8") == text
+    assert "model.options.maxOutputTokens" in err and "by hand" in err

@@ -252,7 +252,8 @@ class _PromptPlanner(_Planner):
         return _PromptPlan(
             deps=self.files.seen, inputs=frozenset(self.inputs), window=limits.window,
             ceiling=limits.ceiling, limits=limits, head_diags=head_diags, shared=shared,
-            context=context, context_floor=Term(0, "declared budgets are not clamped"),
+            context=context,
+            context_floor=replace(context, source="declared budgets are not clamped"),
             steps=steps, prompt_root=prompt_root, messages=messages, variables=variables,
             cases=cases, **base)
 
