@@ -19,6 +19,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from budgetlens.contract.discovery import PROMPT_SUFFIXES
 from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import Location, Range
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
@@ -184,7 +185,7 @@ def prompt_lenses(index: WorkspaceIndex, path: str) -> list[types.CodeLens]:
 def code_lenses(index: WorkspaceIndex, path: str | None, uri: str) -> list[types.CodeLens]:
     if path is None:
         return []
-    if path.endswith((".yaml", ".yml")):
+    if path.endswith((".yaml", ".yml", *PROMPT_SUFFIXES)):
         return pipeline_lenses(index, path, uri)
     if path.endswith(".txt"):
         return prompt_lenses(index, path)
