@@ -87,6 +87,7 @@ async def test_prompt_file_diagnostic_lens_hover_and_quick_fix(tmp_path: Path,
             types.CodeLensParams(text_document=td(uri)))
         titles = [lens.command.title for lens in lenses or [] if lens.command]
         assert any("16384" in t or "16,384" in t for t in titles), titles
+        assert headroom.message in titles  # the per-variable lens
 
         [bl070] = [d for d in diags if d.code == "BL070"]
         hover = await ed.client.text_document_hover_async(types.HoverParams(
