@@ -463,3 +463,14 @@ def test_clamp_refuses_to_nest_under_a_model_name(capsys: pytest.CaptureFixture[
     _, _, err = _run(capsys, "clamp", "repo", "--write")
     assert Path("repo/prompts/short.prompty").read_text("utf-8") == text
     assert "model.options.maxOutputTokens" in err and "by hand" in err
+
+
+def test_an_unknown_model_names_the_registry_and_a_suggestion(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write("bugs.prompt.yml", GITHUB.replace("openai/gpt-4o-mini", "openai/gpt4o-mini"))
+    codes = _codes(capsys)
+    assert codes["BL061"]["message"].startswith("model 'openai/gpt4o-mini' is not in the model"
+                                                " registry")
+    assert "checked with config.json's limits" in codes["BL061"]["message"]
+    assert "pipeline" not in codes["BL061"]["message"]
+    assert codes["BL012"]["severity"] == "error"  # no window at all: nothing to check with

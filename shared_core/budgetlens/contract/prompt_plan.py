@@ -34,7 +34,7 @@ from budgetlens import codes
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.discovery import pipeline_config
 from budgetlens.contract.enums import OutputSource, PolicySource, TermSource
-from budgetlens.contract.limits import ModelLimits, step_limits
+from budgetlens.contract.limits import ModelLimits, step_limits, unknown_model_message
 from budgetlens.contract.pipeline import (
     DEFAULT_SAFETY_MARGIN_TOKENS,
     Chain,
@@ -288,8 +288,13 @@ class _PromptPlanner(_Planner):
         limits = step_limits(name, loc, config, replace(base, forced=False), self.models)
         if target is not None:
             limits = replace(limits, forced=True)
+        unknown = unknown_model_message(
+            name, "model", ": the file is checked with config.json's limits, if any",
+            self.models)
         return replace(limits, diagnostics=tuple(
-            replace(d, pipeline=self.pipe) for d in limits.diagnostics))
+            replace(d, pipeline=self.pipe, message=unknown
+                    if d.code == codes.MODEL_UNKNOWN else d.message)
+            for d in limits.diagnostics))
 
     def vars_term(self, step: PromptStep) -> Term:
         """The variables' declared budgets (``metadata.budgetlens.vars``), else 0."""
