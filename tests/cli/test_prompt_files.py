@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -474,3 +475,35 @@ def test_an_unknown_model_names_the_registry_and_a_suggestion(
     assert "checked with config.json's limits" in codes["BL061"]["message"]
     assert "pipeline" not in codes["BL061"]["message"]
     assert codes["BL012"]["severity"] == "error"  # no window at all: nothing to check with
+
+
+PYPROJECT = """\
+[project]
+name = "support-bot"
+
+[tool.budgetlens]
+deployments = {support-35 = "gpt-3.5-turbo"}
+
+[tool.budgetlens.serving]
+max_model_len = 12000
+"""
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="pyproject.toml needs tomllib")
+def test_a_pyproject_table_is_the_workspace_config(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """[tool.budgetlens] maps the Azure deployment to gpt-3.5-turbo (window 16,385) and caps
+    the window with serving.max_model_len 12,000, placed at its TOML line (6, 0-based)."""
+    Path("repo").mkdir()
+    Path("repo/pyproject.toml").write_text(PYPROJECT, "utf-8")
+    text = PROMPTY.replace("type: openai\n    model: gpt-4",
+                           "type: azure_openai\n    azure_deployment: support-35")
+    _write("support.prompty", text)
+    code, data = _json(capsys)
+    [step] = data["steps"]
+    window = step["terms"]["window"]
+    assert code == 0, data["diagnostics"]
+    assert step["budget"]["window"] == 12_000
+    assert window["source"].startswith("config.json serving.max_model_len")
+    assert window["location"]["file"] == "repo/pyproject.toml"
+    assert window["location"]["range"]["start"]["line"] == 6  # [tool.budgetlens.serving]

@@ -24,14 +24,18 @@ time clamps a prompt file's budget.
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from budgetlens import codes
-from budgetlens.contract.config import LoadedConfig
+from budgetlens.contract.cache import RecordingFiles
+from budgetlens.contract.config import LoadedConfig, load_config
 from budgetlens.contract.discovery import pipeline_config
 from budgetlens.contract.enums import OutputSource, PolicySource, TermSource
 from budgetlens.contract.limits import ModelLimits, step_limits, unknown_model_message
@@ -45,11 +49,11 @@ from budgetlens.contract.planner import _Plan, _Planner
 from budgetlens.contract.policy import Policy, PolicyChoice
 from budgetlens.contract.results import StepBudget, Term
 from budgetlens.contract.step_plan import _At, _output_floor, _Shared, _StepPlan
-from budgetlens.files import SourceError
+from budgetlens.files import MISSING_FINGERPRINT, SourceError, within
 from budgetlens.formats import read_prompt_file
 from budgetlens.formats.model import ProblemKind, PromptFile
 from budgetlens.formats.model import Step as PromptStep
-from budgetlens.source import Diagnostic, Location, Range, Severity
+from budgetlens.source import Diagnostic, Location, Position, Range, Severity
 from budgetlens.tokens.core import TokenCounter
 
 #: The code and severity of each problem a reader reports.
@@ -177,6 +181,11 @@ class _PromptPlanner(_Planner):
 
     def plan(self) -> _Plan:
         config, config_path = pipeline_config(self.pipe, self.files, self.options, self.cache)
+        if config is None and self.options.config_path is None:
+            root = self.options.workspace_root
+            config = pyproject_config(self.files, os.path.dirname(self.pipe),
+                                      str(root) if root is not None else None)
+            config_path = config.path if config is not None else None
         if config_path:
             self.inputs.add(config_path)
         root = self.root(config)
@@ -385,3 +394,92 @@ def _deployment(config: LoadedConfig | None, name: str) -> str:
         if isinstance(target, str) and target:
             return target
     return name
+
+
+PYPROJECT = "pyproject.toml"
+_TABLE = re.compile(r"^\s*\[\s*tool\.budgetlens\s*\]\s*(#.*)?$")
+
+
+def pyproject_config(files: RecordingFiles, start: str,
+                     stop: str | None) -> LoadedConfig | None:
+    """The ``[tool.budgetlens]`` table of the nearest pyproject.toml at or above ``start``
+    (not above ``stop``) that has one, read as a config.json; every place probed is
+    recorded in ``files`` (one created later counts). ``None`` without one, and on Python
+    3.10 (no ``tomllib``)."""
+    current = os.path.normpath(start or ".")
+    limit = os.path.abspath(stop) if stop is not None else None
+    for _ in range(256):
+        path = os.path.normpath(os.path.join(current, PYPROJECT))
+        if files.fingerprint(path) != MISSING_FINGERPRINT:
+            loaded = _read_pyproject(path, files)
+            if loaded is not None:
+                return loaded
+        absolute = os.path.abspath(current)
+        if absolute == limit or os.path.dirname(absolute) == absolute or \
+                (limit is not None and not within(absolute, limit)):
+            return None
+        current = os.path.normpath(os.path.join(current, os.pardir))
+    return None
+
+
+def _read_pyproject(path: str, files: RecordingFiles) -> LoadedConfig | None:
+    try:
+        text = files.read_text(Path(path))
+    except SourceError:
+        return None
+    data = _toml(text)
+    if data is None:
+        return None  # not ours to report: the table may not even be there
+    tool = data.get("tool")
+    table = tool.get("budgetlens") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        return None
+    lines = text.split("\n")
+    header = next((i for i, line in enumerate(lines) if _TABLE.match(line)), 0)
+    places = {key: _key_line(lines, header, key) for key in table}
+    return _as_config(path, table, places, lines)
+
+
+def _toml(text: str) -> dict[str, Any] | None:
+    """``tomllib.loads(text)`` (``None``: not TOML, or Python 3.10, which has no tomllib)."""
+    if sys.version_info >= (3, 11):
+        import tomllib  # here: only a repository with prompt files and no config.json
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
+    return None  # pragma: no cover - Python 3.10: pyproject.toml is not read
+
+
+def _key_line(lines: list[str], header: int, key: str) -> int:
+    """The line of ``key`` in the table (its own line, or its sub-table's header), else the
+    table's header."""
+    own = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    sub = re.compile(rf"^\s*\[\s*tool\.budgetlens\.{re.escape(key)}\s*\]")
+    for i in range(header + 1, len(lines)):
+        if own.match(lines[i]) or sub.match(lines[i]):
+            return i
+        if lines[i].lstrip().startswith("[") and not lines[i].lstrip().startswith(
+                "[tool.budgetlens"):
+            break
+    return header
+
+
+def _as_config(path: str, table: dict[str, Any], places: dict[str, int],
+               lines: list[str]) -> LoadedConfig:
+    """The table as a config.json whose keys sit on their TOML lines (so every place a
+    diagnostic or a term names is on the right line of pyproject.toml)."""
+    parts, line = ["{"], 0
+    for key in sorted(table, key=lambda k: places[k]):
+        pad = max(places[key] - line, 0)
+        parts.append("\n" * pad)
+        line += pad
+        entry = json.dumps(key) + ": " + json.dumps(table[key], default=str)
+        parts.append(entry + ",")
+    body = "".join(parts).rstrip(",") + "}"
+    loaded = load_config(path, body)
+    ranges = {key: Range(Position(n, 0), Position(n, len(lines[n]))) for key, n in
+              places.items() if n < len(lines)}
+    return replace(loaded, value_ranges={**loaded.value_ranges, **ranges},
+                   key_ranges={**loaded.key_ranges, **ranges})
