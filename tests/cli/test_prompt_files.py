@@ -507,3 +507,17 @@ def test_a_pyproject_table_is_the_workspace_config(
     assert window["source"].startswith("config.json serving.max_model_len")
     assert window["location"]["file"] == "repo/pyproject.toml"
     assert window["location"]["range"]["start"]["line"] == 6  # [tool.budgetlens.serving]
+
+
+def test_sarif_reports_a_missing_dotprompt_partial_at_its_tag(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write("haiku.prompt", DOTPROMPT.replace("You write haiku.", "{{>style}} You write haiku."))
+    code, out, _ = _run(capsys, "check", "repo", "--format", "sarif")
+    run = json.loads(out)["runs"][0]
+    [bl074] = [r for r in run["results"] if r["ruleId"] == "BL074"]
+    region = bl074["locations"][0]["physicalLocation"]["region"]
+    assert code == 1 and bl074["level"] == "error"
+    assert bl074["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
+        "repo/prompts/haiku.prompt"
+    assert region["startLine"] == 10  # 1-based: "{{>style}} You write haiku."
+    assert "BL074" in {rule["id"] for rule in run["tool"]["driver"]["rules"]}
