@@ -521,3 +521,28 @@ def test_sarif_reports_a_missing_dotprompt_partial_at_its_tag(
         "repo/prompts/haiku.prompt"
     assert region["startLine"] == 10  # 1-based: "{{>style}} You write haiku."
     assert "BL074" in {rule["id"] for rule in run["tool"]["driver"]["rules"]}
+
+
+def test_a_prompt_file_linked_from_outside_the_workspace_is_not_read(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    secret = Path("secret.txt")
+    secret.write_text("model: openai/gpt-4o\nmessages: [{role: user, content: SECRET}]\n")
+    Path("repo").mkdir()
+    Path("repo/leak.prompt.yml").symlink_to(secret.resolve())
+    code, out, _ = _run(capsys, "check", "repo")
+    assert code == 1
+    assert "error[BL007] prompt file repo/leak.prompt.yml resolves outside the workspace" in out
+    assert "SECRET" not in out
+
+
+def test_declared_budgets_that_cannot_be_used_are_errors(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    meta = "metadata:\n  budgetlens:\n    vars: {input: -5}\n    margn: 64\nmessages:"
+    _write("bugs.prompt.yml", GITHUB.replace("messages:", meta))
+    code, data = _json(capsys)
+    messages = {d["code"]: d["message"] for d in data["diagnostics"]
+                if d["severity"] == "error"}
+    assert code == 1
+    assert messages["BL005"] == "metadata.budgetlens.vars.input must be a whole number of" \
+        " tokens >= 0, got -5; not counted"
+    assert messages["BL008"] == "unknown key metadata.budgetlens.margn; did you mean 'margin'?"

@@ -39,6 +39,7 @@ from budgetlens.contract.config import LoadedConfig, load_config
 from budgetlens.contract.discovery import pipeline_config
 from budgetlens.contract.enums import OutputSource, PolicySource, TermSource
 from budgetlens.contract.limits import ModelLimits, step_limits, unknown_model_message
+from budgetlens.contract.near_miss import suggest
 from budgetlens.contract.pipeline import (
     DEFAULT_SAFETY_MARGIN_TOKENS,
     Chain,
@@ -166,6 +167,14 @@ def _loc(path: str, rng: Range | None) -> Location:
     return Location(path, rng if rng is not None else Range.at(0, 0))
 
 
+#: The keys of ``metadata.budgetlens``.
+METADATA_KEYS = ("vars", "margin")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _int_map(value: Any) -> dict[str, int]:
     if not isinstance(value, Mapping):
         return {}
@@ -204,6 +213,12 @@ class _PromptPlanner(_Planner):
         return self.plan_prompt(prompt, base, root)
 
     def read(self, root: str) -> PromptFile | None:
+        if not self.run_files.is_inside(self.pipe, root):  # a link out of the workspace
+            self.files.outside(self.pipe)
+            self.add(Location(self.pipe), Severity.ERROR, codes.PIPELINE_UNREADABLE,
+                     f"prompt file {self.pipe} resolves outside the workspace root {root};"
+                     " not read")
+            return None
         try:
             text = self.files.read_text(Path(self.pipe))
         except SourceError as exc:
@@ -244,6 +259,7 @@ class _PromptPlanner(_Planner):
                      "no context window: name a model the registry knows in the file, or"
                      " set model_context_window in a config.json at or above it")
         window = limits.window or Term(0, TermSource.MISSING)
+        self.check_metadata(first)
         head_diags = self.take()
         context = self.vars_term(first)
         shared = _Shared(config, base["choice"].policy, self.overhead(config),
@@ -290,6 +306,10 @@ class _PromptPlanner(_Planner):
         target = self.options.target
         name = target if target is not None else \
             (step.model.value if step.model is not None else None)
+        if name is not None and not isinstance(name, str):
+            self.add(_loc(self.pipe, step.model.range if step.model else None), Severity.ERROR,
+                     codes.INVALID_VALUE, f"model must be a model name (a string), got"
+                     f" {name!r}")
         if not isinstance(name, str):
             return base
         name = _deployment(config, name)
@@ -304,6 +324,39 @@ class _PromptPlanner(_Planner):
             replace(d, pipeline=self.pipe, message=unknown
                     if d.code == codes.MODEL_UNKNOWN else d.message)
             for d in limits.diagnostics))
+
+    def check_metadata(self, step: PromptStep) -> None:
+        """``metadata.budgetlens`` sets budget terms: a value that cannot be used is BL005,
+        an unknown key BL008 (an error: the numbers would not be the author's)."""
+        meta = step.budgetlens
+        if meta is None:
+            return
+        where = _loc(self.pipe, meta.range)
+        if not isinstance(meta.value, Mapping):
+            self.add(where, Severity.ERROR, codes.INVALID_VALUE,
+                     f"metadata.budgetlens must be a mapping (vars, margin), got"
+                     f" {meta.value!r}; ignored")
+            return
+        for key, value in meta.value.items():
+            if key not in METADATA_KEYS:
+                near = suggest(str(key), METADATA_KEYS)
+                hint = f"; did you mean {near!r}?" if near else \
+                    f" (known: {', '.join(METADATA_KEYS)})"
+                self.add(where, Severity.ERROR, codes.NEAR_MISS_KEY,
+                         f"unknown key metadata.budgetlens.{key}{hint}")
+            elif key == "margin" and not _count(value):
+                self.add(where, Severity.ERROR, codes.INVALID_VALUE,
+                         f"metadata.budgetlens.margin must be a whole number >= 0, got"
+                         f" {value!r}; the default is used")
+            elif key == "vars":
+                bad = {k: v for k, v in value.items() if not _count(v)} \
+                    if isinstance(value, Mapping) else {"": value}
+                for name, v in bad.items():
+                    what = f"vars.{name}" if name else "vars"
+                    self.add(where, Severity.ERROR, codes.INVALID_VALUE,
+                             f"metadata.budgetlens.{what} must be a whole number of tokens"
+                             f" >= 0{'' if name else ' per variable (a mapping)'}, got {v!r};"
+                             " not counted")
 
     def vars_term(self, step: PromptStep) -> Term:
         """The variables' declared budgets (``metadata.budgetlens.vars``), else 0."""
