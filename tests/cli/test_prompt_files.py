@@ -9,8 +9,10 @@ and its fixed text (variables empty), and the reply 3 (OpenAI's cookbook rule).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -546,3 +548,21 @@ def test_declared_budgets_that_cannot_be_used_are_errors(
     assert messages["BL005"] == "metadata.budgetlens.vars.input must be a whole number of" \
         " tokens >= 0, got -5; not counted"
     assert messages["BL008"] == "unknown key metadata.budgetlens.margn; did you mean 'margin'?"
+
+
+def test_diff_compares_a_prompt_file_at_a_revision_with_the_folder(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-4o -> gpt-4 with 8,100 output: the step goes over gpt-4's window of 8,192."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "PATH": os.environ["PATH"], "HOME": os.getcwd()}
+    path = _write("bugs.prompt.yml", GITHUB.replace("2000", "8100"), folder="prompts")
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", *argv], check=True, env=env)
+    path.write_text(GITHUB.replace("2000", "8100").replace("gpt-4o-mini", "gpt-4"), "utf-8")
+    code, out, err = _run(capsys, "diff", "HEAD", ".")
+    over = framed([("system", "You summarize bug reports in three sentences."),
+                   ("user", "Summarize this report: ")], cl100k) + 8100 + MARGIN - GPT4_WINDOW
+    assert code == 1, out + err
+    assert "1 newly failing" in out
+    assert f"(over by {over})" in out
