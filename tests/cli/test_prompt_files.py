@@ -439,19 +439,18 @@ DOTPROMPT_UNSET = DOTPROMPT.replace("config:\n  maxOutputTokens: 800\n", "")
     ("bugs.prompt.yml", GITHUB_UNSET,
      GITHUB_UNSET + "modelParameters:\n  maxCompletionTokens: 16384\n"),
     # model: is a mapping: the key goes first in it, at its keys' indentation; gpt-4's
-    # ceiling (8,192) does not fit beside the messages, so the clamp's value is written
+    # ceiling (8,192) is its whole window: half the window is what the check counts
     ("support.prompty", PROMPTY_UNSET, PROMPTY_UNSET.replace(
-        "model:\n", "model:\n  parameters:\n    max_tokens:"
-        f" {GPT4_WINDOW - PROMPTY_FIXED - MARGIN}\n")),
+        "model:\n", f"model:\n  parameters:\n    max_tokens: {GPT4_WINDOW // 2}\n")),
     # no config: a top-level block at the end of the front matter
     ("haiku.prompt", DOTPROMPT_UNSET, DOTPROMPT_UNSET.replace(
         "    topic: string\n---", "    topic: string\nconfig:\n  maxOutputTokens: 16384\n---")),
 ])
 def test_clamp_inserts_an_absent_limit_in_the_format_key(
         capsys: pytest.CaptureFixture[str], name: str, unset: str, expected: str) -> None:
-    """Without a limit the check counts the model's ceiling (gpt-4o-mini 16,384, gpt-4
-    8,192, as published); clamp writes the counted value in the format's own key, and
-    BL070 is gone."""
+    """Without a limit the check counts the model's ceiling (gpt-4o-mini 16,384, as
+    published), at most half the window (gpt-4: 4,096 of 8,192); clamp writes the counted
+    value in the format's own key, and BL070 is gone."""
     _write(name, unset)
     code, out, err = _run(capsys, "clamp", "repo", "--write")
     assert Path(f"repo/prompts/{name}").read_text("utf-8") == expected, out + err

@@ -12,8 +12,8 @@ must equal the original's with exactly the planned value set. A file whose edit 
 verify gets none, and a note says where to set the value by hand.
 
 An output limit that is unset is written with the value the check counted (the model's
-output ceiling, or the clamp's lower value): the check then reads the same number, from
-the file, and BL070 is gone.
+output ceiling, at most half the window, or the clamp's lower value): the check then reads
+the same number, from the file, and BL070 is gone.
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ def _insert(path: str, text: str, out: OutputLimit, value: int,
     edit = TextEdit(path, Range(pos, pos), prefix + lines)
     return ClampChange(path, Range(pos, pos), out.key, None, value,
                        "unset: written with the value the check counts (the model's output"
-                       " ceiling, or the clamp's)", step, (edit,), keys)
+                       " ceiling, at most half the window, or the clamp's)", step, (edit,),
+                       keys)
 
 
 def _parent_depth(yaml_text: str, keys: tuple[str, ...]) -> int | None:

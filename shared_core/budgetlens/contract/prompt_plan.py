@@ -11,8 +11,9 @@ A prompt file's terms:
   cookbook (3 tokens per message, its role, 3 for the reply);
 - context: the variables' declared budgets (``metadata.budgetlens.vars``), else 0: the
   variables get what is left, the step's headroom;
-- output: the file's output limit, else the model's output ceiling (the runtime then sends
-  none, so the model may write up to it);
+- output: the file's output limit, else the model's output ceiling, at most half the
+  window (the runtime then sends none: the model may write up to its ceiling, or what the
+  input leaves);
 - window and ceiling: the file's model in the registry (its own spelling,
   ``openai/gpt-4o-mini``; a name in config.json's ``deployments`` first), else
   config.json's;
@@ -410,13 +411,14 @@ class _PromptPlanner(_Planner):
             return (Term(out.value, out.key, location=_loc(self.pipe, out.range)),
                     OutputSource.MAX_OUTPUT_TOKENS)
         if shared.ceiling is not None:
+            counted, why = unset_output(shared.ceiling.value, shared.window)
             if ProblemKind.OUTPUT_DEFAULT not in self.reader_kinds:
                 self.add(where, Severity.WARNING, codes.PROMPT_OUTPUT_UNSET,
                          f"no output limit: the runtime sends none, so the model may write"
-                         f" up to its ceiling of {shared.ceiling.value} tokens, counted here"
-                         f" (set {out.key})", name)
-            return (Term(shared.ceiling.value, f"{out.key} unset: the model's output ceiling",
-                         location=shared.ceiling.location), OutputSource.MODEL_MAX_TOKENS)
+                         f" up to its ceiling of {shared.ceiling.value} tokens or what the"
+                         f" input leaves; counted: {counted} ({why}; set {out.key})", name)
+            return (Term(counted, f"{out.key} unset: {why}", location=shared.ceiling.location),
+                    OutputSource.MODEL_MAX_TOKENS)
         self.add(where, Severity.ERROR, codes.OUTPUT_MISSING,
                  f"step {name!r} has no output limit and its model no known ceiling: set"
                  f" {out.key}", name)
@@ -435,6 +437,18 @@ def _variables(step: PromptStep) -> tuple[tuple[str, Range], ...]:
             if name not in seen and name != step.history:
                 seen[name] = message.range
     return tuple(seen.items())
+
+
+def unset_output(ceiling: int, window: Term) -> tuple[int, str]:
+    """The output counted for a step that sets no limit, and why: the model's ceiling, at
+    most half the window. Without a limit the API caps the reply at what the input leaves,
+    so a ceiling as large as the window (gpt-4: 8,192 of 8,192) is no request failure; half
+    the window keeps room for both (and is the clamp's default output floor)."""
+    half = window.value // 2 if not window.missing else ceiling
+    if ceiling <= half or half <= 0:
+        return ceiling, "the model's output ceiling"
+    return half, (f"half of the {window.value}-token window; the model's output ceiling,"
+                  f" {ceiling}, is more")
 
 
 def _deployment(config: LoadedConfig | None, name: str) -> str:
