@@ -290,23 +290,28 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
     if found is None:
         return None
     key_path, rng = found
-    name = key_path[-1]
-    if key_path == ("settings", "injection"):
-        lines = _injection_hover(index, path)
-    elif key_path[0] == "settings":
-        lines = _setting_hover(index, path, doc, str(name))
-    elif key_path == ("extends",):
-        lines = _extends_hover(index, path, doc)
-    elif name == "prompt_key":
-        lines = _prompt_hover(index, path, doc, int(key_path[1]))
-    elif name in TERM_KEYS:
-        lines = _term_hover(index, path, int(key_path[1]), str(name))
-    else:
-        lines = _output_hover(index, path, doc, int(key_path[1]), str(name))
+    lines = _key_hover(index, path, doc, key_path)
     contents = (types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines))
                 if markdown else
                 types.MarkupContent(kind=types.MarkupKind.PlainText, value=plain_text(lines)))
     return types.Hover(contents=contents, range=conv.range(path, rng))
+
+
+def _key_hover(index: WorkspaceIndex, path: str, doc: YamlDocument, key_path: YamlPath
+               ) -> list[str]:
+    """The hover lines of the pipeline key at ``key_path``."""
+    name = key_path[-1]
+    if key_path == ("settings", "injection"):
+        return _injection_hover(index, path)
+    if key_path[0] == "settings":
+        return _setting_hover(index, path, doc, str(name))
+    if key_path == ("extends",):
+        return _extends_hover(index, path, doc)
+    if name == "prompt_key":
+        return _prompt_hover(index, path, doc, int(key_path[1]))
+    if name in TERM_KEYS:
+        return _term_hover(index, path, int(key_path[1]), str(name))
+    return _output_hover(index, path, doc, int(key_path[1]), str(name))
 
 
 def _prompt_file_hover(index: WorkspaceIndex, path: str, pos: types.Position,
