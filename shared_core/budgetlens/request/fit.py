@@ -456,7 +456,7 @@ def fit_request(model: str, messages: Sequence[Message], *,
                 margin: int | str | Margin | None = None, counter: TokenCounter | None = None,
                 min_output: int | None = None, trim: bool = True,
                 window: int | None = None, max_output: int | None = None,
-                tokenizer: str | None = None) -> RequestFit:
+                tokenizer: str | None = None, output_param: str | None = None) -> RequestFit:
     """Fit a chat request to ``model`` (see the module docstring): the messages to send,
     the output limit, and why; ``RequestDoesNotFit`` when nothing makes it fit.
 
@@ -469,10 +469,13 @@ def fit_request(model: str, messages: Sequence[Message], *,
       repeated system prompt, the history) is not encoded again (without one, every text
       is encoded and nothing is kept);
     - ``window``, ``max_output``, ``tokenizer``: for a model the registry does not know (or
-      to override it).
+      to override it); ``output_param``: the name of the output limit the request uses
+      (``max_output_tokens`` of the Responses API; default: the model's).
     """
     limits = request_limits(model, serving=serving, window=window, max_output=max_output,
                             tokenizer=tokenizer)
+    if output_param is not None:
+        limits = replace(limits, output_param=output_param)
     return _fit(limits, messages, tools=tools, response_format=response_format,
                 max_tokens=max_tokens, margin=margin, counter=counter, min_output=min_output,
                 trim=trim, history_budget=None, label=limits.model)
