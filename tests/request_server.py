@@ -30,7 +30,8 @@ Input + ``max_output_tokens`` over the window is refused with HTTP 400 and OpenA
 ``context_length_exceeded`` error ("Your input exceeds the context window of this model.
 ..."); otherwise a ``response`` with ``usage.input_tokens`` is answered. A chat
 ``response_format`` JSON schema is counted the same way, and a request for JSON gets the
-reply as ``{"answer": ...}``.
+reply as ``{"answer": ...}``; a chat request whose ``tool_choice`` requires a tool
+gets a call of it, ``REPLY`` as each required argument.
 
 Every request's raw body is kept (``bodies``), so a test can compare the bytes a client sent.
 The server binds port 0, serves in a thread and stops on leaving the ``with`` block; it
@@ -229,7 +230,32 @@ def _llamacpp_refusal(window: int, prompt: int) -> dict[str, Any] | None:
                       "n_prompt_tokens": prompt, "n_ctx": window}}
 
 
+def _tool_call(body: dict[str, Any], prompt: int) -> dict[str, Any] | None:
+    """When a tool call is required (``tool_choice``: ``required`` or a function), the
+    call of that tool (else the first) with ``REPLY`` as each required argument."""
+    choice, tools = body.get("tool_choice"), body.get("tools") or []
+    if not tools or choice in (None, "auto", "none"):
+        return None
+    named = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    function = next((t["function"] for t in tools if t["function"]["name"] == named),
+                    tools[0]["function"])
+    required = function.get("parameters", {}).get("required", [])
+    arguments = json.dumps({key: REPLY for key in required})
+    n = len(_encoding("o200k_base").encode(arguments))
+    return {"id": f"chatcmpl-{prompt}", "object": "chat.completion", "created": 0,
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": [{
+                    "id": "call_1", "type": "function",
+                    "function": {"name": function["name"], "arguments": arguments}}]}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": n,
+                      "total_tokens": prompt + n}}
+
+
 def _completion(body: dict[str, Any], prompt: int, limit: int | None) -> dict[str, Any]:
+    call = _tool_call(body, prompt)
+    if call is not None:
+        return call
     wants_json = (body.get("response_format") or {}).get("type") in ("json_schema",
                                                                      "json_object")
     text, n, cut = _reply(wants_json, limit)
