@@ -270,3 +270,19 @@ async def test_the_async_client_guards_responses_and_copies() -> None:
     assert json.loads(server.bodies[0])["max_output_tokens"] == approx_room(tokens(SHORT))
     parsed = json.loads(server.bodies[1])
     assert parsed["max_tokens"] == approx_room(prompt_tokens(parsed))
+
+
+def test_responses_function_calls_are_trimmed_with_their_turn() -> None:
+    call = {"type": "function_call", "call_id": "call_1", "name": "track_parcel",
+            "arguments": json.dumps({"parcel": "1000"})}
+    output = {"type": "function_call_output", "call_id": "call_1",
+              "output": json.dumps({"where": "Lyon"})}
+    items = [LONG[1], call, output, *LONG[2:]]  # the oldest question, its call and result
+    with loopback_server() as server:
+        guard(client(server.base_url), serving=SERVING).responses.create(
+            model="gpt-4o", instructions=SYSTEM["content"], input=items,
+            tools=RESPONSE_TOOLS)
+    assert server.statuses == [200]
+    sent = json.loads(server.bodies[0])["input"]
+    assert sent[-1] == LONG[-1] and call not in sent and output not in sent
+    assert sent == items[len(items) - len(sent):]  # whole turns, oldest first
