@@ -8,7 +8,10 @@ sends it (extra ``budgetlens[litellm]``).
   does the same for ``litellm.acompletion`` just before the request goes to the deployment.
 
 A request that fits is passed on as it is; one that does not fit at all raises
-``RequestDoesNotFit`` (a ``ValueError``) and is not sent.
+``ContextWindowRefusal`` (a ``RequestDoesNotFit``, so a ``ValueError``) and is not sent.
+The proxy answers it with HTTP 400 and its OpenAI-shaped error (``type``
+``invalid_request_error``, ``param`` ``messages``, ``code`` ``"400"``): it reads the
+exception's ``status_code``, ``type`` and ``param`` (else it answers 500).
 """
 
 from __future__ import annotations
@@ -16,11 +19,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from budgetlens import TokenCounter
+from budgetlens import RequestDoesNotFit, TokenCounter
 from budgetlens_adapters.fitting import OUTPUT_PARAMS, Fitting, require
 
 _custom_logger = require("litellm.integrations.custom_logger", "litellm").CustomLogger
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
+
+
+class ContextWindowRefusal(RequestDoesNotFit):
+    """``RequestDoesNotFit`` with the HTTP status and OpenAI error fields the proxy sends."""
+
+    status_code = 400
+    type = "invalid_request_error"
+    param = "messages"
 
 
 class BudgetGuard(_custom_logger):  # type: ignore[misc,valid-type]
@@ -41,7 +52,10 @@ class BudgetGuard(_custom_logger):  # type: ignore[misc,valid-type]
         """``data`` with its messages and output limit fitted, in place (and returned)."""
         if not data.get("messages"):
             return data
-        fitted = self.fitting.fit_kwargs(data)
+        try:
+            fitted = self.fitting.fit_kwargs(data)
+        except RequestDoesNotFit as refused:
+            raise ContextWindowRefusal(refused.fit) from None
         if fitted is not data:
             data.update((key, fitted[key]) for key in ("messages", *OUTPUT_PARAMS)
                         if key in fitted)

@@ -104,7 +104,7 @@ LIBRARIES = ("pydantic", "pydantic_core", "yaml", "tiktoken", "tokenizers", "qui
 #: ``DEVELOPMENT_ENV``; where the user's models.json is) and the cache's folder: part of an
 #: answer's key.
 ANSWER_VARIABLES = ("PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT", CACHE_DIR_ENV,
-                    "XDG_CONFIG_HOME", "HOME")
+                    "XDG_CONFIG_HOME", "HOME", "NO_COLOR", "FORCE_COLOR", "TERM")
 #: ``budgetlens.files.DiskFiles.fingerprint`` of a path that cannot be stat'ed.
 MISSING = "missing"
 #: A fingerprint whose change time is less than this before the run started is *racy*: the
@@ -220,12 +220,14 @@ def run_key(options_key: tuple[str, ...], extra: str = "") -> str:
 
 def answer_key(argv: Sequence[str], environ: Mapping[str, str], out: TextIO) -> str:
     """The key of one answer: version, code, current folder, the arguments as given, the
-    variables a check reads and how standard output encodes text. Raises ``OSError`` when
-    there is no current folder."""
+    variables a check reads, how standard output encodes text and whether it is a terminal
+    (colour). Raises ``OSError`` when there is no current folder."""
     absent = "\0absent"
+    isatty = getattr(out, "isatty", None)
     return _key([str(LAYOUT), __version__, code_fingerprint(), os.getcwd(), repr(list(argv)),
                  *(environ.get(name, absent) for name in ANSWER_VARIABLES),
-                 str(getattr(out, "encoding", None)), str(getattr(out, "errors", None))])
+                 str(getattr(out, "encoding", None)), str(getattr(out, "errors", None)),
+                 str(bool(isatty and isatty()))])
 
 
 def _safe_version() -> str:
@@ -511,10 +513,27 @@ def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
             checks[root] = disk_fingerprint(root)
             continue
         checks[root] = listing_fingerprint(root)
+        _gitignore_checks(root, checks)
         for dirpath, dirnames in search_walk(root):
             checks[dirpath] = listing_fingerprint(dirpath)
+            gitignore = os.path.join(dirpath, ".gitignore")
+            checks[gitignore] = disk_fingerprint(gitignore)
             for d in dirnames:  # listed here, entered (or not: a link, unreadable) below
                 checks[os.path.join(dirpath, d)] = listing_fingerprint(os.path.join(dirpath, d))
+
+
+def _gitignore_checks(root: str, checks: dict[str, str]) -> None:
+    """The stat of the ``.gitignore`` of each folder above ``root`` up to the repository's
+    root (``lint_options.ignore_folders``): what they ignore is not searched."""
+    from budgetlens_cli.gitignore import ignore_folders  # lazy: start-up speed
+
+    try:
+        top = os.path.abspath(root)
+    except OSError:  # no current folder: the run stops at its usage check, records nothing
+        return
+    for folder in ignore_folders(top):
+        gitignore = os.path.join(folder, ".gitignore")
+        checks[gitignore] = disk_fingerprint(gitignore)
 
 
 def _result_files(result: Any) -> Iterable[str]:

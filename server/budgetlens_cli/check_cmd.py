@@ -9,7 +9,9 @@ followed by a per-step budget table; ``--format json`` prints one
 object ``{"version": 1, "diagnostics": [...], "steps": [...]}`` with each term's value and
 location; ``--format sarif`` prints SARIF 2.1.0 with the terms as related locations;
 ``github``, ``gitlab`` and ``junit`` are the CI formats of :mod:`budgetlens_cli.ci_formats`. Exit
-status: 0 without errors, 1 with at least one error, 2 on bad usage.
+status: 0 without errors, 1 with at least one error (or warning, ``--fail-on warning``), 2 on
+bad usage. The ruff-style options (selection, suppression comments, ``--exclude``, colour,
+``--statistics``) are :mod:`budgetlens_cli.lint_options`'s.
 """
 
 from __future__ import annotations
@@ -18,16 +20,16 @@ import argparse
 import os
 import stat
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV, Policy
-from budgetlens.source import Severity, unique_diagnostics
+from budgetlens.source import unique_diagnostics
 from budgetlens.tokens.core import TokenizerError, get_tokenizer, tokenizer_file, tokenizer_path
 from budgetlens_cli import cache as result_cache
-from budgetlens_cli import check_run
+from budgetlens_cli import check_run, lint_options
 from budgetlens_cli.check_formats import write_output
 from budgetlens_cli.check_result import fragment_of
 from budgetlens_cli.check_run import (
@@ -69,6 +71,7 @@ def register(sub: Any) -> None:
                    help="check in N worker processes when at least"
                         f" {MIN_PARALLEL} pipelines need checking (default: the number of"
                         " usable CPUs; 1: in this process); the output is the same")
+    lint_options.register(p)
     p.set_defaults(run=run)
 
 
@@ -150,15 +153,17 @@ def options_from(args: argparse.Namespace) -> CheckOptions:
 
 
 
-def collect_pipelines(paths: Iterable[str]) -> list[Path]:
-    """Every pipeline named or found under the PATH arguments; UsageError when none."""
+def collect_pipelines(paths: Iterable[str],
+                      excluded: Callable[[str, bool], bool] | None = None) -> list[Path]:
+    """Every pipeline named or found under the PATH arguments (a file named is checked
+    whatever ``excluded`` says, as ruff does); UsageError when none."""
     found: list[Path] = []
     seen: set[Path] = set()
     for name in paths:
         path = Path(name)
         if not path.exists() and not path.is_symlink():
             raise UsageError(f"{name}: no such file or folder")
-        pipelines = find_pipelines(path)
+        pipelines = find_pipelines(path, excluded)
         if not pipelines:
             raise UsageError(f"{name}: no pipelines/*.yaml found under this folder"
                              + _workspace_hint(path))
@@ -188,7 +193,7 @@ def _workspace_hint(folder: Path) -> str:
 #: Arguments of ``check`` that do not change a pipeline's result (every other one is part of
 #: the result cache's key, so an option added later is in it without a word here).
 NOT_IN_KEY = frozenset({"paths", "format", "no_table", "no_cache", "cache_dir", "run",
-                        "command", "jobs"})
+                        "command", "jobs", *lint_options.NOT_IN_KEY})
 
 
 def options_key(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -242,8 +247,9 @@ def run_counted(args: argparse.Namespace) -> tuple[int, RunStats]:
 
 def _run(args: argparse.Namespace) -> tuple[int, RunStats]:
     check_usage(args)  # before anything is read
+    lint_options.cli_layer(args)  # an unknown code is bad usage before the check
     targets = validate_targets(args)
-    pipelines = collect_pipelines(args.paths)
+    pipelines = collect_pipelines(args.paths, lint_options.Exclusion(args))
     store = open_store(args)
     piece = fragment_of(args)
     spec = CheckSpec(args.policy, args.tokenizer, args.config, piece, targets, store is not None)
@@ -252,10 +258,11 @@ def _run(args: argparse.Namespace) -> tuple[int, RunStats]:
     diagnostics = unique_diagnostics([*(d for r in results for d in r.diagnostics),
                                       *(d for r in results if r.matrix is not None
                                         for d in r.matrix.diagnostics)])
+    diagnostics = lint_options.apply(args, results, diagnostics)
     write_output(sys.stdout, args, results, diagnostics)
     save_store(store)
-    has_error = any(d.severity is Severity.ERROR for d in diagnostics)
-    return (EXIT_FINDINGS if has_error else EXIT_OK), stats
+    failed = lint_options.exit_status(args, diagnostics)
+    return (EXIT_FINDINGS if failed else EXIT_OK), stats
 
 
 def validate_targets(args: argparse.Namespace) -> list[str] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -24,7 +25,7 @@ from budgetlens.contract import escape
 from budgetlens.rules import REPOSITORY_URL, help_uri
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Diagnostic, Range, Severity
-from budgetlens_cli import ci_formats
+from budgetlens_cli import ci_formats, lint_options
 from budgetlens_cli.check_text import write_text
 
 if TYPE_CHECKING:
@@ -38,20 +39,51 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 def write_output(out: TextIO, args: argparse.Namespace, results: list[PipelineResult],
                  diagnostics: list[Diagnostic]) -> None:
-    """Print the result in ``args.format``."""
+    """Print the result in ``args.format`` (nothing with ``--silent``, the count per code
+    with ``--statistics``)."""
+    if getattr(args, "silent", False):
+        return
+    if getattr(args, "statistics", False):
+        out.write(lint_options.statistics_text(diagnostics, args.format))
+        return
     matrices = [r.matrix for r in results if r.matrix is not None]
     if args.format == "text":
-        write_text(out, results, diagnostics, tables=not args.no_table, matrices=matrices)
+        quiet = getattr(args, "quiet", False)
+        write_text(out, results, diagnostics, tables=not (args.no_table or quiet),
+                   matrices=() if quiet else matrices, quiet=quiet,
+                   colour=lint_options.colour_wanted(args, out, os.environ))
     elif args.format == "github":
         out.write(ci_formats.github_output(diagnostics))
     elif args.format == "junit":
-        out.write(ci_formats.junit_document(
-            [(r.fragments["junit"], r.steps + 1) for r in results]))
+        out.write(junit_text(args, results, diagnostics))
     elif args.format == "json":  # (the names of non-UTF-8 files as escape.json_text shows)
         out.write(escape.json_text(json_text(results, diagnostics, matrices)) + "\n")
     else:
         document = json_document(args.format, diagnostics, matrices)
         out.write(escape.json_text(json.dumps(document, indent=2, ensure_ascii=False)) + "\n")
+
+
+def junit_text(args: argparse.Namespace, results: list[PipelineResult],
+               diagnostics: list[Diagnostic]) -> str:
+    """``--format junit``: each pipeline's suite from the diagnostics shown (selection and
+    suppressions applied; a BL080 in the pipeline file goes to its ``(file)`` case), failing
+    at ``--fail-on``'s level."""
+    shown = {_key(d) for d in diagnostics}
+    unused = [d for d in diagnostics if d.code == codes.UNUSED_SUPPRESSION]
+    suites = []
+    for r in results:
+        own = [d for d in r.diagnostics if _key(d) in shown]
+        hidden = [d.step for d in r.diagnostics if _key(d) not in shown
+                  and d.code in (codes.CONTRACT_VIOLATION, codes.CANNOT_FIT)]
+        own += [d for d in unused if d.file == r.pipeline]
+        suites.append((ci_formats.junit_suite_of(r.pipeline, r.fragments["junit"], own,
+                                                 lint_options.fail_level(args), hidden),
+                       r.steps + 1))
+    return ci_formats.junit_document(suites)
+
+
+def _key(d: Diagnostic) -> tuple[str, Range, str, str]:
+    return d.file, d.range, d.code, d.message
 
 
 def json_document(fmt: str, diagnostics: list[Diagnostic],

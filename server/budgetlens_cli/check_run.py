@@ -70,7 +70,7 @@ def pipeline_result(report: PipelineReport, piece: str | None) -> PipelineResult
                                               ensure_ascii=False)
                                    for i in range(len(report.steps))]
     elif piece == "junit":
-        result.fragments[piece] = ci_formats.junit_suite(report)
+        result.fragments[piece] = ci_formats.junit_steps(report)
     return result
 
 

@@ -233,7 +233,9 @@ def parent_pointer(d: Diagnostic, shown: set[tuple[str, Range]]) -> Related | No
 
 
 def write_text(out: TextIO, results: list[PipelineResult], diagnostics: list[Diagnostic],
-               *, tables: bool = True, matrices: Sequence[TargetMatrix] = ()) -> None:
+               *, tables: bool = True, matrices: Sequence[TargetMatrix] = (),
+               quiet: bool = False, colour: bool = False) -> None:
+    """The text output; ``quiet``: the diagnostics only; ``colour``: with ANSI colours."""
     lines = SourceLines()
     shown = full_places(diagnostics)
     pointers = 0
@@ -242,9 +244,12 @@ def write_text(out: TextIO, results: list[PipelineResult], diagnostics: list[Dia
         if parent_error is not None:  # reported once, at the parent; one line here
             pointers += 1
             where = parent_error.location
-            out.write(f"{head_line(d)} (see {place(where.file, where.range)})\n")
+            out.write(painted(f"{head_line(d)} (see {place(where.file, where.range)})", d,
+                              colour) + "\n")
             continue
-        out.write(format_diagnostic(d, lines) + "\n")
+        out.write(painted(format_diagnostic(d, lines), d, colour) + "\n")
+    if quiet:
+        return
     if diagnostics:
         out.write("\n")
     if tables:
@@ -253,7 +258,35 @@ def write_text(out: TextIO, results: list[PipelineResult], diagnostics: list[Dia
         from budgetlens_cli import targets_out  # lazy: start-up speed
 
         targets_out.write_text(out, matrices)
-    out.write(summary_line(results, diagnostics, pointers) + "\n")
+    summary = summary_line(results, diagnostics, pointers)
+    out.write((f"{BOLD}{summary}{RESET}" if colour else summary) + "\n")
+
+
+#: ANSI Select Graphic Rendition sequences of the coloured text output.
+BOLD, RESET = "\x1b[1m", "\x1b[0m"
+SEVERITY_COLOUR = MappingProxyType({Severity.ERROR: "\x1b[1;31m",
+                                    Severity.WARNING: "\x1b[1;33m",
+                                    Severity.INFORMATION: "\x1b[1;36m",
+                                    Severity.HINT: "\x1b[1;36m"})
+
+
+def painted(block: str, d: Diagnostic, colour: bool) -> str:
+    """A diagnostic's printed block, coloured when ``colour``: its place bold, its severity
+    and code in the severity's colour, the caret line too (the text itself is escaped
+    before, so no sequence of the file's can reach the terminal)."""
+    if not colour:
+        return block
+    head, sep, rest = block.partition("\n")
+    at = place(d.file, d.range)
+    tag = f"{d.severity.value}[{d.code}]"
+    tint = SEVERITY_COLOUR[d.severity]
+    if head.startswith(at + ": " + tag):
+        head = (f"{BOLD}{at}{RESET}: {tint}{tag}{RESET}" + head[len(at) + 2 + len(tag):])
+    body = rest.split("\n")
+    if len(body) >= 2 and body[1].lstrip().startswith("| "):  # the caret line
+        bar, _, carets = body[1].partition("| ")
+        body[1] = f"{bar}| {tint}{carets}{RESET}"
+    return head + sep + "\n".join(body) if sep else head
 
 
 def term_origin(term: dict[str, Any]) -> str:

@@ -170,39 +170,84 @@ def _head(d: Diagnostic) -> str:
             f" {d.severity.value}[{d.code}] {escape.xml_text(d.message)}")
 
 
-def _testcase(suite: ET.Element, name: str, errors: list[Diagnostic],
-              unfit: str | None = None) -> bool:
-    """Add a testcase; a ``<failure>`` when there are errors or ``unfit`` says why it does
-    not fit. True when it failed."""
+def _testcase(suite: ET.Element, name: str, failing: list[Diagnostic],
+              unfit: str | None = None, others: Iterable[Diagnostic] = ()) -> bool:
+    """Add a testcase; a ``<failure>`` when ``failing`` has diagnostics or ``unfit`` says why
+    it does not fit; ``others`` (warnings that do not fail) in its ``<system-out>``. True
+    when it failed."""
     case = ET.SubElement(suite, "testcase", classname=suite.get("name", ""),
                          name=escape.xml_text(name))
-    if not errors and unfit is None:
+    shown = [_head(d) for d in others]
+    if shown:
+        ET.SubElement(case, "system-out").text = "\n".join(shown)
+    if not failing and unfit is None:
         return False
-    lines = [_head(d) for d in errors] or [unfit or ""]
-    first = errors[0] if errors else None
+    lines = [_head(d) for d in failing] or [unfit or ""]
+    first = failing[0] if failing else None
     failure = ET.SubElement(case, "failure",
                             message=escape.xml_text(first.message) if first else lines[0],
                             type=first.code if first else "does-not-fit")
     failure.text = "\n".join(lines)
+    if shown:  # the failure before the output, as the JUnit schema orders them
+        case.remove(failure)
+        case.insert(0, failure)
     return True
+
+
+#: A step of a JUnit suite as the result cache keeps it: its name, whether it fits and, when
+#: it does not, why (the ``does-not-fit`` failure of a step without an error).
+JunitStep = tuple[str, bool, "str | None"]
+
+
+def junit_steps(report: PipelineReport) -> tuple[JunitStep, ...]:
+    """The steps of a pipeline's testsuite (``junit_suite_of`` makes it)."""
+    out: list[JunitStep] = []
+    for step in report.steps:
+        name, fits = step.summary.step, step.summary.fits
+        unfit = None if fits else (f"step '{escape.xml_text(name)}' does not fit the context"
+                                   f" window (headroom {step.summary.budget.headroom})")
+        out.append((name, fits, unfit))
+    return tuple(out)
 
 
 def junit_suite(report: PipelineReport) -> tuple[ET.Element, int]:
     """The testsuite of one pipeline (its own errors and those of the files it reads, such as
     a parent's) and the number of its failed testcases."""
-    mine = [d for d in unique_diagnostics(report.diagnostics) if d.severity is Severity.ERROR]
-    names = [s.summary.step for s in report.steps]
-    suite = ET.Element("testsuite", name=escape.xml_text(relative_path(report.pipeline)))
+    return junit_suite_of(report.pipeline, junit_steps(report), report.diagnostics)
+
+
+def junit_suite_of(pipeline: str, steps: Iterable[JunitStep],
+                   diagnostics: Iterable[Diagnostic], fail_on: Severity = Severity.ERROR,
+                   hidden: Iterable[str | None] = ()) -> tuple[ET.Element, int]:
+    """The testsuite of one pipeline and its number of failed testcases: a diagnostic at
+    ``fail_on`` or worse fails its step's testcase (or ``(file)``'s); a warning below it is
+    written to the testcase's ``<system-out>``. A step that does not fit fails as it did,
+    unless its BL050/BL052 was suppressed or deselected (its name in ``hidden``)."""
+    mine = unique_diagnostics(diagnostics)
+    failing = [d for d in mine if _rank(d.severity) <= _rank(fail_on)]
+    others = [d for d in mine if d not in failing and d.severity is Severity.WARNING]
+    steps = tuple(steps)
+    names = [name for name, _, _ in steps]
+    hidden = frozenset(hidden)
+    suite = ET.Element("testsuite", name=escape.xml_text(relative_path(pipeline)))
     failed = 0
-    for step in report.steps:
-        name, fits = step.summary.step, step.summary.fits
-        unfit = None if fits else (f"step '{escape.xml_text(name)}' does not fit the context"
-                                   f" window (headroom {step.summary.budget.headroom})")
-        failed += _testcase(suite, name, [d for d in mine if d.step == name], unfit)
-    failed += _testcase(suite, FILE_CASE, [d for d in mine if d.step not in names])
+    for name, fits, unfit in steps:
+        why = None if fits or name in hidden else unfit
+        failed += _testcase(suite, name, [d for d in failing if d.step == name], why,
+                            [d for d in others if d.step == name])
+    failed += _testcase(suite, FILE_CASE, [d for d in failing if d.step not in names], None,
+                        [d for d in others if d.step not in names])
     suite.attrib.update(tests=str(len(names) + 1), failures=str(failed), errors="0",
                         skipped="0")
     return suite, failed
+
+
+_RANKS = MappingProxyType({Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2,
+                           Severity.HINT: 3})
+
+
+def _rank(severity: Severity) -> int:
+    return _RANKS[severity]
 
 
 def junit_output(reports: list[PipelineReport]) -> str:

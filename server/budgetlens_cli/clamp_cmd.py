@@ -28,11 +28,11 @@ from budgetlens import (
     DiskFiles,
     PipelineReport,
     check_pipeline,
-    clamp_plan,
     codes,
 )
 from budgetlens.contract.clamp import shared_floors, with_floors
 from budgetlens.contract.plan import ClampChange
+from budgetlens.contract.prompt_edit import clamp_plan_for
 from budgetlens.files import OverlayFiles, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Severity, apply_text_edits, unique_diagnostics
@@ -84,7 +84,7 @@ def plan_all(args: argparse.Namespace, disk: DiskFiles | None = None,
         files = OverlayFiles(disk, {Path(k): v for k, v in edited.items()})
         report = with_floors(check_pipeline(pipelines[i], files=files, options=options,
                                             cache=cache), floors[i])
-        plan = clamp_plan(report, files=files, edit_parent=args.edit_parent)
+        plan = clamp_plan_for(report, files=files, edit_parent=args.edit_parent)
         plans.append(plan)
         for file in plan.files:
             try:

@@ -38,7 +38,12 @@ from budgetlens.contract.diff import (
     StepStatus,
     budget_diff,
 )
-from budgetlens.contract.discovery import PIPELINE_GLOBS, SKIP_DIRS, find_pipelines
+from budgetlens.contract.discovery import (
+    PIPELINE_GLOBS,
+    PROMPT_SUFFIXES,
+    SKIP_DIRS,
+    find_pipelines,
+)
 from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
 from budgetlens_cli.check_cmd import options_from
@@ -103,6 +108,9 @@ def _in_revision(rel: str, prefix: str) -> bool:
     if scope is not None and scope not in path.parents:
         return False
     inner = path.relative_to(scope) if scope is not None else path
+    if path.name.endswith(PROMPT_SUFFIXES):  # a prompt file in its own format, anywhere
+        return not (path.name.startswith("_") and path.name.endswith(".prompt")) and not any(
+            f.startswith(".") or f in SKIP_DIRS for f in inner.parts[:-1])
     if not any(path.match(g) for g in PIPELINE_GLOBS):
         return False
     if str(inner.parent) == "." and scope is not None and scope.name == "pipelines":

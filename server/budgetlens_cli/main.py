@@ -343,7 +343,9 @@ def _record_check(argv: list[str], args: argparse.Namespace,
 
     started = time.time_ns()
     out, err = sys.stdout, sys.stderr
-    before = cache.listings_before(argv, os.environ, out, args.paths)
+    # a search told to enter hidden folders (--exclude) sees more than the listings show
+    before = None if getattr(args, "exclude", None) is not None \
+        else cache.listings_before(argv, os.environ, out, args.paths)
     sys.stdout, sys.stderr = tee, watch = _Tee(out), _Tee(err)
     try:
         code, stats = _command_module("check").run_counted(args)

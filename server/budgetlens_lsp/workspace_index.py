@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckStopped, check_pipeline
-from budgetlens.contract.discovery import find_pipelines, project_root
+from budgetlens.contract.discovery import PROMPT_SUFFIXES, find_pipelines, project_root
 from budgetlens.contract.results import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
 from budgetlens_lsp.convert import UTF16, Converter, RangeMemo
@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 
 MAX_READ_BYTES = 16 * 1024 * 1024
 PIPELINE_SUFFIXES = (".yaml", ".yml")
-ANALYZED_SUFFIXES = (*PIPELINE_SUFFIXES, ".txt", ".json")
+ANALYZED_SUFFIXES = (*PIPELINE_SUFFIXES, ".txt", ".json", *PROMPT_SUFFIXES)
 
 #: A whole re-check of at most this many pipelines runs at once, in path order; a larger one
 #: checks the open documents' pipelines first and the rest in the background.
@@ -199,8 +199,9 @@ def norm(path: str | Path) -> str:
 
 
 def is_pipeline_path(path: str) -> bool:
-    return path.endswith(PIPELINE_SUFFIXES) and os.path.basename(os.path.dirname(path)) \
-        == "pipelines"
+    """A pipeline (``pipelines/*.yaml``) or a prompt file in its own format."""
+    return (path.endswith(PIPELINE_SUFFIXES) and os.path.basename(os.path.dirname(path))
+            == "pipelines") or path.endswith(PROMPT_SUFFIXES)
 
 
 class WorkspaceIndex:

@@ -66,6 +66,19 @@ TARGET_DOES_NOT_FIT = "BL063"  # a step does not fit a target model
 GATEWAY_CAP = "BL067"  # a step's input is above its gateway's per-request cap
 GATEWAY_UNKNOWN = "BL068"  # a gateway or variant the tables do not have (or no sourced cap)
 MODELS_FILE_INVALID = "BL069"  # a models.json (workspace or user) value cannot be used
+# prompt files in their own formats (GitHub Models, Prompty, Dotprompt)
+PROMPT_OUTPUT_UNSET = "BL070"  # the file sets no output limit
+PROMPT_MAX_TOKENS_REFUSED = "BL071"  # max_tokens on a model that wants max_completion_tokens
+PROMPT_ENV_UNRESOLVED = "BL072"  # a Prompty ${env:NAME} with no value and no default
+PROMPT_FILE_REFERENCE = "BL073"  # a ${file:...} missing or outside the workspace
+PROMPT_PARTIAL_MISSING = "BL074"  # a Dotprompt {{>name}} with no _name.prompt
+PROMPT_HELPER_UNKNOWN = "BL075"  # a Dotprompt helper that is not Dotprompt's
+PROMPT_VARIABLE_UNDECLARED = "BL076"  # a variable used but not declared in the inputs
+PROMPT_FILE_UNREADABLE = "BL077"  # no messages, or the template library refused it
+PROMPT_CASE_DOES_NOT_FIT = "BL078"  # a concrete input case does not fit the window
+PROMPT_VARIABLE_HEADROOM = "BL079"  # what a prompt file's variables may take
+# suppression comments (``# budgetlens: ignore[...]``)
+UNUSED_SUPPRESSION = "BL080"  # a suppression comment that suppresses nothing
 # settings.injection (the unified injection budget policy)
 INJECTION_NOT_MAPPING = "BL100"
 INJECTION_UNKNOWN_KEY = "BL101"
@@ -124,6 +137,18 @@ CODES: dict[str, Code] = {c.code: c for c in (
     Code(GATEWAY_CAP, _E, "a step's input is above its gateway's per-request cap"),
     Code(GATEWAY_UNKNOWN, _W, "a gateway or model variant the bundled tables do not have"),
     Code(MODELS_FILE_INVALID, _E, "a models.json value cannot be used"),
+    Code(PROMPT_OUTPUT_UNSET, _W, "prompt file sets no output limit"),
+    Code(PROMPT_MAX_TOKENS_REFUSED, _E,
+         "max_tokens on a model that refuses it and wants max_completion_tokens"),
+    Code(PROMPT_ENV_UNRESOLVED, _W, "Prompty ${env:NAME} unset and without a default"),
+    Code(PROMPT_FILE_REFERENCE, _E, "a referenced file is missing or outside the workspace"),
+    Code(PROMPT_PARTIAL_MISSING, _E, "Dotprompt partial missing"),
+    Code(PROMPT_HELPER_UNKNOWN, _W, "Dotprompt helper unknown: it counts as empty text"),
+    Code(PROMPT_VARIABLE_UNDECLARED, _W, "template variable not declared in the inputs"),
+    Code(PROMPT_FILE_UNREADABLE, _E, "prompt file has no messages or its template is refused"),
+    Code(PROMPT_CASE_DOES_NOT_FIT, _E, "a concrete input case does not fit the window"),
+    Code(PROMPT_VARIABLE_HEADROOM, _I, "the tokens a prompt file's variables may take"),
+    Code(UNUSED_SUPPRESSION, _W, "a suppression comment that suppresses nothing"),
     Code(INJECTION_NOT_MAPPING, _E, "settings.injection is not a mapping"),
     Code(INJECTION_UNKNOWN_KEY, _E, "settings.injection: unknown key"),
     Code(INJECTION_INVALID_VALUE, _E,
@@ -214,6 +239,27 @@ HELP: dict[str, str] = {
                      " without a sourced cap is not checked against the gateway.",
     MODELS_FILE_INVALID: "Correct the value (limits are whole numbers > 0, max_input and"
                          " max_output at most the window; a new model needs a window).",
+    PROMPT_OUTPUT_UNSET: "Set the output limit in the format's own key (the message names it);"
+                         " `budgetlens clamp --write` inserts it.",
+    PROMPT_MAX_TOKENS_REFUSED: "Write the limit as max_completion_tokens (GitHub Models:"
+                               " modelParameters.maxCompletionTokens).",
+    PROMPT_ENV_UNRESOLVED: "Set the variable where the check runs, or write a default:"
+                           " ${env:NAME:default}.",
+    PROMPT_FILE_REFERENCE: "Correct the path, or move the file inside the workspace.",
+    PROMPT_PARTIAL_MISSING: "Create _name.prompt next to the file (or in a parent folder"
+                            " inside the workspace), or correct the partial's name.",
+    PROMPT_HELPER_UNKNOWN: "Nothing to do if the helper's output is short; it counts as 0"
+                           " tokens.",
+    PROMPT_VARIABLE_UNDECLARED: "Declare the variable in the file's inputs (Prompty) or"
+                                " input.schema (Dotprompt), or correct its name.",
+    PROMPT_FILE_UNREADABLE: "Correct the template (the message quotes the library's error),"
+                            " or give the file its messages.",
+    PROMPT_VARIABLE_HEADROOM: "Nothing to fix: declare a budget in metadata.budgetlens.vars"
+                              " to check it.",
+    PROMPT_CASE_DOES_NOT_FIT: "Shorten the case's inputs, lower the output limit or use a"
+                              " model with a larger window.",
+    UNUSED_SUPPRESSION: "Remove the comment, or the codes it names that no diagnostic of its"
+                        " line has (a code may also be off by --select or --ignore).",
     INJECTION_NOT_MAPPING: "Write the policy keys under settings.injection as a mapping.",
     INJECTION_UNKNOWN_KEY: "Correct the key's spelling or remove it (the message lists the"
                            " known keys).",

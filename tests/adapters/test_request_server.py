@@ -68,3 +68,39 @@ def test_the_request_count_is_bounded() -> None:
         assert post(server.base_url, body)[0] == 200
         assert post(server.base_url, body)[0] == 429
     assert len(server.bodies) == 1
+
+
+def test_responses_are_counted_as_their_chat_and_refused_as_openai_refuses() -> None:
+    enc = encoding("o200k_base")
+    body = {"model": "m", "instructions": "Be brief.", "input": "Hello there",
+            "tools": [{"type": "function", "name": "f", "description": "Find it.",
+                       "parameters": {"type": "object", "properties": {
+                           "q": {"type": "string", "description": "What."}}}}]}
+    # by hand: 3 + system + "Be brief." / 3 + user + "Hello there" / 3 priming; the tool:
+    # 7 + "f:Find it" + 3 (properties) + 3 + "q:string:What" + 12
+    by_hand = (3 + len(enc.encode("system")) + len(enc.encode("Be brief."))
+               + 3 + len(enc.encode("user")) + len(enc.encode("Hello there")) + 3
+               + 7 + len(enc.encode("f:Find it")) + 3 + 3 + len(enc.encode("q:string:What"))
+               + 12)
+    with loopback_server(window=by_hand + 10) as server:
+        status, ok = post_to(server.base_url, "responses", {**body, "max_output_tokens": 10})
+        assert status == 200
+        assert ok["usage"]["input_tokens"] == by_hand
+        assert ok["output"][0]["content"][0]["type"] == "output_text"
+        status, refused = post_to(server.base_url, "responses",
+                                  {**body, "max_output_tokens": 11})
+    assert status == 400
+    assert refused["error"] == {
+        "message": "Your input exceeds the context window of this model. Please adjust your"
+        " input and try again.", "type": "invalid_request_error", "param": "input",
+        "code": "context_length_exceeded"}
+
+
+def post_to(url: str, route: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(f"{url}/{route}", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())

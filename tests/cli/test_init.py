@@ -153,11 +153,8 @@ def test_an_unknown_target_points_to_budgetlens_models(
 
 
 # ---------------------------------------------------------------- prompt files
-# LEAD: when helper "formats" (issue 33, `check` reads prompt files) is merged, add
-#     assert main(["check", "ws", "--no-cache"]) == 0
-# at the end of this test: today `check` does not read these files, so what is asserted is
-# that the format's own reader reads the file with no problem, the model and the output
-# limit init wrote.
+# The file init writes is read by its format's reader with no problem, and `check` passes it
+# with no edit and no config.json.
 @pytest.mark.parametrize(("fmt", "file"), [("github-models", "assistant.prompt.yml"),
                                            ("prompty", "assistant.prompty"),
                                            ("dotprompt", "assistant.prompt")])
@@ -186,6 +183,8 @@ def test_init_prompt_file_is_read_by_its_format_with_no_problem(
         "You are a helpful assistant. Answer the question in a few sentences.")
     assert step.messages[1].variables == ("question",)
     assert step.samples == [{"question": "What is a context window?"}]
+    capsys.readouterr()
+    assert main(["check", "ws", "--no-cache"]) == 0, capsys.readouterr()
 
 
 @pytest.mark.parametrize(("fmt", "written"), [("github-models", "openai/gpt-4o-mini"),

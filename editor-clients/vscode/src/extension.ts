@@ -247,13 +247,16 @@ async function doStart(): Promise<void> {
       { scheme: 'file', language: 'yaml' },
       { scheme: 'file', language: 'json' },
       { scheme: 'file', pattern: '**/*.txt' },
+      // prompt files in their own formats (*.prompt.yml is yaml above); alongside any
+      // extension that owns these file types
+      { scheme: 'file', pattern: '**/*.{prompty,prompt}' },
     ],
     // displaysCommandResults: this client shows the results of showHierarchyContext and
     // showBudgetReport itself (executeCommand middleware), so the server does not open a view
     initializationOptions: { ...currentServerSettings(), displaysCommandResults: true },
     outputChannel: output,
     synchronize: {
-      fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{yaml,yml,json,txt}'),
+      fileEvents: vscode.workspace.createFileSystemWatcher('**/*.{yaml,yml,json,txt,prompty,prompt}'),
     },
     middleware: {
       // Server commands also arrive from code lenses and code actions (vscode-languageclient

@@ -28,6 +28,7 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from budgetlens import codes
+from budgetlens.contract.discovery import PROMPT_SUFFIXES
 from budgetlens.contract.results import PipelineReport
 from budgetlens.files import FileSource
 from budgetlens.serialize import to_jsonable
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # an annotation only; the plans load with the first fix (star
     from budgetlens.contract.plan import ClampPlan
 
 FIX_ALL = "source.fixAll.budgetlens"
-FIXABLE = (codes.CONTRACT_VIOLATION, codes.OUTPUT_ABOVE_CEILING)
+FIXABLE = (codes.CONTRACT_VIOLATION, codes.OUTPUT_ABOVE_CEILING, codes.PROMPT_OUTPUT_UNSET)
 
 
 def _describe(plan: ClampPlan, here: str) -> str:
@@ -106,6 +107,14 @@ def _clamp_fixes(index: WorkspaceIndex, report: PipelineReport, step_name: str |
     files = index.files_for(report.pipeline)
     here = report.pipeline
     out: list[types.CodeAction] = []
+    if report.pipeline.endswith(PROMPT_SUFFIXES):  # the output limit in the format's key
+        from budgetlens.contract.prompt_edit import prompt_clamp_plan  # start-up speed
+
+        plan = prompt_clamp_plan(report, files=files)
+        if not plan.empty:
+            out.append(_action(index, f"Set {_describe(plan, here)}",
+                               types.CodeActionKind.QuickFix, plan, [diag], ctx, True))
+        return out
 
     def add(title: str, plan: ClampPlan, preferred: bool = False) -> None:
         key = tuple((e.file, e.range, e.new_text) for e in plan.edits)
@@ -151,9 +160,9 @@ def fix_all(index: WorkspaceIndex, path: str, ctx: EditContext) -> list[types.Co
     report = index.report_for(path)
     if report is None:
         return []
-    from budgetlens.contract.plan import clamp_plan  # start-up speed (see the top)
+    from budgetlens.contract.prompt_edit import clamp_plan_for  # start-up speed (the top)
 
-    plan = clamp_plan(report, files=index.files_for(path))
+    plan = clamp_plan_for(report, files=index.files_for(path))
     if plan.empty:
         return []
     return [_action(index, f"Clamp every budget of {os.path.basename(path)}: "
@@ -235,7 +244,7 @@ def code_actions(analysis: Analysis, path: str | None, uri: str,
         out.extend(budget_fixes(analysis, own, ctx))
         out.extend(rename_fixes(analysis, own, ctx))
         out.extend(json_documents.code_actions(uri, [shown for _, shown in own]))
-    if path.endswith((".yaml", ".yml")) and _wants(only, FIX_ALL):
+    if path.endswith((".yaml", ".yml", *PROMPT_SUFFIXES)) and _wants(only, FIX_ALL):
         out.extend(fix_all(index, path, ctx))
     return out
 

@@ -37,6 +37,7 @@ import attrs
 from lsprotocol import types
 
 from budgetlens import codes
+from budgetlens.contract.lint import ConfigLint, apply_lint, reads_comments
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import (
@@ -91,13 +92,16 @@ def _step_severity(report: PipelineReport, step: StepBudget) -> Severity:
     return Severity.ERROR if report.policy is Policy.FAIL_FAST else Severity.WARNING
 
 
-def prompt_diagnostics(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
-    """One diagnostic per prompt file that makes a step over budget."""
+def prompt_diagnostics(index: WorkspaceIndex, hidden: frozenset[tuple[str | None, str | None]]
+                       = frozenset()) -> dict[str, list[Diagnostic]]:
+    """One diagnostic per prompt file that makes a step over budget (a step whose BL050 or
+    BL052 is ``hidden``, suppressed by a comment or turned off, is left out)."""
     broken: dict[str, list[tuple[PipelineReport, StepBudget]]] = {}
     for report in index.reports.values():
         for step in report.steps:
             if step.prompt_file and not step.fits and step.output_source != "missing" \
-                    and report.window is not None and report.context is not None:
+                    and report.window is not None and report.context is not None \
+                    and (report.pipeline, step.step) not in hidden:
                 broken.setdefault(os.path.normpath(step.prompt_file), []).append((report, step))
     out: dict[str, list[Diagnostic]] = {}
     for path, pairs in broken.items():
@@ -141,14 +145,18 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
     out: dict[str, list[Diagnostic]] = {}
     for path, failure in sorted(index.failures.items()):
         out.setdefault(path, []).append(failure_diagnostic(index, failure))
-    reported = (d for pipeline in sorted(index.reports)
-                for d in index.reports[pipeline].diagnostics)
-    for d in unique_diagnostics(reported):
+    reported = unique_diagnostics(d for pipeline in sorted(index.reports)
+                                  for d in index.reports[pipeline].diagnostics)
+    shown = linted(index, reported)
+    for d in shown:
         path = os.path.normpath(d.file)
         if _enabled(index, path):
             out.setdefault(path, []).append(d)
     if index.snapshot.settings.diagnostics.prompts:
-        for path, diags in prompt_diagnostics(index).items():
+        kept = {id(d) for d in shown}
+        hidden = frozenset((d.pipeline, d.step) for d in reported
+                           if id(d) not in kept and d.code in _CONTRACT)
+        for path, diags in prompt_diagnostics(index, hidden).items():
             out.setdefault(path, []).extend(diags)
     for path, contexts in index.json_docs.items():
         diag = json_diagnostic(path, contexts)
@@ -157,6 +165,15 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
     for path, length in index.json_too_large.items():
         out.setdefault(path, []).append(too_large_diagnostic(path, length))
     return out
+
+
+def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic]:
+    """The core's diagnostics as ``budgetlens check`` shows them (``contract.lint``): the
+    ``lint`` block of config.json and the suppression comments of the buffers applied, and
+    a BL080 for each comment of an open pipeline that suppresses nothing."""
+    settings = ConfigLint(index.text_of, strict=False)
+    opened = sorted(p for p in index.snapshot.overlay if reads_comments(p))
+    return apply_lint(reported, settings, index.text_of, opened)
 
 
 def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic], conv: Converter | None = None

@@ -15,6 +15,7 @@ import os
 
 from lsprotocol import types
 
+from budgetlens.contract.discovery import PROMPT_SUFFIXES
 from budgetlens.contract.results import PipelineReport, StepBudget, Term
 from budgetlens.source import Position, Range
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
@@ -310,11 +311,13 @@ def _step_key_hover(index: WorkspaceIndex, path: str, doc: YamlDocument, step_in
 
 def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
           markdown: bool = True) -> types.Hover | None:
-    if path is None or not path.endswith((".yaml", ".yml")):
+    if path is None or not path.endswith((".yaml", ".yml", *PROMPT_SUFFIXES)):
         return None
     text = index.text_of(path)
     if text is None:
         return None
+    if path.endswith(PROMPT_SUFFIXES):
+        return _prompt_file_hover(index, path, pos, markdown)
     doc, _ = parse_yaml(text)
     if doc is None:
         return None
@@ -324,19 +327,49 @@ def hover(index: WorkspaceIndex, path: str | None, pos: types.Position,
     if found is None:
         return None
     key_path, rng = found
-    name = key_path[-1]
-    if key_path == ("settings", "injection"):
-        lines = _injection_hover(index, path)
-    elif key_path[0] == "settings":
-        lines = _setting_hover(index, path, doc, str(name))
-    elif key_path == ("extends",):
-        lines = _extends_hover(index, path, doc)
-    else:
-        lines = _step_key_hover(index, path, doc, int(key_path[1]), str(name))
+    lines = _key_hover(index, path, doc, key_path)
     contents = (types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines))
                 if markdown else
                 types.MarkupContent(kind=types.MarkupKind.PlainText, value=plain_text(lines)))
     return types.Hover(contents=contents, range=conv.range(path, rng))
+
+
+def _key_hover(index: WorkspaceIndex, path: str, doc: YamlDocument, key_path: YamlPath
+               ) -> list[str]:
+    """The hover lines of the pipeline key at ``key_path``."""
+    name = key_path[-1]
+    if key_path == ("settings", "injection"):
+        return _injection_hover(index, path)
+    if key_path[0] == "settings":
+        return _setting_hover(index, path, doc, str(name))
+    if key_path == ("extends",):
+        return _extends_hover(index, path, doc)
+    return _step_key_hover(index, path, doc, int(key_path[1]), str(name))
+
+
+def _prompt_file_hover(index: WorkspaceIndex, path: str, pos: types.Position,
+                       markdown: bool) -> types.Hover | None:
+    """A prompt file's step budget, on the lines of its model, output limit or first
+    message (the places its diagnostics and lens point at)."""
+    report = index.report_for(path)
+    if report is None:
+        return None
+    conv = index.converter()
+    line = conv.core_position(path, pos).line
+    for s in report.steps:
+        places = [loc.range for loc in (s.name_location, s.output.location, s.location)
+                  if loc is not None and loc.file == path]
+        hit = next((r for r in places if r.start.line <= line <= r.end.line), None)
+        if hit is None:
+            continue
+        lines = [f"**{s.step}**: {format_int(s.total)} of {format_int(s.window.value)}"
+                 f" tokens", "", *_steps_table([s]), "",
+                 f"Output {format_int(s.output.value)} ({_where(s.output)})."]
+        contents = (types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines))
+                    if markdown else types.MarkupContent(kind=types.MarkupKind.PlainText,
+                                                         value=plain_text(lines)))
+        return types.Hover(contents=contents, range=conv.range(path, hit))
+    return None
 
 
 async def on_hover(ctx: ServerState, params: types.HoverParams) -> types.Hover | None:

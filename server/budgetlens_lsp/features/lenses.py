@@ -19,6 +19,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from budgetlens import codes
+from budgetlens.contract.discovery import PROMPT_SUFFIXES
 from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import Location, Range
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, TokenizerError, get_tokenizer
@@ -68,6 +70,9 @@ def pipeline_lenses(index: WorkspaceIndex, path: str, uri: str) -> list[types.Co
     lenses: list[types.CodeLens] = []
     if settings.steps and report.window is not None and report.context is not None:
         lenses += _step_lenses(conv, report, path, report_command)
+    if path.endswith(PROMPT_SUFFIXES):  # front matter and body: no pipeline keys below
+        return lenses + (_variable_lenses(conv, report, path, report_command)
+                         if settings.steps else [])
     text = index.text_of(path)
     doc = parse_yaml(text)[0] if text is not None else None
     if doc is None:
@@ -78,6 +83,15 @@ def pipeline_lenses(index: WorkspaceIndex, path: str, uri: str) -> list[types.Co
         lenses += _injection_lens(conv, report, doc, path, report_command)
         lenses += _extends_lens(conv, report, doc, path)
     return lenses
+
+
+def _variable_lenses(conv: Converter, report: PipelineReport, path: str,
+                     report_command: types.Command) -> list[types.CodeLens]:
+    """A prompt file's variable headroom (``{{input}}: up to 5,731 tokens on gpt-4o-mini
+    with 2,000 output``), above the message that first reads them: the report's BL079."""
+    return [_lens(conv, path, d.range, _titled(report_command, d.message))
+            for d in report.diagnostics
+            if d.code == codes.PROMPT_VARIABLE_HEADROOM and d.file == path]
 
 
 def _titled(command: types.Command, title: str) -> types.Command:
@@ -184,7 +198,7 @@ def prompt_lenses(index: WorkspaceIndex, path: str) -> list[types.CodeLens]:
 def code_lenses(index: WorkspaceIndex, path: str | None, uri: str) -> list[types.CodeLens]:
     if path is None:
         return []
-    if path.endswith((".yaml", ".yml")):
+    if path.endswith((".yaml", ".yml", *PROMPT_SUFFIXES)):
         return pipeline_lenses(index, path, uri)
     if path.endswith(".txt"):
         return prompt_lenses(index, path)

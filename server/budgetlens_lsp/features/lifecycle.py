@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 SECTION = "budgetlens"
 #: Workspaces with more pipelines than this get a $/progress report while indexing.
 LARGE_WORKSPACE = 20
-WATCH_GLOBS = ("**/*.yaml", "**/*.yml", "**/*.txt", "**/*.json")
+WATCH_GLOBS = ("**/*.yaml", "**/*.yml", "**/*.txt", "**/*.json", "**/*.prompty",
+               "**/*.prompt")
 #: Seconds the server waits for the client's answer to one of its requests.
 CLIENT_TIMEOUT = 5
 

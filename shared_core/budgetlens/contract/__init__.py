@@ -10,7 +10,10 @@ Where things are: ``results`` (the result types: ``Term``, ``StepBudget``,
 ``PipelineReport``, ...), ``enums`` (term, output and policy sources), ``discovery``
 (pipeline files and the config.json a pipeline uses), ``check`` (``check_pipeline``: the
 counts and the contract on every check), ``planner`` and ``step_plan`` (what the files alone
-decide, kept by the cache: the pipeline's plan and one step's), ``advice`` (what the messages
+decide, kept by the cache: the pipeline's plan and one step's), ``prompt_plan`` and
+``prompt_edit`` (a prompt file in its own format: its step plan and its output-limit edit),
+``terms`` (a step's tools, response schema and reasoning), ``lint`` (selection and
+suppression comments), ``advice`` (what the messages
 tell the user to change), ``clamp`` (the clamp arithmetic and shared floors), ``plan`` (the
 clamp plan as text edits), ``injection_settings`` (the ``settings.injection`` block),
 ``config``, ``pipeline`` (their fields declared once in ``shapes``), ``template``,

@@ -67,6 +67,7 @@ from budgetlens.contract.limits import ModelLimits
 from budgetlens.contract.margin import step_margin
 from budgetlens.contract.planner import _Plan, _Planner
 from budgetlens.contract.policy import Policy
+from budgetlens.contract.prompt_plan import _PromptPlanner, is_prompt_path
 from budgetlens.contract.results import (
     CheckOptions,
     ClampValues,
@@ -264,6 +265,7 @@ class _PipelineCheck(_CheckState):
             clamp = compute_clamp(steps, context=context.value, window=window.value,
                                   ceiling=ceiling.value if ceiling else None, floor=floor)
             self.contract(steps, shared.policy, clamp, window, floor_term)
+        self.diags.extend(plan.notes(steps, counter))
         report = self.finish(steps=steps, context=context, context_floor=floor, clamp=clamp,
                              **report_base)
         injection = check_injection(report, files=self.files, loaded=plan.chain.files)
@@ -662,8 +664,9 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     planned = False
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
-        plan = _Planner(pipe, run_files, options, environ, cache,
-                        previous if isinstance(previous, _Plan) else None, stop).plan()
+        planner = _PromptPlanner if is_prompt_path(pipe) else _Planner
+        plan = planner(pipe, run_files, options, environ, cache,
+                       previous if isinstance(previous, _Plan) else None, stop).plan()
         planned = True
     checker = _PipelineCheck(pipe, plan, run_files, options, cache, stop)
     report = checker.run()

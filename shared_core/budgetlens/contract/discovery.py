@@ -16,25 +16,40 @@ if TYPE_CHECKING:
     from budgetlens.contract.results import CheckOptions
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
+#: Prompt files in their own formats, found in any folder (docs/prompt-formats.md); a
+#: ``.prompt`` without Dotprompt front matter is found but has no step, and a Dotprompt
+#: partial (``_name.prompt``) is read by the files that include it, not checked alone.
+PROMPT_SUFFIXES = (".prompt.yml", ".prompt.yaml", ".prompty", ".prompt")
 #: Folders the search for pipelines never enters, besides hidden ones (dependencies).
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 
 
-def search_walk(root: Path | str) -> Iterator[tuple[str, list[str]]]:
+#: ``excluded(path, is_dir)``: whether the search skips a folder or pipeline file (the CLI's
+#: ``--exclude`` and .gitignore); None: hidden and dependency folders (``SKIP_DIRS``).
+Excluded = Callable[[str, bool], bool]
+
+
+def search_walk(root: Path | str, excluded: Excluded | None = None,
+                ) -> Iterator[tuple[str, list[str]]]:
     """The folders the search for pipelines walks below the folder ``root``, each with the
-    names of the folders it goes on into (hidden and dependency folders left out, sorted; a
-    folder reached through a symbolic link is named but not entered, as ``os.walk`` does):
-    ``find_pipelines``, and what must hold still for its result to (the CLI's recorded
-    answers fingerprint these folders)."""
+    names of the folders it goes on into (hidden and dependency folders left out, or those
+    ``excluded`` names, sorted; a folder reached through a symbolic link is named but not
+    entered, as ``os.walk`` does): ``find_pipelines``, and what must hold still for its
+    result to (the CLI's recorded answers fingerprint these folders)."""
     for dirpath, dirnames, _ in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        if excluded is None:
+            kept = (d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        else:
+            kept = (d for d in dirnames if not excluded(os.path.join(dirpath, d), True))
+        dirnames[:] = sorted(kept)
         yield dirpath, dirnames
 
 
-def find_pipelines(root: Path | str) -> list[Path]:
+def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[Path]:
     """Pipeline files under ``root``: ``root`` itself if a file, else every ``pipelines/*.yaml``
-    (and ``*.yml``) below it, hidden folders and dependency folders skipped; sorted. A
-    ``pipelines`` folder itself (also as ``.`` from inside it) gives its own files."""
+    (and ``*.yml``) and every prompt file (``prompt_files``) below it, hidden folders and
+    dependency folders skipped (or what ``excluded`` names); sorted. A ``pipelines`` folder
+    itself (also as ``.`` from inside it) gives its own files."""
     root = Path(root)
     if not root.is_dir():
         return [root]
@@ -42,12 +57,26 @@ def find_pipelines(root: Path | str) -> list[Path]:
     if os.path.basename(os.path.abspath(root)) == "pipelines":
         for pattern in PIPELINE_GLOBS:
             found.extend(root.glob(pattern))
-    for dirpath, dirnames in search_walk(root):
+    for dirpath, dirnames in search_walk(root, excluded):
+        found.extend(prompt_files(dirpath))
         if "pipelines" in dirnames:
             folder = Path(dirpath) / "pipelines"
             for pattern in PIPELINE_GLOBS:
                 found.extend(folder.glob(pattern))
+    if excluded is not None:
+        found = [p for p in found if not excluded(str(p), False)]
     return sorted_paths(set(found))
+
+
+def prompt_files(folder: str) -> list[Path]:
+    """The prompt files of ``folder`` itself (``PROMPT_SUFFIXES``, partials left out)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [Path(folder) / n for n in names
+            if n.endswith(PROMPT_SUFFIXES) and not (n.startswith("_") and n.endswith(".prompt"))
+            and os.path.isfile(os.path.join(folder, n))]
 
 
 def sorted_paths(paths: Iterable[Path]) -> list[Path]:

@@ -41,3 +41,4 @@ class PolicySource(TextEnum):
     CONFIG_DEVELOPMENT = "config development"
     ENV_DEVELOPMENT = "env APP_DEVELOPMENT"
     DEFAULT = "default (not development)"
+    PROMPT_FILE = "default for a prompt file (no run time clamps it)"

@@ -53,6 +53,7 @@ from budgetlens.contract.pipeline import (
 from budgetlens.contract.policy import PolicyChoice, resolve_policy
 from budgetlens.contract.results import (
     CheckOptions,
+    StepBudget,
     Term,
 )
 from budgetlens.contract.step_plan import (
@@ -227,6 +228,11 @@ class _Plan:
     #: first use
     template_terms: dict[str, tuple[Term, ...]] = field(default_factory=dict, compare=False,
                                                         repr=False)
+
+    def notes(self, steps: list[StepBudget], counter: TokenCounter) -> list[Diagnostic]:
+        """Diagnostics a plan adds once its steps are counted (a prompt file's variable
+        headroom and input cases, ``prompt_plan._PromptPlan``); a pipeline has none."""
+        return []
 
     def templates(self, counter: TokenCounter) -> tuple[Term, ...]:
         """Each step's template term, counted with ``counter`` (once per tokenizer)."""

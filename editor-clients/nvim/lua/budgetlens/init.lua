@@ -153,10 +153,18 @@ function M.setup(opts)
       M.attach(args.buf)
     end,
   })
+  -- prompt files: by name (Neovim gives .prompty and .prompt no filetype of its own)
+  vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
+    group = augroup,
+    pattern = util.prompt_patterns,
+    callback = function(args)
+      M.attach(args.buf)
+    end,
+  })
   -- buffers opened before setup()
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(M.config.filetypes,
-        vim.bo[bufnr].filetype) then
+    if vim.api.nvim_buf_is_loaded(bufnr) and (vim.tbl_contains(M.config.filetypes,
+        vim.bo[bufnr].filetype) or util.is_prompt_file(vim.api.nvim_buf_get_name(bufnr))) then
       M.attach(bufnr)
     end
   end

@@ -6,6 +6,14 @@ M.default_cmd = { "budgetlens", "serve" }
 M.default_filetypes = { "yaml", "json", "text" }
 M.default_root_markers = { "config.json" }
 M.default_cut_marker = "<<<CUT>>>"
+--- Prompt files in their own formats (GitHub Models, Prompty, Dotprompt): served with or
+--- without a config.json, whatever filetype another plugin gives them.
+M.prompt_patterns = { "*.prompt.yml", "*.prompt.yaml", "*.prompty", "*.prompt" }
+
+function M.is_prompt_file(path)
+  return path:match("%.prompt%.ya?ml$") ~= nil or path:match("%.prompty$") ~= nil
+    or path:match("%.prompt$") ~= nil
+end
 
 function M.has(version)
   return vim.fn.has("nvim-" .. version) == 1
@@ -81,6 +89,10 @@ function M.root_for_buffer(bufnr, markers, filetypes)
   end
   path = vim.fn.fnamemodify(path, ":p")
   local root = M.find_root(path, markers)
+  if M.is_prompt_file(path) then -- no config.json needed: pyproject.toml, else its folder
+    return root or M.find_root(path, { "pyproject.toml" })
+      or (vim.fn.fnamemodify(path, ":h"):gsub("/+$", ""))
+  end
   if not root then
     return nil
   end
