@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from budgetlens.contract.check import check_pipeline
@@ -61,18 +61,45 @@ def test_arbitrary_yaml_values_never_raise(value: dict[str, Any]) -> None:
         _check(Path(tmp), yaml.safe_dump(value, allow_unicode=True))
 
 
-class _Empty(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return ""
+class _Filled:
+    """A value that formats as ``base`` does, whatever index or attribute a field takes from
+    it (``{x[1]}``, ``{x.y}``): a template's field may name a part of a list or an object,
+    and its fixed cost is the field filled with ``base``."""
+
+    def __init__(self, base: object) -> None:
+        self.base = base
+
+    def __getitem__(self, key: object) -> _Filled:
+        return self
+
+    def __getattr__(self, name: str) -> _Filled:
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return format(self.base, spec)
+
+    def __str__(self) -> str:
+        return str(self.base)
+
+    def __repr__(self) -> str:
+        return repr(self.base)
 
 
-class _Zero(dict[str, int]):
-    def __missing__(self, key: str) -> int:
-        return 0
+class _Empty(dict[str, _Filled]):
+    def __missing__(self, key: str) -> _Filled:
+        return _Filled("")
+
+
+class _Zero(dict[str, _Filled]):
+    def __missing__(self, key: str) -> _Filled:
+        return _Filled(0)
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=list("{}ab_1 \n予🚀.!:[]"), max_size=60))
+@example("{_[1]}")  # an index of the empty string raised IndexError in the reference
+@example("{_[:]}")
+@example("{a.b!r:>4}")
 def test_a_valid_template_empties_like_python_format(text: str) -> None:
     from budgetlens.contract.template import parse_template
 
