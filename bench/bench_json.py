@@ -53,6 +53,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from instructions import call_counts, counted
 from machine import cpu_times, fmt_steal, steal_percent
 
 from budgetlens import get_contexts
@@ -296,25 +297,11 @@ def _instructions_child(shape: str, label: str, budgets: list[int], cuts_n: int,
         for cut in cuts:
             get_contexts(cut, budget=b)
     for _ in range(repeat):
-        _counted(lambda: json.loads(doc))
+        counted(lambda: json.loads(doc))
         for b in budgets:
             for cut in cuts:
-                _counted(lambda c=cut, bb=b: get_contexts(c, budget=bb))
+                counted(lambda c=cut, bb=b: get_contexts(c, budget=bb))
     print(f"measured {repeat * (1 + len(budgets) * len(cuts))} calls")
-
-
-def _counted(fn: Callable[[], object]) -> None:
-    """``fn()`` alone inside one call of libffi's ``ffi_call`` (ctypes calling a C function
-    pointer that calls back into Python), which callgrind is told to collect and to dump
-    after. ``ffi_call`` is an exported symbol, so callgrind finds it in a stripped Python
-    (Debian's) as well; nothing else in the measured process calls it, which the exact
-    number of dumps checks."""
-    import ctypes
-
-    def run() -> int:
-        fn()
-        return 0
-    ctypes.CFUNCTYPE(ctypes.c_int)(run)()
 
 
 def instruction_cell(shape: str, label: str, budgets: list[int], cuts_n: int,
@@ -323,35 +310,10 @@ def instruction_cell(shape: str, label: str, budgets: list[int], cuts_n: int,
     ``get_contexts`` of each cut and budget, each counted by callgrind in one child, the
     least of ``repeat`` interleaved rounds (a later call reuses the memory an earlier one
     freed, as in the timed rounds)."""
-    import glob
-    import re
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="bench-json-cg-") as folder:
-        out = os.path.join(folder, "cg")
-        argv = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
-                "--toggle-collect=ffi_call", "--dump-after=ffi_call",
-                f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
-                _CHILD, shape, label, ",".join(map(str, budgets)), str(cuts_n), str(repeat)]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same counts run after run
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
-        per_round = 1 + len(budgets) * cuts_n
-        need = repeat * per_round
-        if proc.returncode != 0 or f"measured {need} calls" not in proc.stdout:
-            raise RuntimeError(f"callgrind run failed ({proc.returncode}): "
-                               f"{proc.stdout[-500:]}{proc.stderr[-2000:]}")
-        dumps = sorted(glob.glob(out + ".*"), key=lambda f: int(f.rsplit(".", 1)[1]))
-        if len(dumps) != need:  # one dump per measured call, or the counts mean nothing
-            raise RuntimeError(f"expected {need} callgrind dumps (one per measured call), "
-                               f"got {len(dumps)}: something else called ffi_call")
-        totals = []
-        for name in dumps:
-            with open(name, encoding="utf-8") as f:
-                m = re.search(r"^totals: (\d+)", f.read(), re.M)
-            totals.append(int(m.group(1)) if m else 0)
-    if len(totals) != need or min(totals) <= 0:
-        raise RuntimeError(f"expected {need} callgrind dumps with counts, got {totals}")
+    argv = [sys.executable, os.path.abspath(__file__), _CHILD, shape, label,
+            ",".join(map(str, budgets)), str(cuts_n), str(repeat)]
+    per_round = 1 + len(budgets) * cuts_n
+    totals = call_counts(argv, repeat * per_round)
     rounds = [totals[r * per_round:(r + 1) * per_round] for r in range(repeat)]
     best = [min(calls) for calls in zip(*rounds, strict=True)]
     loads, rest = best[0], best[1:]
