@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import enum
 import hashlib
+import importlib
 import marshal
 import os
 import stat
@@ -380,8 +381,6 @@ def _class(name: str) -> type:
         where = _CLASSES.get(name)
         if where is None:
             raise Unplain(f"not a result class: {name!r}")
-        import importlib
-
         cls = getattr(importlib.import_module(where[0]), where[1])
         _LOADED[name] = cls
         _NAMES[cls] = name

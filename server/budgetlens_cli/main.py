@@ -11,9 +11,12 @@ Standard output closed from the start (``>&-``) is one line on standard error, e
 
 from __future__ import annotations
 
+import gc
+import importlib
 import io as _io  # loaded at start-up by the interpreter
 import os
 import sys
+import time
 from types import MappingProxyType  # loaded at start-up by the interpreter
 
 from budgetlens import __version__
@@ -114,7 +117,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand; with ``only``, that subcommand's module is imported and
     registered and the others are listed by name and help alone (``main`` parses with it)."""
     import argparse
-    import importlib
 
     parser = argparse.ArgumentParser(
         prog="budgetlens",
@@ -196,8 +198,6 @@ def _before_exit() -> None:
     modules are cleared, and the memory goes back with the process. Nothing is collected
     that reference counting would not free anyway: a command makes no cyclic garbage to
     speak of (``check_cmd.collector_paused``)."""
-    import gc  # built in: costs no start-up
-
     gc.freeze()
 
 
@@ -322,8 +322,6 @@ def _check_recording(argv: list[str], args: argparse.Namespace) -> tuple[int, Ru
     has it for the run itself): the result cache the answer is recorded from holds every
     result of the run, which are freed (``cache.forget_opened``) before it is back on, so
     the collection that follows does not walk them."""
-    import gc  # built in: costs no start-up
-
     from budgetlens_cli import cache  # lazy: start-up speed (as in main)
 
     enabled = gc.isenabled()
@@ -339,8 +337,6 @@ def _check_recording(argv: list[str], args: argparse.Namespace) -> tuple[int, Ru
 def _record_check(argv: list[str], args: argparse.Namespace,
                   cache: Any) -> tuple[int, RunStats]:
     """``_check_recording``'s work, the collector off."""
-    import time
-
     started = time.time_ns()
     out, err = sys.stdout, sys.stderr
     # a search told to enter hidden folders (--exclude) sees more than the listings show
@@ -364,8 +360,6 @@ def _record_check(argv: list[str], args: argparse.Namespace,
 def _command_module(name: str) -> Any:
     """The module of subcommand ``name`` (``<name>_cmd``), by name as ``build_parser`` loads
     it: each imports this module for its exit statuses and errors."""
-    import importlib
-
     return importlib.import_module(f"budgetlens_cli.{name}_cmd")
 
 

@@ -48,6 +48,7 @@ pydantic, PyYAML or tiktoken before they need them.
 from __future__ import annotations
 
 import importlib
+import os
 
 #: ``typing.TYPE_CHECKING`` without importing ``typing`` (a tenth of a cached ``check``'s
 #: start): type checkers take any ``TYPE_CHECKING`` as true.
@@ -212,8 +213,6 @@ __all__ = [
 def _read_version() -> str:
     """``_version.txt`` beside this file; else the installed distribution's metadata (an
     install that did not write the file); else ``0+unknown`` (a bare copy of the sources)."""
-    import os  # already loaded by the interpreter's start
-
     try:
         with open(os.path.join(os.path.dirname(__file__), "_version.txt"),
                   encoding="utf-8") as f:
