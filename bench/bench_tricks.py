@@ -71,13 +71,21 @@ to count."""
 
 # --- the plain versions ("without"), applied in the child before the workload is built ------
 
+def _patch(owner: Any, name: str, value: Any) -> None:
+    """``owner.name = value``; an error when ``owner`` has no ``name`` (the trick moved: the
+    row would measure nothing)."""
+    if not hasattr(owner, name):
+        raise AttributeError(f"{owner!r} has no {name!r}: bench_tricks needs updating")
+    setattr(owner, name, value)
+
+
 def _eager_location() -> None:
     """``Location.lazy`` computes the range at once (a plain dataclass field)."""
     from budgetlens.source import Location
 
     def lazy(cls: type[Location], file: str, make: Callable[..., Any], *args: Any) -> Location:
         return cls(file, make(*args))
-    Location.lazy = classmethod(lazy)  # type: ignore[assignment,method-assign]
+    _patch(Location, "lazy", classmethod(lazy))
 
 
 def _no_quick_init() -> None:
@@ -85,7 +93,7 @@ def _no_quick_init() -> None:
     becomes the identity before any module that uses it is imported."""
     from budgetlens.contract import frozen
 
-    frozen.quick_init = lambda cls: cls  # type: ignore[assignment]
+    _patch(frozen, "quick_init", lambda cls: cls)
 
 
 def _fresh_budget_cache() -> None:
@@ -99,45 +107,45 @@ def _fresh_budget_cache() -> None:
 
         kwargs["cache"] = BudgetCache()
         return real(*args, **kwargs)
-    check_module.check_pipeline = check_pipeline
+    _patch(check_module, "check_pipeline", check_pipeline)
     import budgetlens
 
-    budgetlens.check_pipeline = check_pipeline  # type: ignore[attr-defined]
+    _patch(budgetlens, "check_pipeline", check_pipeline)
 
 
 def _no_incremental() -> None:
     from budgetlens.yamldoc import incremental
 
-    incremental.ENABLED = False
+    _patch(incremental, "ENABLED", False)
 
 
 def _no_yaml_memos() -> None:
     """The YAML readers' memos of tags and plain values keep nothing."""
     from budgetlens.yamldoc import compose, simple
 
-    compose._MEMO_VALUE_CHARS = -1
-    simple._MEMO_VALUE_CHARS = -1  # type: ignore[attr-defined]
+    _patch(compose, "_MEMO_VALUE_CHARS", -1)
+    _patch(simple, "_MEMO_VALUE_CHARS", -1)
 
 
 def _no_simple_reader() -> None:
     """Every text goes through the general reader (node graph, then converted)."""
     from budgetlens.yamldoc import parse
 
-    parse.SIMPLE_FIRST = False
+    _patch(parse, "SIMPLE_FIRST", False)
 
 
 def _no_range_memo() -> None:
     """The server converts every range again at every publish."""
     from budgetlens_lsp.convert import RangeMemo
 
-    RangeMemo.ranges = lambda self, file, encoding, text: {}  # type: ignore[method-assign]
+    _patch(RangeMemo, "ranges", lambda self, file, encoding, text: {})
 
 
 def _no_publish_json() -> None:
     """``publishDiagnostics`` goes through lsprotocol's converter like every other message."""
     from budgetlens_lsp import protocol
 
-    protocol.publish_json = lambda params: None  # type: ignore[assignment]
+    _patch(protocol, "publish_json", lambda params: None)
 
 
 def _no_spliced_json() -> None:
@@ -147,7 +155,7 @@ def _no_spliced_json() -> None:
     def json_text(results: Any, diagnostics: Any, matrices: Any) -> str:
         return json.dumps(check_formats.json_output(results, diagnostics, matrices),
                           indent=2, ensure_ascii=False)
-    check_formats.json_text = json_text
+    _patch(check_formats, "json_text", json_text)
 
 
 def _no_result_cache() -> None:
@@ -159,7 +167,7 @@ def _no_result_cache() -> None:
     def run_counted(args: Any) -> Any:
         args.no_cache = True
         return real(args)
-    check_cmd.run_counted = run_counted
+    _patch(check_cmd, "run_counted", run_counted)
 
 
 class _Forgetful(dict):  # type: ignore[type-arg]
@@ -175,15 +183,15 @@ class _Forgetful(dict):  # type: ignore[type-arg]
 def _no_table_headers() -> None:
     from budgetlens.contract import report_text
 
-    report_text._HEADERS = _Forgetful()
+    _patch(report_text, "_HEADERS", _Forgetful())
 
 
 def _no_json_plans() -> None:
     """``to_jsonable`` makes a dataclass's field plan at every call."""
     from budgetlens import serialize
 
-    serialize._NAMES = _Forgetful()
-    serialize._PLANS = _Forgetful()
+    _patch(serialize, "_NAMES", _Forgetful())
+    _patch(serialize, "_PLANS", _Forgetful())
 
 
 def _default_gc() -> None:
