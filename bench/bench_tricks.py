@@ -35,7 +35,8 @@ Workloads (generated in a temporary folder, ``bench/workspaces.py``):
 - ``cli-json``: ``budgetlens check --format json`` of 80 pipelines in process, the result
   cache warm (the answer replay off: output captured in memory);
 - ``cli-text``: ``budgetlens check --no-cache`` of the same, text output, in process;
-  ``cli-json-fresh``: the same with ``--format json``.
+  ``cli-json-fresh``: the same with ``--format json``;
+- ``contexts``: ``get_contexts`` of 5 cuts of bench_json.py's 50K ``report`` document.
 """
 
 from __future__ import annotations
@@ -194,6 +195,20 @@ def _no_json_plans() -> None:
     _patch(serialize, "_PLANS", _Forgetful())
 
 
+def _no_int_rows() -> None:
+    """Every step row of a table is formatted field by field (the f-string path)."""
+    from budgetlens.contract import report_text
+
+    _patch(report_text, "_all_ints", lambda numbers: False)
+
+
+def _no_layout_memo() -> None:
+    """The layout pattern of a nesting depth is made again at each use."""
+    from budgetlens.continuation import pretty
+
+    _patch(pretty, "_LAYOUTS", _Forgetful())
+
+
 def _default_gc() -> None:
     """The analysis runs with the collector's default thresholds, on, nothing frozen."""
     os.environ["BENCH_TRICKS_DEFAULT_GC"] = "1"
@@ -213,6 +228,8 @@ PLAIN: dict[str, Callable[[], None]] = {
     "gc-server": _default_gc,
     "table-headers": _no_table_headers,
     "json-plans": _no_json_plans,
+    "int-rows": _no_int_rows,
+    "layout-memo": _no_layout_memo,
 }
 
 
@@ -413,11 +430,26 @@ def cli_text(root: Path, fmt: str = "text") -> Prepare:
     return lambda: run
 
 
+def contexts(root: Path) -> Prepare:
+    """``get_contexts`` of 5 cuts of bench_json's 50K ``report`` document (indented JSON)."""
+    from bench_json import ALL_SHAPES, cuts_of
+
+    from budgetlens import get_contexts
+
+    cuts = cuts_of(ALL_SHAPES["report"](50_000), 5)
+
+    def run() -> None:
+        for cut in cuts:
+            get_contexts(cut, budget=2000)
+    return lambda: run
+
+
 WORKLOADS: dict[str, Callable[[Path], Prepare]] = {
     "core-check": core_check, "core-edit": core_edit, "lsp-edit": lsp_edit,
     "lsp-prompt": lsp_prompt, "publish": publish, "yaml-read": yaml_read,
     "yaml-edit": yaml_edit, "yaml-csafe": yaml_csafe, "cli-json": cli_json,
     "cli-text": cli_text, "cli-json-fresh": lambda root: cli_text(root, "json"),
+    "contexts": contexts,
 }
 
 
@@ -561,6 +593,7 @@ CALL_ROWS = [
     Row("gc-server", "lsp-edit"), Row("gc-server", "lsp-prompt"),
     Row("spliced-json", "cli-json"), Row("result-cache", "cli-json"),
     Row("json-plans", "cli-json-fresh"), Row("table-headers", "cli-text"),
+    Row("int-rows", "cli-text"), Row("layout-memo", "contexts"),
 ]
 
 
