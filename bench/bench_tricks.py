@@ -632,6 +632,9 @@ def main() -> int:
         ws, tiny = Path(folder) / "ws", Path(folder) / "tiny"
         make_many(ws, PIPELINES, PIPELINES // 3)
         make_many(tiny, 1, 1)
+        past = time.time() - 60  # no input stamped just before a run: none is racy, so a
+        for path in [tiny, *tiny.rglob("*")]:  # cached check's answer is recorded at once
+            os.utime(path, (past, past))
         process_count([PY, "-m", "budgetlens_cli", "check", str(tiny)])  # record its answer
         for row in [*CALL_ROWS, *process_rows(ws, tiny)]:
             if args.only and row.name not in args.only:
