@@ -1,11 +1,13 @@
 """A mixed-model pipeline in the editor (issue 32): each step's lens and hover show its own
-window, its tools term and its reasoning term.
+window, its serving limit, its tools term and its reasoning term.
 
 Step ``route`` runs on gpt-5 (config.json's model: window 400,000; reasoning beside the
 output), step ``answer`` on claude-sonnet-4-0 (its own ``model``: window 200,000; thinking
 inside the output limit, tools from a file). Counts are computed here: the OpenAI cookbook's
 tools rule written out in tests/core/contract/test_request_terms.py, Claude's compact JSON
-with the claude_approx tokenizer plus Anthropic's 530-token tool-use prompt.
+with the claude_approx tokenizer plus Anthropic's 530-token tool-use prompt. Step ``local``
+runs llama3.1:8b in its own server's ``num_ctx`` 8,192 (below the model's 131,072) without
+the pipeline's context: 0 + 0 + 0 + 300 + 100 = 400.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ steps:
     max_output_tokens: 8000
     reasoning: 2048
     tools: {file: ../tools.json}
+  - id: local
+    type: call_model
+    model: llama3.1:8b
+    serving: {num_ctx: 8192}
+    use_context: false
+    max_output_tokens: 300
 """.replace("WEATHER", json.dumps(WEATHER))
 
 
@@ -85,6 +93,17 @@ async def test_each_step_lens_shows_its_window_tools_and_reasoning(ed: Editor) -
         f" ({200000 - answer_total:,} free)")
 
 
+async def test_the_llama_step_s_lens_shows_its_own_serving_window(ed: Editor) -> None:
+    uri = ed.open("pipelines/mixed.yaml")
+    result = await ed.client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=td(uri)))
+    local_line, _ = find(PIPELINE, "- id: local")
+    [title] = [lens.command.title for lens in result or []
+               if lens.range.start.line == local_line and lens.command is not None]
+    assert title.endswith("+ history 0 + context 0 + output 300 + margin 100 = 400 / 8192"
+                          " (7,792 free)"), title
+
+
 async def _hover(ed: Editor, needle: str, nth: int) -> str:
     uri = ed.open("pipelines/mixed.yaml")
     line, col = find(PIPELINE, needle, nth)
@@ -110,6 +129,10 @@ async def test_hovers_show_each_step_s_own_window_and_terms(ed: Editor) -> None:
     assert "**2,048 tokens**, inside the output limit" in answer_reasoning
     assert "thinking.budget_tokens" in answer_reasoning
     assert "Window: 200,000" in answer_reasoning
+    serving = (await _hover(ed, "serving:", 0)).splitlines()
+    assert serving[0] == "**serving** (this step's own terms)"
+    assert any(line.startswith("- window 8,192: pipeline steps[2].serving.num_ctx (below"
+                               " 131072 from model") for line in serving), serving
 
 
 async def test_an_unsaved_edit_of_the_tools_file_moves_the_lens(ed: Editor) -> None:
