@@ -10,11 +10,13 @@
   it matches.
 - **Suppression comments**: ``# budgetlens: ignore[BL050, BL061]`` (or a bare ``#
   budgetlens: ignore``) on a line of a YAML file turns off those codes (or all) for the
-  diagnostics that start on that line. Only YAML files (``.yaml``, ``.yml``) are read for
-  them: a prompt text file is sent to the model as it is, so a comment in it would be
-  counted; a diagnostic about a prompt is written on the pipeline line that names it, and
-  is suppressed there. config.json is strict JSON (no comments): its diagnostics are turned
-  off with ``per_file_ignores``.
+  diagnostics that start on that line. Only YAML is read for them: pipeline and GitHub
+  Models files (``.yaml``, ``.yml``) whole, Prompty and Dotprompt files (``.prompty``,
+  ``.prompt``) in their front matter only, since their body is the prompt. A prompt text
+  file is sent to the model as it is, so a comment in it would be counted; a diagnostic
+  about a prompt is written on the pipeline line that names it, and is suppressed there.
+  config.json is strict JSON (no comments): its diagnostics are turned off with
+  ``per_file_ignores``.
 - **Unused suppressions**: a comment that suppressed nothing (or names a code that
   suppressed nothing on its line) is a BL080 warning at the comment; BL080 is itself
   subject to selection.
@@ -35,8 +37,10 @@ from budgetlens import codes
 from budgetlens.source import Diagnostic, Range, Severity
 
 ALL = "ALL"
-#: The YAML files read for suppression comments.
-COMMENT_SUFFIXES = (".yaml", ".yml")
+#: The files read for suppression comments: YAML, and prompt files with YAML front matter.
+COMMENT_SUFFIXES = (".yaml", ".yml", ".prompty", ".prompt")
+#: The prompt files whose front matter alone is YAML (their body is the prompt).
+FRONT_MATTER_SUFFIXES = (".prompty", ".prompt")
 #: ``# budgetlens: ignore`` and ``# budgetlens: ignore[CODES]``: a YAML comment starts at the
 #: line's start or after a blank.
 SUPPRESSION = re.compile(r"(?:^|(?<=[ \t]))#[ \t]*budgetlens:[ \t]*ignore\b(?:\[([^\]\n]*)\])?")
@@ -299,6 +303,21 @@ def reads_comments(path: str) -> bool:
     return path.endswith(COMMENT_SUFFIXES)
 
 
+def comment_text(path: str, text: str) -> str:
+    """The part of ``text`` that may hold suppression comments: all of a YAML file; the
+    front matter of a Prompty or Dotprompt file (up to its closing ``---``; nothing when it
+    has none), whose body is prompt text sent to the model."""
+    if not path.endswith(FRONT_MATTER_SUFFIXES):
+        return text
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return ""
+    for end in range(1, len(lines)):
+        if lines[end].strip() == "---":
+            return "".join(lines[:end])
+    return ""
+
+
 @dataclass
 class _Used:
     """The codes each comment of a file suppressed."""
@@ -334,7 +353,7 @@ def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], 
     def comments(path: str) -> _Used:
         if path not in files:
             text = text_of(path) if reads_comments(path) else None
-            files[path] = _Used(suppressions(text) if text else [])
+            files[path] = _Used(suppressions(comment_text(path, text)) if text else [])
         return files[path]
 
     kept = [d for d in diagnostics if settings_for(d.file).enabled(d.code, d.file)
