@@ -34,8 +34,7 @@ Workloads (generated in a temporary folder, ``bench/workspaces.py``):
   ``yaml-edit``: of the same after a one-character edit, right after reading it;
 - ``cli-json``: ``budgetlens check --format json`` of 80 pipelines in process, the result
   cache warm (the answer replay off: output captured in memory);
-- ``cli-text``: ``budgetlens check --no-cache`` of the same, text output, in process;
-  ``cli-json-fresh``: the same with ``--format json``;
+- ``cli-json-fresh``: ``budgetlens check --no-cache --format json`` of the same, in process;
 - ``contexts``: ``get_contexts`` of 5 cuts of bench_json.py's 50K ``report`` document.
 """
 
@@ -181,25 +180,12 @@ class _Forgetful(dict):  # type: ignore[type-arg]
         return default
 
 
-def _no_table_headers() -> None:
-    from budgetlens.contract import report_text
-
-    _patch(report_text, "_HEADERS", _Forgetful())
-
-
 def _no_json_plans() -> None:
     """``to_jsonable`` makes a dataclass's field plan at every call."""
     from budgetlens import serialize
 
     _patch(serialize, "_NAMES", _Forgetful())
     _patch(serialize, "_PLANS", _Forgetful())
-
-
-def _no_int_rows() -> None:
-    """Every step row of a table is formatted field by field (the f-string path)."""
-    from budgetlens.contract import report_text
-
-    _patch(report_text, "_all_ints", lambda numbers: False)
 
 
 def _no_layout_memo() -> None:
@@ -226,9 +212,7 @@ PLAIN: dict[str, Callable[[], None]] = {
     "spliced-json": _no_spliced_json,
     "result-cache": _no_result_cache,
     "gc-server": _default_gc,
-    "table-headers": _no_table_headers,
     "json-plans": _no_json_plans,
-    "int-rows": _no_int_rows,
     "layout-memo": _no_layout_memo,
 }
 
@@ -448,7 +432,7 @@ WORKLOADS: dict[str, Callable[[Path], Prepare]] = {
     "core-check": core_check, "core-edit": core_edit, "lsp-edit": lsp_edit,
     "lsp-prompt": lsp_prompt, "publish": publish, "yaml-read": yaml_read,
     "yaml-edit": yaml_edit, "yaml-csafe": yaml_csafe, "cli-json": cli_json,
-    "cli-text": cli_text, "cli-json-fresh": lambda root: cli_text(root, "json"),
+    "cli-json-fresh": lambda root: cli_text(root, "json"),
     "contexts": contexts,
 }
 
@@ -592,8 +576,7 @@ CALL_ROWS = [
     Row("range-memo", "lsp-prompt"), Row("publish-json", "publish"),
     Row("gc-server", "lsp-edit"), Row("gc-server", "lsp-prompt"),
     Row("spliced-json", "cli-json"), Row("result-cache", "cli-json"),
-    Row("json-plans", "cli-json-fresh"), Row("table-headers", "cli-text"),
-    Row("int-rows", "cli-text"), Row("layout-memo", "contexts"),
+    Row("json-plans", "cli-json-fresh"), Row("layout-memo", "contexts"),
 ]
 
 

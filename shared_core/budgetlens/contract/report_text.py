@@ -28,29 +28,8 @@ def display_width(text: str) -> int:
 COLUMNS = ("fixed", "history", "context", "output", "margin", "total", "window", "headroom")
 
 
-#: The header line of a table whose step column is ``width`` wide (a run prints thousands of
-#: tables of a few widths).
-_HEADERS: dict[int, str] = {}
-
-
 def _header(width: int) -> str:
-    header = _HEADERS.get(width)
-    if header is None:
-        header = "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in COLUMNS) + "  fits"
-        if len(_HEADERS) < 256:
-            _HEADERS[width] = header
-    return header
-
-
-#: A row of ``budget_table`` whose numbers are all ints: name, the ``COLUMNS``, fits.
-_ROW = "  %s" + "%10d" * len(COLUMNS) + "%s"
-
-
-_INT = frozenset({int})
-
-
-def _all_ints(numbers: tuple[object, ...]) -> bool:
-    return set(map(type, numbers)) == _INT
+    return "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in COLUMNS) + "  fits"
 
 
 def _approximate_notes(report: PipelineReport) -> list[str]:
@@ -81,14 +60,9 @@ def budget_table(report: PipelineReport) -> list[str]:
         if not (s.approximate or s.window.missing or s.context.missing
                 or s.output_source is OutputSource.MISSING):
             # every number known (nearly every step of a run): the columns of ``COLUMNS``
-            # in their order, in one %-format when they are all ints (``%10d`` is what
-            # ``{:>10}`` gives an int, without parsing a format spec per column)
             numbers = (s.fixed.value, s.history.value, s.context.value, s.output.value,
                        s.margin.value, s.total, s.window.value, s.headroom)
-            if _all_ints(numbers):
-                rows.append(_ROW % (name, *numbers, fits))
-            else:
-                rows.append("  " + name + "".join(f"{n:>10}" for n in numbers) + fits)
+            rows.append("  " + name + "".join(f"{n:>10}" for n in numbers) + fits)
             continue
         # the numbers of ``s.numbers``, read directly
         b: dict[str, Any] = {"fixed": s.fixed.value, "history": s.history.value,
