@@ -122,6 +122,26 @@ def test_a_cached_check_loads_no_checker_no_model_and_no_library(tmp_path: Path)
     assert _heavy(second) == []
 
 
+def test_a_check_of_pipelines_loads_no_prompt_file_reader(tmp_path: Path) -> None:
+    # the format readers and their template libraries (Jinja2, Handlebars, mustache) load only
+    # when a prompt file in its own format is checked
+    shutil.copytree(EXAMPLES, tmp_path / "ws")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n"
+           "    print(main(['check', 'ws', '--no-cache']))\n")
+    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(modules, set) and "budgetlens.contract.check" in modules
+    readers = ("budgetlens.formats", "budgetlens.contract.prompt_plan", "jinja2", "chevron",
+               "dotpromptz_handlebars")
+    assert sorted(m for m in modules if m.split(".")[0] in readers or m in readers
+                  or m.startswith("budgetlens.formats.")) == []
+    (tmp_path / "ws" / "a.prompt.yml").write_text(
+        "model: openai/gpt-4o-mini\nmessages:\n  - role: user\n    content: hi\n", "utf-8")
+    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(modules, set) and "budgetlens.contract.prompt_plan" in modules
+
+
 def test_the_help_table_says_what_each_module_registers() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -57,6 +57,7 @@ from budgetlens.contract.advice import floor_related, inherited_suffix, largest_
 from budgetlens.contract.cache import BudgetCache, RecordingFiles, with_places
 from budgetlens.contract.clamp import compute_clamp
 from budgetlens.contract.config import LoadedConfig
+from budgetlens.contract.discovery import is_prompt_path
 from budgetlens.contract.enums import (
     OutputSource,
     TermSource,
@@ -67,7 +68,6 @@ from budgetlens.contract.limits import ModelLimits
 from budgetlens.contract.margin import step_margin
 from budgetlens.contract.planner import _Plan, _Planner
 from budgetlens.contract.policy import Policy
-from budgetlens.contract.prompt_plan import _PromptPlanner, is_prompt_path
 from budgetlens.contract.results import (
     CheckOptions,
     ClampValues,
@@ -664,7 +664,12 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     planned = False
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
-        planner = _PromptPlanner if is_prompt_path(pipe) else _Planner
+        planner: type[_Planner] = _Planner
+        if is_prompt_path(pipe):
+            # start-up speed: the format readers (Jinja2, Handlebars, mustache) load only
+            # when a prompt file is checked (docs/performance.md)
+            from budgetlens.contract.prompt_plan import _PromptPlanner
+            planner = _PromptPlanner
         plan = planner(pipe, run_files, options, environ, cache,
                        previous if isinstance(previous, _Plan) else None, stop).plan()
         planned = True

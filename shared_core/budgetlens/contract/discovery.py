@@ -20,6 +20,12 @@ PIPELINE_GLOBS = ("*.yaml", "*.yml")
 #: ``.prompt`` without Dotprompt front matter is found but has no step, and a Dotprompt
 #: partial (``_name.prompt``) is read by the files that include it, not checked alone.
 PROMPT_SUFFIXES = (".prompt.yml", ".prompt.yaml", ".prompty", ".prompt")
+
+
+def is_prompt_path(path: str) -> bool:
+    """A file a format reader may read, by its name (``.prompt`` needs Dotprompt front
+    matter too: ``read_prompt_file`` decides)."""
+    return path.endswith(PROMPT_SUFFIXES)
 #: Folders the search for pipelines never enters, besides hidden ones (dependencies).
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from budgetlens.contract.discovery import is_prompt_path
 from budgetlens.contract.enums import OutputSource
 from budgetlens.contract.plan import ClampChange, ClampPlan, clamp_plan
-from budgetlens.contract.prompt_plan import is_prompt_path
 from budgetlens.contract.results import PipelineReport
 from budgetlens.files import FileSource, SourceError
 from budgetlens.formats import read_prompt_file

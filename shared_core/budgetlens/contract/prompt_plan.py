@@ -80,12 +80,6 @@ MAX_CASES = 50
 FRAMING_SOURCE = "messages: fixed text + chat framing (3 a message, its role, 3 the reply)"
 
 
-def is_prompt_path(path: str) -> bool:
-    """A file a format reader may read, by its name (``.prompt`` needs Dotprompt front
-    matter too: ``read_prompt_file`` decides)."""
-    return path.endswith((".prompt.yml", ".prompt.yaml", ".prompty", ".prompt"))
-
-
 @dataclass(frozen=True)
 class _PromptPlan(_Plan):
     """A prompt file's plan: each step's messages as (role, fixed text) pairs, counted with
