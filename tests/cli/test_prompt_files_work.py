@@ -75,3 +75,51 @@ def test_an_unknown_model_still_gets_its_suggestion(
     # the prompt file's own wording, with the search's answer (no close name: the hint)
     assert ("): the file is checked with config.json's limits, if any; run"
             " `budgetlens models gpt-4o-minii` to find its name") in out
+
+
+PROMPTY = """\
+---
+name: Support answer
+model:
+  api: chat
+  configuration:
+    type: openai
+    model: gpt-4o
+  parameters:
+    max_tokens: 1500
+inputs:
+  question:
+    type: string
+---
+system:
+You answer questions about {product}, politely and briefly.
+
+user:
+{{{{ question }}}}
+"""
+
+
+def test_a_prompty_body_is_parsed_for_its_variables_once(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    """The reader renders the body and asks for its variables; both need the names, which
+    were parsed twice (a quarter of reading a Prompty file)."""
+    import jinja2
+
+    parsed: list[str] = []
+    original = jinja2.Environment.parse
+
+    def parse(self: jinja2.Environment, source: str, *args: object, **kwargs: object) -> object:
+        parsed.append(source)
+        return original(self, source, *args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(jinja2.Environment, "parse", parse)
+    product = f"product {tmp_path.name}"  # a body no earlier test parsed
+    path = Path("repo") / "support.prompty"
+    path.parent.mkdir()
+    path.write_text(PROMPTY.format(product=product), "utf-8")
+    code = main(["check", "repo", "-j", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "1 pipeline, 1 call_model step (0 not fitting): 0 errors" in out
+    assert "{{question}}: up to" in out  # the variable was found
+    assert len([s for s in parsed if product in s]) == 1

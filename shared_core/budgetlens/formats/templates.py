@@ -13,6 +13,7 @@ engine of Dotprompt's own Python runtime; Apache-2.0, where pybars3 is LGPL).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -179,9 +180,16 @@ def render_jinja(template: str, inputs: Mapping[str, Any] | None,
 def jinja_variables(template: str) -> list[str]:
     """The names a Jinja2 template reads from its context, in order of first use (names
     bound by ``for`` / ``set`` and Jinja's globals left out)."""
+    return list(_jinja_variables(template))
+
+
+@functools.lru_cache(maxsize=16)
+def _jinja_variables(template: str) -> tuple[str, ...]:
+    """``jinja_variables``, remembered: a Prompty body is rendered and read for its names,
+    and parsing it twice was a quarter of reading a Prompty file."""
     env = Environment()
     undeclared = meta.find_undeclared_variables(env.parse(template))
-    return [name for name in _jinja_names(template) if name in undeclared]
+    return tuple(name for name in _jinja_names(template) if name in undeclared)
 
 
 def _jinja_names(template: str) -> list[str]:
