@@ -6,6 +6,7 @@ Files are written to disk as a user keeps them and checked through the CLI's ``m
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,38 @@ def test_a_prompty_body_is_parsed_for_its_variables_once(
     assert "1 pipeline, 1 call_model step (0 not fitting): 0 errors" in out
     assert "{{question}}: up to" in out  # the variable was found
     assert len([s for s in parsed if product in s]) == 1
+
+
+def test_a_file_without_sample_inputs_is_read_once(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The concrete-input cases read the file again to render it with each sample; a file
+    with none (most) was read again anyway."""
+    from budgetlens.files import DiskFiles
+
+    reads: list[str] = []
+    original = DiskFiles.read_stat
+
+    def read_stat(self: DiskFiles, path: Path, *args: object, **kwargs: object) -> object:
+        reads.append(str(path))
+        return original(self, path, *args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(DiskFiles, "read_stat", read_stat)
+    path = Path("repo") / "bugs.prompt.yml"
+    path.parent.mkdir()
+    path.write_text(GITHUB.format(model="openai/gpt-4o-mini"), "utf-8")
+    code = main(["check", "repo", "-j", "1", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [s["budget"]["output"] for s in data["steps"]] == [2000]
+    assert reads.count(str(path)) == 1
+
+
+def test_a_file_with_sample_inputs_still_gets_its_cases(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = Path("repo") / "bugs.prompt.yml"
+    path.parent.mkdir()
+    path.write_text(GITHUB.format(model="openai/gpt-4o-mini")
+                    + "testData:\n  - input: a short bug report\n", "utf-8")
+    code = main(["check", "repo", "-j", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "the sample input" in out

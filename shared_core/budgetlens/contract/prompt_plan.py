@@ -282,6 +282,8 @@ class _PromptPlanner(_Planner):
         """Each step's concrete input cases (``testData``, ``sample``, ``input.default``;
         the first ``MAX_CASES``), its messages rendered with each."""
         out = []
+        if not any(step.samples for step in prompt.steps):  # most files: no read again
+            return tuple(() for _ in prompt.steps)
         text = self.files.read_text(Path(self.pipe))  # read before: the same text
         for i, step in enumerate(prompt.steps):
             rendered = []
