@@ -51,9 +51,10 @@ from budgetlens.contract.planner import _Plan, _Planner
 from budgetlens.contract.policy import Policy, PolicyChoice
 from budgetlens.contract.results import StepBudget, Term
 from budgetlens.contract.step_plan import _At, _output_floor, _Shared, _StepPlan
+from budgetlens.contract.terms import RESPONSE_SCHEMA, TOOLS, TermSpec
 from budgetlens.files import MISSING_FINGERPRINT, SourceError, within
 from budgetlens.formats import read_prompt_file
-from budgetlens.formats.model import ProblemKind, PromptFile
+from budgetlens.formats.model import Located, ProblemKind, PromptFile
 from budgetlens.formats.model import Step as PromptStep
 from budgetlens.source import Diagnostic, Location, Position, Range, Severity
 from budgetlens.tokens.core import TokenCounter
@@ -357,13 +358,30 @@ class _PromptPlanner(_Planner):
     def vars_term(self, step: PromptStep) -> Term:
         """The variables' declared budgets (``metadata.budgetlens.vars``), else 0."""
         meta = step.budgetlens
-        declared = _int_map(meta.value.get("vars")) if meta is not None and \
-            isinstance(meta.value, Mapping) else {}
+        declared = self.declared(step)
+        declared.pop(step.history or "", None)  # the history term's (``history_input``)
         if not declared or meta is None:
             return Term(0, "variables: no declared budget (their headroom is what is left)")
         names = ", ".join(f"{k} {v}" for k, v in declared.items())
         return Term(sum(declared.values()), f"metadata.budgetlens.vars ({names})",
                     location=_loc(self.pipe, meta.range))
+
+    def declared(self, step: PromptStep) -> dict[str, int]:
+        """The variables' declared budgets (``metadata.budgetlens.vars``)."""
+        meta = step.budgetlens
+        return _int_map(meta.value.get("vars")) if meta is not None and \
+            isinstance(meta.value, Mapping) else {}
+
+    def history_input(self, step: PromptStep) -> Term:
+        """The history input's declared budget as the history term (0 without one: the
+        history gets the headroom)."""
+        if not step.history:
+            return Term(0, TermSource.HISTORY_OFF)
+        budget = self.declared(step).get(step.history)
+        if budget is None or step.budgetlens is None:
+            return Term(0, f"history input {step.history!r}: in the headroom")
+        return Term(budget, f"metadata.budgetlens.vars.{step.history} (the history input)",
+                    location=_loc(self.pipe, step.budgetlens.range))
 
     def margin_term(self, step: PromptStep) -> Term:
         meta = step.budgetlens
@@ -392,11 +410,20 @@ class _PromptPlanner(_Planner):
             at=at, location=location, name_location=name_location, prompt_file=None,
             prompt=Term(0, "system prompt: in the messages"), prompt_key_location=None,
             template=None, template_location=location,
-            history=Term(0, f"history input {step.history!r}: in the headroom")
-            if step.history else Term(0, TermSource.HISTORY_OFF),
+            history=self.history_input(step),
             output=output, output_source=source,
             output_floor=_output_floor(max(limit, 1), source, None), own=None,
-            before=(), after=self.take_step(name))
+            before=(), after=self.take_step(name),
+            tools=self.file_term(TOOLS, step.tools), schema=self.file_term(
+                RESPONSE_SCHEMA, step.output_schema))
+
+    def file_term(self, key: str, found: Located | None) -> TermSpec | None:
+        """The step's tools or output schema as the request term ``key`` (contract/terms.py
+        counts it as a pipeline step's); ``None`` without one, or for tools the file only
+        names (defined in code: nothing to count)."""
+        if found is None or found.value is None:
+            return None
+        return TermSpec(key, found.value, None, _loc(self.pipe, found.range))
 
     def output(self, step: PromptStep, shared: _Shared, where: Location,
                name: str) -> tuple[Term, OutputSource]:

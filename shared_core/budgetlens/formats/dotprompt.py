@@ -36,6 +36,7 @@ from budgetlens.formats.common import (
 )
 from budgetlens.formats.frontmatter import FileYaml, read_yaml, split_front_matter
 from budgetlens.formats.model import Message, Problem, ProblemKind, PromptFile, Step
+from budgetlens.formats.request_shapes import dotprompt_schema, openai_tools
 from budgetlens.formats.templates import BlankInputs, fixed
 from budgetlens.source import LineIndex, Range
 
@@ -104,8 +105,8 @@ def _step(fy: FileYaml | None, front: Mapping[str, Any], path: str, messages: li
         messages=messages,
         model=model,
         output=output,
-        tools=located(fy, "tools"),
-        output_schema=located(fy, "output", "schema") or located(fy, "output", "format"),
+        tools=openai_tools(located(fy, "tools")),
+        output_schema=dotprompt_schema(located(fy, "output", "schema")),
         history="history" if renderer.history else None,
         inputs=located(fy, "input", "schema"),
         declared=declared,

@@ -19,6 +19,7 @@ from typing import Any
 from budgetlens.formats.common import check_completion_tokens, located, output_limit
 from budgetlens.formats.frontmatter import FileYaml, read_yaml
 from budgetlens.formats.model import Message, Problem, ProblemKind, PromptFile, Step
+from budgetlens.formats.request_shapes import github_schema, openai_tools
 from budgetlens.formats.templates import placeholder_variables, render_placeholders
 from budgetlens.source import LineIndex, Range
 
@@ -71,8 +72,8 @@ def _step(fy: FileYaml, path: str, inputs: Mapping[str, Any] | None,
         messages=_messages(fy, inputs),
         model=model,
         output=output,
-        tools=located(fy, "tools"),
-        output_schema=located(fy, "jsonSchema") or located(fy, "responseFormat"),
+        tools=openai_tools(located(fy, "tools")),
+        output_schema=github_schema(located(fy, "jsonSchema"), located(fy, "responseFormat")),
         samples=samples,
         budgetlens=located(fy, "metadata", "budgetlens"),
     )

@@ -90,7 +90,9 @@ class Step:
     messages: list[Message]
     model: Located | None
     output: OutputLimit
+    #: OpenAI tool definitions (``request_shapes``); value ``None``: tools named only
     tools: Located | None = None
+    #: a JSON Schema, or OpenAI's ``json_schema`` response format (``request_shapes``)
     output_schema: Located | None = None
     history: str | None = None  # the input holding the conversation history
     inputs: Located | None = None  # declared inputs as written (inputs, input.schema)

@@ -43,6 +43,7 @@ from budgetlens.formats.model import (
     PromptFile,
     Step,
 )
+from budgetlens.formats.request_shapes import openai_tools, prompty_outputs
 from budgetlens.formats.templates import (
     fixed,
     jinja_segment_variables,
@@ -106,8 +107,8 @@ def _step(fy: FileYaml | None, front: dict[str, Any], version: str, path: str,
         messages=messages,
         model=model,
         output=output,
-        tools=located(fy, "tools") or located(fy, "model", "parameters", "tools"),
-        output_schema=located(fy, "outputs") or located(fy, "outputSchema"),
+        tools=openai_tools(located(fy, "tools") or located(fy, "model", "parameters", "tools")),
+        output_schema=prompty_outputs(located(fy, "outputs") or located(fy, "outputSchema")),
         history=history,
         inputs=located(fy, "inputs"),
         declared=declared,

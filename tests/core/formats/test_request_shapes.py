@@ -1,0 +1,89 @@
+"""Picoschema read as Genkit reads it, and each format's tools and schema in the shapes
+the contract counts.
+
+The Picoschema expectations are Genkit's own: the cases of ``js/src/picoschema.test.ts`` in
+google/dotprompt (commit 4532bb116a9f6182259d481b6c61ac0cef295115), copied as data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from budgetlens.formats import read_prompt_file
+from budgetlens.formats.request_shapes import picoschema
+
+GENKIT_CASES: list[tuple[Any, Any]] = [
+    ("number, A numeric value", {"type": "number", "description": "A numeric value"}),
+    ("any", {}),
+    ({"type": "string", "format": "email"}, {"type": "string", "format": "email"}),
+    ({"properties": {"foo": {"type": "string"}}},
+     {"properties": {"foo": {"type": "string"}}, "type": "object"}),
+    ({"req": "string, required field", "nonreq?": "boolean, optional field"},
+     {"type": "object", "properties": {
+         "req": {"type": "string", "description": "required field"},
+         "nonreq": {"type": ["boolean", "null"], "description": "optional field"}},
+      "required": ["req"], "additionalProperties": False}),
+    ({"tags(array, list of tags)": "string, the tag", "vector(array)": "number"},
+     {"type": "object", "properties": {
+         "tags": {"type": "array", "description": "list of tags",
+                  "items": {"type": "string", "description": "the tag"}},
+         "vector": {"type": "array", "items": {"type": "number"}}},
+      "required": ["tags", "vector"], "additionalProperties": False}),
+    ({"obj?(object, a nested object)": {"nest1?": "string"},
+      "arr(array, array of objects)": {"nest2?": "boolean"}},
+     {"type": "object", "properties": {
+         "obj": {"type": ["object", "null"], "description": "a nested object",
+                 "properties": {"nest1": {"type": ["string", "null"]}},
+                 "additionalProperties": False},
+         "arr": {"type": "array", "description": "array of objects", "items": {
+             "type": "object", "properties": {"nest2": {"type": ["boolean", "null"]}},
+             "additionalProperties": False}}},
+      "required": ["arr"], "additionalProperties": False}),
+    ({"color?(enum, the enum)": ["RED", "BLUE", "GREEN"]},
+     {"type": "object", "properties": {
+         "color": {"description": "the enum", "enum": ["RED", "BLUE", "GREEN", None]}},
+      "additionalProperties": False}),
+    ({"otherField": "string, another string", "(*)": "any, whatever you want"},
+     {"type": "object", "properties": {
+         "otherField": {"type": "string", "description": "another string"}},
+      "required": ["otherField"], "additionalProperties": {"description": "whatever you want"}}),
+    ("string,    A text string with extra whitespace    ",
+     {"type": "string", "description": "A text string with extra whitespace    "}),
+]
+
+
+@pytest.mark.parametrize(("pico", "expected"), GENKIT_CASES)
+def test_picoschema_reads_as_genkit_reads_it(pico: Any, expected: Any) -> None:
+    assert picoschema(pico) == expected
+
+
+def test_prompty_v2_tools_become_openai_definitions() -> None:
+    text = ("---\nmodel: gpt-4o\ntools:\n  - name: find\n    kind: function\n"
+            "    description: Find a thing.\n    parameters:\n      - name: what\n"
+            "        kind: string\n        description: The thing.\n        required: true\n"
+            "---\nuser:\n{{q}}\n")
+    prompt = read_prompt_file("a.prompty", text)
+    assert prompt is not None and prompt.steps[0].tools is not None
+    assert prompt.steps[0].tools.value == [{"type": "function", "function": {
+        "name": "find", "description": "Find a thing.", "parameters": {
+            "type": "object", "properties": {"what": {"type": "string",
+                                                      "description": "The thing."}},
+            "required": ["what"]}}}]
+    assert prompt.steps[0].tools.key == "tools"
+
+
+def test_dotprompt_tool_names_carry_no_definition() -> None:
+    text = "---\nmodel: openai/gpt-4o\ntools: [a, b]\n---\nHi\n"
+    prompt = read_prompt_file("a.prompt", text)
+    assert prompt is not None and prompt.steps[0].tools is not None
+    assert prompt.steps[0].tools.value is None
+
+
+def test_github_models_json_object_format_has_no_schema() -> None:
+    text = ("model: openai/gpt-4o\nresponseFormat: json_object\njsonSchema: '{\"name\": \"x\","
+            " \"schema\": {\"type\": \"object\"}}'\nmessages:\n  - role: user\n"
+            "    content: hi\n")
+    prompt = read_prompt_file("a.prompt.yml", text)
+    assert prompt is not None and prompt.steps[0].output_schema is None
