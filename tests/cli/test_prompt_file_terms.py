@@ -199,3 +199,66 @@ def test_a_declared_history_budget_is_the_history_term(
     assert code == 0
     assert (budget["history"], budget["context"]) == (3000, 200)
     assert budget["total"] == budget["fixed"] + 3000 + 200 + 400 + MARGIN
+
+
+GITHUB_BIG = """\
+model: openai/gpt-4o
+modelParameters:
+  maxCompletionTokens: 1000
+metadata:
+  budgetlens:
+    vars:
+      diff: 8000
+messages:
+  - role: system
+    content: You review pull requests.
+  - role: user
+    content: 'Review this diff: {{diff}}'
+"""
+
+
+def test_a_github_models_file_runs_behind_the_github_models_gateway(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = _check(capsys, "review.prompt.yml", GITHUB_BIG)
+    sent = framed([("system", "You review pull requests."), ("user", "Review this diff: ")]) \
+        + 8000 + MARGIN
+    [cap] = [d for d in data["diagnostics"] if d["code"] == "BL067"]
+    # models/gateways.json: 8,000 input tokens a request for gpt-4o (actions/ai-inference#128)
+    assert code == 1 and sent > 8000
+    assert f"sends {sent:,} input tokens" in cap["message"]
+    assert "above the 8,000-token request cap" in cap["message"]
+    assert cap["range"]["start"]["line"] == 0  # the file's model, where the gateway comes from
+
+
+def test_config_json_gateway_null_runs_a_github_models_file_without_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    Path("repo").mkdir()
+    Path("repo/config.json").write_text('{"gateway": null}', "utf-8")
+    code, data = _check(capsys, "review.prompt.yml", GITHUB_BIG)
+    assert code == 0
+    assert [d for d in data["diagnostics"] if d["code"] in ("BL067", "BL068")] == []
+
+
+SNAKE = """\
+model: openai/gpt-4o-mini
+modelParameters:
+  max_tokens: 2000
+messages:
+  - role: user
+    content: 'Summarize: {{input}}'
+"""
+
+
+def test_max_tokens_is_read_by_neither_runner(capsys: pytest.CaptureFixture[str]) -> None:
+    # actions/ai-inference a7805884 src/main.ts reads maxCompletionTokens and maxTokens;
+    # gh-models 178d921 pkg/prompt/prompt.go reads maxTokens: max_tokens is read by none
+    code, data = _check(capsys, "sum.prompt.yml", SNAKE)
+    [warning] = [d for d in data["diagnostics"] if d["code"] == "BL070"]
+    assert code == 0 and warning["severity"] == "warning"
+    assert warning["range"]["start"] == {"line": 2, "character": 2}  # the max_tokens key
+    assert "default 200" in warning["message"] and "gh models sends maxTokens only" in \
+        warning["message"]
+    assert data["steps"][0]["budget"]["output"] == 2000  # what the file says, still counted
+    text = SNAKE.replace("max_tokens", "maxCompletionTokens")
+    _, data = _check(capsys, "sum.prompt.yml", text)
+    assert [d for d in data["diagnostics"] if d["code"] == "BL070"] == []

@@ -39,7 +39,12 @@ from budgetlens.contract.cache import RecordingFiles
 from budgetlens.contract.config import LoadedConfig, load_config
 from budgetlens.contract.discovery import pipeline_config
 from budgetlens.contract.enums import OutputSource, PolicySource, TermSource
-from budgetlens.contract.limits import ModelLimits, step_limits, unknown_model_message
+from budgetlens.contract.limits import (
+    ModelLimits,
+    _gateway,
+    step_limits,
+    unknown_model_message,
+)
 from budgetlens.contract.near_miss import suggest
 from budgetlens.contract.pipeline import (
     DEFAULT_SAFETY_MARGIN_TOKENS,
@@ -246,7 +251,7 @@ class _PromptPlanner(_Planner):
     def plan_prompt(self, prompt: PromptFile, base: dict[str, Any], root: str) -> _Plan:
         config: LoadedConfig | None = base["config"]
         first = prompt.steps[0]
-        limits = self.file_limits(first, config)
+        limits = self.file_gateway(prompt, self.file_limits(first, config), config)
         self.adopt_config(config, limits)
         self.adopt(limits.diagnostics)
         if limits.window is None:
@@ -321,6 +326,20 @@ class _PromptPlanner(_Planner):
                 name, "model", ": the file is checked with config.json's limits, if any",
                 self.models) if d.code == codes.MODEL_UNKNOWN else d.message)
             for d in limits.diagnostics))
+
+    def file_gateway(self, prompt: PromptFile, limits: ModelLimits,
+                     config: LoadedConfig | None) -> ModelLimits:
+        """``limits`` behind the gateway the file's runtime sends through (GitHub Models
+        files: ``github-models``), unless config.json names a ``gateway`` (``null``: none).
+        A model the gateway table has no cap for gets no note: the default is not the
+        author's choice (BL068 is for a gateway written in config.json)."""
+        extra = (config.config.model_extra or {}) if config is not None and \
+            config.config is not None else {}
+        if prompt.gateway is None or "gateway" in extra or limits.model is None:
+            return limits
+        first = prompt.steps[0]
+        where = _loc(self.pipe, first.model.range if first.model is not None else None)
+        return _gateway(limits, prompt.gateway, where, [], "prompt file")
 
     def check_metadata(self, step: PromptStep) -> None:
         """``metadata.budgetlens`` sets budget terms: a value that cannot be used is BL005,

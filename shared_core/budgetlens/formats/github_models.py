@@ -24,13 +24,21 @@ from budgetlens.formats.templates import placeholder_variables, render_placehold
 from budgetlens.source import LineIndex, Range
 
 FORMAT = "github-models"
+#: The gateway both runners send through: GitHub Models (models.github.ai).
+GATEWAY = "github-models"
 #: The output limit each key sets, in the order the runner prefers them.
 OUTPUT_KEYS = (("modelParameters", "maxCompletionTokens"), ("modelParameters", "max_tokens"),
                ("modelParameters", "maxTokens"))
 #: What actions/ai-inference sends when the file sets no output limit: the default of its
-#: ``max-tokens`` input (action.yml at 6d144ac; src/main.ts sends
-#: ``modelParameters.maxTokens ?? max-tokens``).
+#: ``max-tokens`` input. At a7805884c80886efc241e94a5351df715968a0ad (the last commit that
+#: calls GitHub Models; 832846d, 2026-06-10, made Copilot its only provider) src/main.ts
+#: sends ``modelParameters.maxCompletionTokens ?? max-completion-tokens`` (default ''),
+#: else ``modelParameters.maxTokens ?? max-tokens`` (action.yml: default '200').
 RUNNER_DEFAULT_OUTPUT = 200
+#: The key neither runner reads: actions/ai-inference (above) and gh models
+#: (github/gh-models pkg/prompt/prompt.go at 178d92159f42ae0aad1bb77a096663f50dc6a7c2:
+#: ``ModelParameters`` has ``maxTokens``, ``temperature``, ``topP`` only).
+UNREAD_KEY = "modelParameters.max_tokens"
 
 
 def is_github_models(path: str) -> bool:
@@ -42,7 +50,7 @@ def read(text: str, path: str = "", inputs: Mapping[str, Any] | None = None) -> 
     problems: list[Problem] = []
     index = LineIndex(text)
     fy = read_yaml(text, 0, index, problems)
-    result = PromptFile(path, FORMAT, [], problems)
+    result = PromptFile(path, FORMAT, [], problems, gateway=GATEWAY)
     if fy is None:
         return result
     if not isinstance(fy.value, dict) or not isinstance(fy.get("messages"), list):
@@ -64,7 +72,16 @@ def _step(fy: FileYaml, path: str, inputs: Mapping[str, Any] | None,
             f" {RUNNER_DEFAULT_OUTPUT}), gh models sends none and the model may write up to"
             " its ceiling (set modelParameters.maxCompletionTokens)",
             fy.key_range("model") or fy.whole()))
+    before = len(problems)
     check_completion_tokens(model, output, problems)
+    if output.key == UNREAD_KEY and len(problems) == before:
+        problems.append(Problem(
+            ProblemKind.OUTPUT_DEFAULT,
+            f"neither runner reads {UNREAD_KEY}: actions/ai-inference sends"
+            " modelParameters.maxCompletionTokens, else maxTokens, else its max-tokens input"
+            f" (default {RUNNER_DEFAULT_OUTPUT}); gh models sends maxTokens only, else none"
+            f" (counted: {output.value}; write modelParameters.maxCompletionTokens)",
+            output.key_range or output.range or fy.whole()))
     name = fy.get("name")
     samples = [dict(case) for case in fy.get("testData") or [] if isinstance(case, dict)]
     return Step(

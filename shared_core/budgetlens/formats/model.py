@@ -108,6 +108,8 @@ class PromptFile:
     steps: list[Step]
     problems: list[Problem]
     version: str | None = None  # Prompty: "v1" | "v2"
+    #: the gateway the format's runtime sends requests through (``models/gateways.json``)
+    gateway: str | None = None
 
 
 #: Model families that refuse ``max_tokens`` and want ``max_completion_tokens``.
