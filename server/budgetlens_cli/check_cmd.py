@@ -1,8 +1,9 @@
 """``budgetlens check [PATH...] [--format text|json|sarif|github|gitlab|junit] [--policy P]``:
 its arguments, and ``run``, which checks (``check_run``) and prints (``check_formats``).
 
-PATH (default ``.``) is a pipeline file or a folder searched for ``pipelines/*.yaml``; a
-``pipelines`` folder itself gives its own files. Text output reads like a compiler's
+PATH (default ``.``) is a pipeline or prompt file, or a folder searched for
+``pipelines/*.yaml`` and prompt files (docs/prompt-formats.md); a ``pipelines`` folder
+itself gives its own files. Text output reads like a compiler's
 (``file:line:col: severity[CODE] message``, the source line (a window of 120 columns around
 the diagnostic when it is wider), a caret, and where each term of a budget comes from)
 followed by a per-step budget table; ``--format json`` prints one
@@ -51,9 +52,11 @@ FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "check", help="check pipelines against the token budget contract",
-        description="Check every call_model step of the pipelines against the model's"
-                    " context window. PATH (default .) is a pipeline file or a folder"
-                    " searched for pipelines/*.yaml.")
+        description="Check every call_model step of the pipelines, and every prompt file,"
+                    " against the model's context window. PATH (default .) is a pipeline or"
+                    " prompt file, or a folder searched for pipelines/*.yaml and for prompt"
+                    " files (*.prompt.yml, *.prompt.yaml, *.prompty, and *.prompt with"
+                    " Dotprompt front matter).")
     add_common_arguments(p)
     p.add_argument("--format", choices=FORMATS, default="text",
                    help="output format (default text)")
@@ -88,7 +91,8 @@ def positive_int(value: str) -> int:
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
-                   help="pipeline files or folders (default: the current folder)")
+                   help="pipeline or prompt files, or folders (default: the current"
+                        " folder)")
     p.add_argument("--policy", choices=[x.value for x in Policy],
                    help="override the policy (default: the PIPELINE_LIMITS_POLICY environment"
                         " variable, else development in config.json: true = fail_fast)")

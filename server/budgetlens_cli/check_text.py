@@ -327,6 +327,8 @@ def summary_line(results: list[PipelineResult], diagnostics: list[Diagnostic],
     counted again) and warnings."""
     errors = sum(d.severity is Severity.ERROR for d in diagnostics) - pointers
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
+    others = [r for r in results if not_dotprompt(r)]
+    results = [r for r in results if not not_dotprompt(r)]
     steps = sum(r.steps for r in results)
     unfit = sum(r.unfit for r in results)
     blocked = (f"; {pointers} pipeline{'s' if pointers != 1 else ''} extend"
@@ -334,4 +336,12 @@ def summary_line(results: list[PipelineResult], diagnostics: list[Diagnostic],
     return (f"{len(results)} pipeline{'s' if len(results) != 1 else ''}, {steps} call_model"
             f" step{'s' if steps != 1 else ''} ({unfit} not fitting):"
             f" {errors} error{'s' if errors != 1 else ''},"
-            f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}")
+            f" {warnings} warning{'s' if warnings != 1 else ''}{blocked}"
+            + (f"; {len(others)} .prompt file{'s' if len(others) != 1 else ''} without"
+               " Dotprompt front matter not checked" if others else ""))
+
+
+def not_dotprompt(r: PipelineResult) -> bool:
+    """A ``.prompt`` file no reader reads (another tool's: no Dotprompt front matter). It
+    is found by its name, has no step and no diagnostic: it is not a pipeline."""
+    return r.pipeline.endswith(".prompt") and not r.steps and not r.diagnostics

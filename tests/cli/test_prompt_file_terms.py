@@ -262,3 +262,45 @@ def test_max_tokens_is_read_by_neither_runner(capsys: pytest.CaptureFixture[str]
     text = SNAKE.replace("max_tokens", "maxCompletionTokens")
     _, data = _check(capsys, "sum.prompt.yml", text)
     assert [d for d in data["diagnostics"] if d["code"] == "BL070"] == []
+
+
+PYPROJECT = """\
+[project]
+name = "app"
+
+[tool.budgetlens]
+model_context_window = 8000
+"""
+
+
+def test_a_term_read_from_pyproject_names_pyproject(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    Path("repo").mkdir()
+    Path("repo/pyproject.toml").write_text(PYPROJECT, "utf-8")
+    _, data = _check(capsys, "a.prompt", "---\nmodel: in-house-model\nconfig:\n"
+                     "  maxOutputTokens: 100\n---\nHello {{name}}\n")
+    window = data["steps"][0]["terms"]["window"]
+    assert window["location"]["file"] == "repo/pyproject.toml"
+    assert window["source"] == \
+        "config.json model_context_window (in pyproject.toml [tool.budgetlens])"
+
+
+def test_a_prompt_file_of_another_tool_is_not_counted_as_a_pipeline(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    Path("repo").mkdir()
+    Path("repo/notes.prompt").write_text("Write a poem about the sea.\n", "utf-8")
+    Path("repo/haiku.prompt").write_text(
+        "---\nmodel: openai/gpt-4o\nconfig:\n  maxOutputTokens: 100\n---\nA haiku.\n",
+        "utf-8")
+    code = main(["check", "repo"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert out.splitlines()[-1] == (
+        "1 pipeline, 1 call_model step (0 not fitting): 0 errors, 0 warnings; 1 .prompt file"
+        " without Dotprompt front matter not checked")
+
+
+def test_check_help_names_prompt_files(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "*.prompt.yml" in out and "*.prompty" in out and "Dotprompt" in out

@@ -251,7 +251,8 @@ class _PromptPlanner(_Planner):
     def plan_prompt(self, prompt: PromptFile, base: dict[str, Any], root: str) -> _Plan:
         config: LoadedConfig | None = base["config"]
         first = prompt.steps[0]
-        limits = self.file_gateway(prompt, self.file_limits(first, config), config)
+        limits = _named_sources(self.file_gateway(prompt, self.file_limits(first, config),
+                                                  config))
         self.adopt_config(config, limits)
         self.adopt(limits.diagnostics)
         if limits.window is None:
@@ -263,7 +264,7 @@ class _PromptPlanner(_Planner):
         self.check_metadata(first)
         head_diags = self.take()
         context = self.vars_term(first)
-        shared = _Shared(config, base["choice"].policy, self.overhead(config),
+        shared = _Shared(config, base["choice"].policy, _named(self.overhead(config)),
                          self.margin_term(first), None, context, window, limits.ceiling,
                          False)
         owner = base["chain"].pipeline
@@ -505,6 +506,25 @@ def _deployment(config: LoadedConfig | None, name: str) -> str:
 
 
 PYPROJECT = "pyproject.toml"
+_CONFIG_JSON = "config.json "
+
+
+def _named(term: Term) -> Term:
+    """``term`` with its source naming pyproject.toml when its value was read there (the
+    table is read as a config.json, whose terms say ``config.json <key>``)."""
+    if term.location is None or os.path.basename(term.location.file) != PYPROJECT or \
+            not term.source.startswith(_CONFIG_JSON):
+        return term
+    return replace(term, source=f"{term.source} (in {PYPROJECT} [tool.budgetlens])")
+
+
+def _named_sources(limits: ModelLimits) -> ModelLimits:
+    """``limits`` with every term read from pyproject.toml saying so (``_named``)."""
+    def named(term: Term | None) -> Term | None:
+        return None if term is None else _named(term)
+
+    return replace(limits, window=named(limits.window), ceiling=named(limits.ceiling),
+                   unserved=named(limits.unserved), max_input=named(limits.max_input))
 _TABLE = re.compile(r"^\s*\[\s*tool\.budgetlens\s*\]\s*(#.*)?$")
 
 
