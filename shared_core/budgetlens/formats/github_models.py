@@ -3,7 +3,7 @@
 Read by ``actions/ai-inference`` and ``gh models run|eval``: ``messages`` (``role``,
 ``content`` with ``{{name}}`` placeholders), ``model`` (``openai/gpt-4o-mini``),
 ``modelParameters`` (``maxCompletionTokens`` preferred; ``max_tokens``; ``maxTokens``,
-deprecated), ``responseFormat`` + ``jsonSchema``, ``tools``, ``testData``, ``evaluators``.
+deprecated), ``responseFormat`` + ``jsonSchema``, ``testData``, ``evaluators``.
 
 The placeholders are replaced the way both runners replace them: each ``{{name}}`` (no
 spaces, no sections, no escaping) by the value's text. A mustache library would read
@@ -19,7 +19,7 @@ from typing import Any
 from budgetlens.formats.common import check_completion_tokens, located, output_limit
 from budgetlens.formats.frontmatter import FileYaml, read_yaml
 from budgetlens.formats.model import Message, Problem, ProblemKind, PromptFile, Step
-from budgetlens.formats.request_shapes import github_schema, openai_tools
+from budgetlens.formats.request_shapes import github_schema
 from budgetlens.formats.templates import placeholder_variables, render_placeholders
 from budgetlens.source import LineIndex, Range
 
@@ -89,7 +89,7 @@ def _step(fy: FileYaml, path: str, inputs: Mapping[str, Any] | None,
         messages=_messages(fy, inputs),
         model=model,
         output=output,
-        tools=openai_tools(located(fy, "tools")),
+        tools=None,  # neither runner reads a file's tools (request_shapes.py)
         output_schema=github_schema(located(fy, "jsonSchema"), located(fy, "responseFormat")),
         samples=samples,
         budgetlens=located(fy, "metadata", "budgetlens"),

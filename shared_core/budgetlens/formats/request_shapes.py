@@ -4,15 +4,20 @@ The contract counts a step's ``tools`` as OpenAI's tool definitions and its
 ``response_schema`` as a JSON Schema (or OpenAI's ``json_schema`` response format).
 Each format writes them its own way; the readers convert here:
 
-- OpenAI-shaped definitions (GitHub Models, Prompty v1 ``model.parameters.tools``) are
-  kept as written.
+- OpenAI-shaped definitions (Prompty v1 ``model.parameters.tools``) are kept as written.
+- GitHub Models files have no tools: neither runner reads a ``tools`` key
+  (actions/ai-inference ``src/prompt.ts`` ``PromptConfig`` at a7805884; github/gh-models
+  ``pkg/prompt/prompt.go`` ``File`` at 178d921).
 - Prompty v2 tools (``{name, kind: function, description, parameters: [{name, kind,
   description, enumValues}]}``) become ``{type: function, function: {name, description,
   parameters: {type: object, properties, required}}}``.
 - Dotprompt tools are names of tools defined in code (``tools: [lookup]``): the file holds
   no definition, so nothing is counted (the value is ``None``).
 - GitHub Models ``responseFormat: json_schema`` with ``jsonSchema`` (JSON text or a
-  mapping) becomes OpenAI's ``{type: json_schema, json_schema: ...}``.
+  mapping) becomes OpenAI's ``{type: json_schema, json_schema: ...}``, as both runners
+  send it (``buildResponseFormat`` in actions/ai-inference ``src/helpers.ts``;
+  ``BuildChatCompletionOptions`` in gh-models). Without ``responseFormat: json_schema``
+  neither sends the schema.
 - Prompty ``outputs`` (a list of ``{name, kind, description, required}``, or v1's mapping
   of name to ``{type, description}``) become an object schema.
 - Dotprompt ``output.schema`` in Picoschema becomes JSON Schema as Genkit's
@@ -84,9 +89,8 @@ def _object_of(entries: Any) -> dict[str, Any]:
 
 def github_schema(schema: Located | None, response_format: Located | None) -> Located | None:
     """``jsonSchema`` when ``responseFormat`` is ``json_schema``, as OpenAI's response format
-    (JSON text that does not parse: ``None``, nothing counted)."""
-    if schema is None or (response_format is not None
-                          and response_format.value != "json_schema"):
+    (JSON text that does not parse: ``None``, nothing counted: both runners refuse it)."""
+    if schema is None or response_format is None or response_format.value != "json_schema":
         return None
     value = schema.value
     if isinstance(value, str):

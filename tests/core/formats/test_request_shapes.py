@@ -87,3 +87,19 @@ def test_github_models_json_object_format_has_no_schema() -> None:
             "    content: hi\n")
     prompt = read_prompt_file("a.prompt.yml", text)
     assert prompt is not None and prompt.steps[0].output_schema is None
+
+
+def test_github_models_reads_neither_tools_nor_a_schema_without_json_schema_format() -> None:
+    # actions/ai-inference a7805884 (src/prompt.ts, src/helpers.ts buildResponseFormat) and
+    # gh-models 178d921 (pkg/prompt/prompt.go) send jsonSchema only with
+    # responseFormat: json_schema, and read no tools key
+    text = ("model: openai/gpt-4o\njsonSchema: '{\"name\": \"x\", \"schema\": {\"type\":"
+            " \"object\"}}'\ntools:\n  - type: function\n    function: {name: f}\n"
+            "messages:\n  - role: user\n    content: hi\n")
+    prompt = read_prompt_file("a.prompt.yml", text)
+    assert prompt is not None
+    assert prompt.steps[0].output_schema is None and prompt.steps[0].tools is None
+    with_format = read_prompt_file("a.prompt.yml", "responseFormat: json_schema\n" + text)
+    assert with_format is not None and with_format.steps[0].output_schema is not None
+    assert with_format.steps[0].output_schema.value == {
+        "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
