@@ -10,7 +10,9 @@ Each format writes them its own way; the readers convert here:
   ``pkg/prompt/prompt.go`` ``File`` at 178d921).
 - Prompty v2 tools (``{name, kind: function, description, parameters: [{name, kind,
   description, enumValues}]}``) become ``{type: function, function: {name, description,
-  parameters: {type: object, properties, required}}}``.
+  parameters: {type: object, properties, required}}}`` as prompty 2.1's OpenAI executor
+  (``providers/openai/executor.py``, ``_tools_to_wire``) sends them; other kinds
+  (``mcp``, ``openapi``) are not sent by it, and not counted.
 - Dotprompt tools are names of tools defined in code (``tools: [lookup]``): the file holds
   no definition, so nothing is counted (the value is ``None``).
 - GitHub Models ``responseFormat: json_schema`` with ``jsonSchema`` (JSON text or a
@@ -19,7 +21,8 @@ Each format writes them its own way; the readers convert here:
   ``BuildChatCompletionOptions`` in gh-models). Without ``responseFormat: json_schema``
   neither sends the schema.
 - Prompty ``outputs`` (a list of ``{name, kind, description, required}``, or v1's mapping
-  of name to ``{type, description}``) become an object schema.
+  of name to ``{type, description}``) become the strict ``json_schema`` response format
+  prompty 2.1 sends (``_output_schema_to_wire``).
 - Dotprompt ``output.schema`` in Picoschema becomes JSON Schema as Genkit's
   ``picoschema.ts`` does; a schema that is already JSON Schema is kept.
 """
@@ -47,43 +50,91 @@ def openai_tools(loc: Located | None) -> Located | None:
         return None
     if all(isinstance(t, str) for t in loc.value):
         return _with_value(loc, None)
-    return _with_value(loc, [_tool(t) for t in loc.value])
+    tools = [t for t in loc.value
+             if not (isinstance(t, Mapping) and t.get("kind") not in (None, "function"))]
+    return _with_value(loc, [_tool(t) for t in tools]) if tools else None
 
 
 def _tool(tool: Any) -> Any:
+    """A Prompty v2 tool as prompty 2.1's ``_tools_to_wire`` sends it (an OpenAI-shaped
+    definition, or one this cannot read: as written)."""
     if not isinstance(tool, Mapping) or tool.get("type") == "function" \
             or not isinstance(tool.get("parameters", []), list):
         return tool
+    strict = tool.get("strict") is True
     fn: dict[str, Any] = {"name": tool.get("name")}
-    if tool.get("description") is not None:
-        fn["description"] = tool.get("description")
-    fn["parameters"] = _object_of(tool.get("parameters") or [])
+    if tool.get("description"):
+        fn["description"] = tool["description"]
+    bound = {b.get("name") for b in tool.get("bindings") or [] if isinstance(b, Mapping)}
+    params = [p for p in tool.get("parameters") or []
+              if isinstance(p, Mapping) and p.get("name") not in bound]
+    if params:
+        fn["parameters"] = _object_of(params, strict)
+    if strict:
+        fn["strict"] = True
+        if "parameters" in fn:
+            fn["parameters"]["additionalProperties"] = False
     return {"type": "function", "function": fn}
 
 
-def _object_of(entries: Any) -> dict[str, Any]:
-    """Prompty's list (or v1 mapping) of named properties as an object schema."""
+def _entries(entries: Any) -> list[Mapping[str, Any]]:
+    """Prompty's properties: a list of ``{name, kind, ...}``, or v1's mapping of a name to
+    ``{type, description}`` (or to a type name)."""
     if isinstance(entries, Mapping):
         entries = [{"name": k, **(v if isinstance(v, Mapping) else {"type": v})}
                    for k, v in entries.items()]
+    return [e for e in entries if isinstance(e, Mapping) and isinstance(e.get("name"), str)] \
+        if isinstance(entries, list) else []
+
+
+def _object_of(entries: Any, strict: bool) -> dict[str, Any]:
+    """Prompty's properties as prompty 2.1's ``_schema_to_wire`` makes them an object
+    schema (strict: every property required, the optional ones nullable)."""
     props: dict[str, Any] = {}
     required: list[str] = []
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-            continue
-        prop: dict[str, Any] = {"type": str(entry.get("kind") or entry.get("type")
-                                            or "string")}
-        if entry.get("description") is not None:
-            prop["description"] = entry["description"]
-        enum = entry.get("enumValues", entry.get("enum"))
-        if isinstance(enum, list):
-            prop["enum"] = enum
-        props[entry["name"]] = prop
-        if entry.get("required") is True:
+    for entry in _entries(entries):
+        props[entry["name"]] = _property(entry, strict and entry.get("required") is not True,
+                                         strict)
+        if strict or entry.get("required") is True:
             required.append(entry["name"])
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
+    return schema
+
+
+#: prompty 2.1's ``kind_map`` (``providers/openai/executor.py``).
+_PROMPTY_KINDS = {"string": "string", "integer": "integer", "float": "number",
+                  "number": "number", "boolean": "boolean", "array": "array",
+                  "object": "object"}
+
+
+def _property(entry: Mapping[str, Any], optional: bool, strict: bool) -> dict[str, Any]:
+    """One property as prompty 2.1's ``_property_to_json_schema`` writes it (unions left
+    out: read as untyped)."""
+    kind = entry.get("kind") or entry.get("type")
+    json_type = _PROMPTY_KINDS.get(str(kind))
+    schema: dict[str, Any] = {"type": json_type} if json_type else {}
+    if entry.get("description"):
+        schema["description"] = entry["description"]
+    enum = entry.get("enumValues", entry.get("enum"))
+    if isinstance(enum, list) and enum:
+        schema["enum"] = list(enum)
+    if kind == "array":
+        items = entry.get("items")
+        schema["items"] = _property(items, False, strict) if isinstance(items, Mapping) \
+            else {"type": "string"}
+    if kind == "object":
+        inner = _object_of(entry.get("properties") or [], strict)
+        schema["properties"] = inner["properties"]
+        if "required" in inner:
+            schema["required"] = inner["required"]
+        schema["additionalProperties"] = False
+    if optional or entry.get("nullable") is True:
+        if isinstance(schema.get("type"), str):
+            schema["type"] = [schema["type"], "null"]
+        if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+            schema["enum"].append(None)
     return schema
 
 
@@ -106,12 +157,23 @@ def github_schema(schema: Located | None, response_format: Located | None) -> Lo
 
 
 def prompty_outputs(loc: Located | None) -> Located | None:
-    """Prompty's ``outputs`` as an object schema (a JSON Schema written there: as is)."""
+    """Prompty's ``outputs`` as prompty 2.1's ``_output_schema_to_wire`` sends them: a
+    strict ``json_schema`` response format named ``structured_output`` (a JSON Schema
+    written there: as is)."""
     if loc is None or not loc.value:
         return None
     if isinstance(loc.value, Mapping) and "properties" in loc.value:
         return _with_value(loc, dict(loc.value))
-    return _with_value(loc, _object_of(loc.value))
+    entries = _entries(loc.value)
+    if not entries:
+        return None
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {e["name"]: _property(e, e.get("required") is not True, True)
+                       for e in entries},
+        "additionalProperties": False, "required": [e["name"] for e in entries]}
+    return _with_value(loc, {"type": "json_schema", "json_schema": {
+        "name": "structured_output", "strict": True, "schema": schema}})
 
 
 def dotprompt_schema(loc: Located | None) -> Located | None:

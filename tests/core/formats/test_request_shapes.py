@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from budgetlens.formats import prompty as prompty_reader
 from budgetlens.formats import read_prompt_file
 from budgetlens.formats.request_shapes import picoschema
+from tests.core.formats.helpers import CORPUS
 
 GENKIT_CASES: list[tuple[Any, Any]] = [
     ("number, A numeric value", {"type": "number", "description": "A numeric value"}),
@@ -103,3 +105,19 @@ def test_github_models_reads_neither_tools_nor_a_schema_without_json_schema_form
     assert with_format is not None and with_format.steps[0].output_schema is not None
     assert with_format.steps[0].output_schema.value == {
         "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+
+
+@pytest.mark.parametrize("name", ["tools_function.prompty", "spec_structured.prompty"])
+def test_prompty_tools_and_outputs_are_what_its_runtime_sends(name: str) -> None:
+    """prompty 2.x's OpenAI executor builds the request's tools and response_format from the
+    same corpus file: the reader's values are equal."""
+    pytest.importorskip("prompty")
+    import prompty as runtime
+    from prompty.providers.openai.executor import _output_schema_to_wire, _tools_to_wire
+
+    path = CORPUS / "prompty" / "v2" / name
+    agent = runtime.load(str(path))
+    [step] = prompty_reader.read(path.read_text("utf-8"), str(path), root=CORPUS).steps
+    assert (step.tools.value if step.tools else None) == _tools_to_wire(agent)
+    assert (step.output_schema.value if step.output_schema else None) == \
+        _output_schema_to_wire(agent)
