@@ -7,9 +7,12 @@ google/dotprompt (commit 4532bb116a9f6182259d481b6c61ac0cef295115), copied as da
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from budgetlens.formats import prompty as prompty_reader
 from budgetlens.formats import read_prompt_file
@@ -121,3 +124,27 @@ def test_prompty_tools_and_outputs_are_what_its_runtime_sends(name: str) -> None
     assert (step.tools.value if step.tools else None) == _tools_to_wire(agent)
     assert (step.output_schema.value if step.output_schema else None) == \
         _output_schema_to_wire(agent)
+
+
+DOTPROMPT_SCHEMAS = [p for p in sorted((CORPUS / "dotprompt").rglob("*.prompt"))
+                     if "\n  schema:" in p.read_text("utf-8").split("\n---", 1)[0]
+                     and "\noutput:" in p.read_text("utf-8")]
+
+
+@pytest.mark.parametrize("path", DOTPROMPT_SCHEMAS, ids=lambda p: p.name)
+def test_dotprompt_output_schema_is_what_dotpromptz_makes_of_it(path: Path) -> None:
+    """dotpromptz (the Python Dotprompt runtime) turns each corpus file's output.schema into
+    JSON Schema with its own Picoschema parser: the reader's value is equal."""
+    pytest.importorskip("dotpromptz")
+    from dotpromptz.picoschema import picoschema_to_json_schema
+
+    text = path.read_text("utf-8")
+    prompt = read_prompt_file(str(path), text)
+    if prompt is None or not prompt.steps or prompt.steps[0].output_schema is None:
+        pytest.skip("no output schema read")
+    front = yaml.safe_load(text.split("---", 2)[1])
+    try:
+        expected = asyncio.run(picoschema_to_json_schema(front["output"]["schema"]))
+    except Exception as exc:  # a named schema: the runtime needs its resolver
+        pytest.skip(f"dotpromptz refuses it without a resolver: {exc}")
+    assert prompt.steps[0].output_schema.value == expected
