@@ -132,9 +132,11 @@ def add_config_terms(body: dict[str, Any]) -> dict[str, Any]:
     mapping is checked as ``ServingLimits``). For the config.json schema."""
     props = body["properties"]
     props.setdefault("gateway", {
-        "type": "string", "enum": gateway_names(),
+        "type": ["string", "null"], "enum": [*gateway_names(), None],
         "description": "The gateway every step's request goes through: its per-request input"
-                       " cap for the model is checked (BL067); see docs/models.md."})
+                       " cap for the model is checked (BL067); null: none (a GitHub Models"
+                       " prompt file otherwise goes through github-models); see"
+                       " docs/models.md."})
     props.setdefault("variant", {
         "type": "string",
         "description": "A variant of model with other limits (1m: Claude Sonnet 4 / 4.5 with"
