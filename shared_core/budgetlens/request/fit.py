@@ -455,7 +455,7 @@ def _why(sizes: _Sizes) -> str:
     return (f"to leave at least {sizes.floor:,} output tokens in the {limits.window:,}-token"
             f" window ({limits.window_source})" + (
                 f" and stay within the {limits.max_input:,}-token input limit"
-                if limits.max_input is not None else ""))
+                f" ({limits.max_input_source})" if limits.max_input is not None else ""))
 
 
 def _refusal(sizes: _Sizes, counted: RequestCount, messages: Sequence[Message],
@@ -470,6 +470,7 @@ def _refusal(sizes: _Sizes, counted: RequestCount, messages: Sequence[Message],
             f" ({counted.breakdown.line()}) {n:,} tokens + margin {sizes.margin.of(n):,} +"
             f" at least {sizes.floor:,} output tokens > the {limits.window:,}-token window"
             f" ({limits.window_source})" + (f" or the {limits.max_input:,}-token input limit"
+                                              f" ({limits.max_input_source})"
                                             if limits.max_input is not None else "")
             + f", by {sizes.over():,}")
     fit = RequestFit(messages=tuple(messages), dropped=(), input_tokens=n,
@@ -484,7 +485,8 @@ def fit_request(model: str, messages: Sequence[Message], *,
                 margin: int | str | Margin | None = None, counter: TokenCounter | None = None,
                 min_output: int | None = None, trim: bool = True,
                 window: int | None = None, max_output: int | None = None,
-                tokenizer: str | None = None, output_param: str | None = None) -> RequestFit:
+                tokenizer: str | None = None, output_param: str | None = None,
+                gateway: str | None = None, variant: str | None = None) -> RequestFit:
     """Fit a chat request to ``model`` (see the module docstring): the messages to send,
     the output limit, and why; ``RequestDoesNotFit`` when nothing makes it fit.
 
@@ -496,12 +498,15 @@ def fit_request(model: str, messages: Sequence[Message], *,
     - ``counter``: a ``TokenCounter`` you keep between requests: a text counted before (a
       repeated system prompt, the history) is not encoded again (without one, every text
       is encoded and nothing is kept);
+    - ``gateway``: the gateway in front of the model (``"github-models"``): its sourced
+      per-request cap (models/gateways.json) caps the input as the model's input limit does;
+      ``variant``: the model's variant (``"1m"``, models/variants.json) sets the window;
     - ``window``, ``max_output``, ``tokenizer``: for a model the registry does not know (or
       to override it); ``output_param``: the name of the output limit the request uses
       (``max_output_tokens`` of the Responses API; default: the model's).
     """
     limits = request_limits(model, serving=serving, window=window, max_output=max_output,
-                            tokenizer=tokenizer)
+                            tokenizer=tokenizer, variant=variant, gateway=gateway)
     if output_param is not None:
         limits = replace(limits, output_param=output_param)
     return _fit(limits, messages, tools=tools, response_format=response_format,
@@ -522,13 +527,17 @@ def check_request(step: StepBudget, messages: Sequence[Message], *,
     (unless 0: then the default) and, with ``use_history``, its ``max_history_tokens``: the
     history is first trimmed to that budget. An OpenAI reasoning model's
     ``max_completion_tokens`` is the step's output plus its ``reasoning``: OpenAI spends
-    the reasoning out of it (contract/terms.py)."""
+    the reasoning out of it (contract/terms.py). The step's window already holds its
+    ``variant`` and ``serving`` (its own, else config.json's for its model, else the
+    workspace's); its input limit is the lower of its model's ``max_input`` (none under a
+    variant) and its gateway's cap (BL054, BL067): the check's numbers, not the registry's."""
     model = step.model or (report.model if report is not None else None) or "unknown"
     tokenizer = None if step.model else (report.tokenizer if report is not None else None)
     ceiling = step.ceiling or (report.output_ceiling if report is not None else None)
     limits = request_limits(model, window=step.window.value, tokenizer=tokenizer,
                             max_output=ceiling.value if ceiling is not None else None)
-    limits = replace(limits, window_source=step.window.source or limits.window_source)
+    limits = replace(limits, window_source=step.window.source or limits.window_source,
+                     **_step_input_limit(step))
     if max_tokens is None and step.output.value:
         max_tokens = step.output.value
         if limits.output_param == "max_completion_tokens":  # OpenAI: reasoning is inside it
@@ -539,3 +548,13 @@ def check_request(step: StepBudget, messages: Sequence[Message], *,
                 counter=counter, min_output=min_output, trim=trim,
                 history_budget=step.history.value if step.use_history else None,
                 label=f"step {step.step!r} ({limits.model})")
+
+
+def _step_input_limit(step: StepBudget) -> dict[str, Any]:
+    """The input limit of ``step`` as the check has it: the lower of its ``max_input`` and
+    its gateway's cap, with the source."""
+    limits = [t for t in (step.max_input, step.gateway_cap) if t is not None]
+    if not limits:
+        return {"max_input": None, "max_input_source": ""}
+    low = min(limits, key=lambda t: t.value)
+    return {"max_input": low.value, "max_input_source": low.source}

@@ -5,6 +5,13 @@ the margin, and the name of the output-limit parameter.
 - ``serving``: ``{"max_model_len": 8192}`` (vLLM) or ``{"num_ctx": 8192}`` (Ollama) lowers
   the window, as config.json's ``serving`` does for a pipeline (``contract.limits``); the
   smallest wins. A near miss of a key (``max_model_length``) is an error, not ignored.
+- ``variant``: a variant of the model from ``models/variants.json`` (``"1m"``: Claude's 1M
+  window, which needs a beta header) sets the window; the registry's ``max_input`` is the
+  model's own window's, so none applies (as the check does, ``contract.limits``).
+- ``gateway``: a gateway of ``models/gateways.json`` (``"github-models"``) caps the input
+  (everything but the output, margin included) at its sourced per-request cap for the
+  model, as BL067 does in the check; a gateway with no recorded cap for the model caps
+  nothing. An unknown variant or gateway is a ``ValueError``, not ignored.
 - ``margin``: tokens kept free for what the count may miss: an ``int``, or ``"2% + 128"``
   (a share of the input tokens, rounded up, plus tokens); default 0 for an exact count and
   ``"2% + 128"`` for an approximate one (≈).
@@ -22,6 +29,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from budgetlens.models.gateways import Variant, gateway_cap, gateway_names, variant_names
+from budgetlens.models.gateways import variant as find_variant
 from budgetlens.models.registry import ModelInfo, load_registry
 from budgetlens.request.framing import FRAMINGS, Framing, bare_name, openai_framing
 from budgetlens.tokens.core import TokenizerError, get_tokenizer
@@ -105,6 +114,8 @@ class RequestLimits:
     tokenizer_exact: bool
     framing: Framing
     output_param: str
+    max_input_source: str = ""
+    """Where ``max_input`` comes from: the registry's entry, or a gateway's cap."""
 
 
 def serving_window(serving: Mapping[str, object] | None) -> tuple[int, str] | None:
@@ -178,10 +189,12 @@ def _model_limits(model: str, tokenizer: str | None) -> tuple[
 
 def request_limits(model: str, *, serving: Mapping[str, object] | None = None,
                    window: int | None = None, max_output: int | None = None,
-                   tokenizer: str | None = None) -> RequestLimits:
-    """The limits of a request to ``model``: the registry's, lowered by ``serving``;
-    ``window`` / ``max_output`` / ``tokenizer`` given here win (a model the registry does not
-    know needs ``window``, else ``UnknownModel``)."""
+                   tokenizer: str | None = None, variant: str | None = None,
+                   gateway: str | None = None) -> RequestLimits:
+    """The limits of a request to ``model``: the registry's (or a ``variant``'s window),
+    lowered by ``serving`` and capped by a ``gateway``; ``window`` / ``max_output`` /
+    ``tokenizer`` given here win (a model the registry does not know needs ``window``,
+    else ``UnknownModel``)."""
     info, name, exact, framing, param = _model_limits(model, tokenizer)
     if window is None and info is None:
         registry = load_registry()
@@ -191,14 +204,46 @@ def request_limits(model: str, *, serving: Mapping[str, object] | None = None,
     base = window if window is not None else info.window if info is not None else 0
     source = "given" if window is not None else \
         f"{info.name if info else model}, {info.registry_label if info else 'registry'}"
+    max_input = info.max_input if info is not None else None
+    if variant is not None:
+        found = _variant(info, model, variant)
+        max_input = None  # the registry's is the model's own window's (contract.limits)
+        if window is None:
+            base, source = found.window, f"{found.label}; needs {found.requires}"
     served = serving_window(serving)
     if served is not None and served[0] < base:
         base, source = served[0], f"serving {served[1]}, below {source}: {base:,}"
-    max_input = info.max_input if info is not None else None
+    input_source = f"max_input of {info.name}, {info.registry_label}" if info else ""
+    max_input = max_input if max_input is not None and max_input < base else None
+    cap = _gateway_cap(info, gateway)
+    if cap is not None and (max_input is None or cap[0] < max_input):
+        max_input, input_source = cap
     return RequestLimits(
         model=info.name if info is not None else model, info=info, window=base,
-        window_source=source,
-        max_input=max_input if max_input is not None and max_input < base else None,
+        window_source=source, max_input=max_input,
         max_output=max_output if max_output is not None else
         info.max_output if info is not None else None,
-        tokenizer=name, tokenizer_exact=exact, framing=framing, output_param=param)
+        tokenizer=name, tokenizer_exact=exact, framing=framing, output_param=param,
+        max_input_source=input_source if max_input is not None else "")
+
+
+def _variant(info: ModelInfo | None, model: str, wanted: str) -> Variant:
+    """The variant ``wanted`` of ``model``; ``ValueError`` when the table has none."""
+    found = find_variant(info.name, wanted) if info is not None else None
+    if found is None:
+        known = ", ".join(variant_names(info.name)) if info is not None else ""
+        raise ValueError(f"variant {wanted!r} is not a variant of {model} (variants:"
+                         f" {known or 'none recorded'}; models/variants.json)")
+    return found
+
+
+def _gateway_cap(info: ModelInfo | None, gateway: str | None) -> tuple[int, str] | None:
+    """The input cap of ``gateway`` for the model and its source; None without one (a
+    gateway with no recorded cap for the model). ``ValueError`` for an unknown gateway."""
+    if gateway is None:
+        return None
+    if gateway not in gateway_names():
+        raise ValueError(f"gateway {gateway!r} is not in the gateway table (gateways:"
+                         f" {', '.join(gateway_names())}; models/gateways.json)")
+    cap = gateway_cap(gateway, info.name if info is not None else None)
+    return None if cap is None else (cap.max_input_tokens, f"the request cap of {cap.label}")
