@@ -23,6 +23,9 @@ prompt file). Both count into the step's fixed part:
 - Google (Gemini): ``thinkingBudget`` is spent beside the visible output: it adds to what
   the request may use.
 - any other model: counted beside the output (the conservative choice).
+
+``request.fit`` places a run-time thinking budget (``fit_request(reasoning=...)``,
+``check_request``) by the same ``reasoning_rule``.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.frozen import quick_init
+from budgetlens.contract.terms import reasoning_rule
 from budgetlens.request.chat_template import template_count
 from budgetlens.request.framing import (
     Message,
@@ -140,6 +141,12 @@ class RequestFit:
     clamped: bool = False
     notes: tuple[str, ...] = ()
     """What the count leaves out (``RequestCount.notes``)."""
+    reasoning: int = 0
+    """The thinking budget asked for (``fit_request(reasoning=...)``)."""
+    reasoning_rule: str = ""
+    """Where the provider spends it (``contract.terms.reasoning_rule``): inside the output
+    limit sent (OpenAI's ``max_completion_tokens``, Claude's ``max_tokens``) or beside it
+    (Gemini's ``thinkingBudget``: then reserved from the window)."""
 
     @property
     def trimmed(self) -> bool:
@@ -328,10 +335,11 @@ class _Sizes:
     floor: int
     cap: int | None  # the output limit wanted: max_tokens and the ceiling, whichever is lower
     tokens: int
+    reserve: int = 0  # a thinking budget spent beside the output (Gemini)
 
     def room(self) -> int:
-        """Output tokens the window leaves after the input and its margin."""
-        return self.limits.window - self.tokens - self.margin.of(self.tokens)
+        """Output tokens the window leaves after the input, its margin and ``reserve``."""
+        return self.limits.window - self.tokens - self.margin.of(self.tokens) - self.reserve
 
     def over(self) -> int:
         """Tokens over: the window with ``floor`` output tokens, or the input limit."""
@@ -394,9 +402,11 @@ def _output(sizes: _Sizes, requested: int | None, label: str, param: str) -> tup
 def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[Any] | None,
          response_format: Any, max_tokens: int | None, margin: int | str | Margin | None,
          counter: TokenCounter | None, min_output: int | None, trim: bool,
-         history_budget: int | None, label: str) -> RequestFit:
+         history_budget: int | None, label: str, reasoning: int | None = None) -> RequestFit:
     if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+    max_tokens, min_output, reserve, thinking = _place_reasoning(limits, reasoning, max_tokens,
+                                                                 min_output)
     counted = _count(limits, messages, tools, response_format, _counter_for(limits, counter))
     rule = parse_margin(margin, counted.approximate)
     caps = [c for c in (max_tokens, limits.max_output) if c is not None]
@@ -405,7 +415,8 @@ def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[
         floor = min_output
     else:  # half of the output limit asked for, as the contract's clamp (min_output_tokens)
         floor = max(1, (cap or 2) // 2) if max_tokens is not None else 1
-    sizes = _Sizes(limits, rule, min(floor, cap) if cap else floor, cap, counted.tokens)
+    sizes = _Sizes(limits, rule, min(floor, cap) if cap else floor, cap, counted.tokens,
+                   reserve)
     costs = [c.total for c in counted.breakdown.messages]
     turns = _turns(messages) if trim or history_budget is not None else []
     dropped: set[int] = set()
@@ -423,7 +434,8 @@ def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[
     base: dict[str, Any] = dict(model=label, window=limits.window, max_input=limits.max_input,
                 margin_rule=str(rule), approximate=counted.approximate, notes=counted.notes,
                 tokenizer=counted.tokenizer, requested_output=max_tokens,
-                output_param=limits.output_param)
+                output_param=limits.output_param, reasoning=reasoning or 0,
+                reasoning_rule=thinking)
     if sizes.over():  # sizes: the request with every turn it may drop dropped
         return _refusal(sizes, counted, messages, len(turns) if trim else 0, base)
     kept = tuple(m for i, m in enumerate(messages) if i not in dropped)
@@ -440,7 +452,8 @@ def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[
     out, clamped = _output(sizes, max_tokens, label, limits.output_param)
     approx = "≈" if counted.approximate else ""
     text = (f"{label}: input {approx}{sizes.tokens:,} tokens + margin"
-            f" {rule.of(sizes.tokens):,} + output {out:,} fit the {limits.window:,}-token"
+            f" {rule.of(sizes.tokens):,}" + (f" + reasoning {reserve:,}" if reserve else "")
+            + f" + output {out:,} fit the {limits.window:,}-token"
             f" window" + (f"; {len(dropped)} history message(s) dropped" if dropped else "")
             + (f"; {limits.output_param} clamped from {max_tokens:,} to {out:,}" if clamped and
                max_tokens else ""))
@@ -448,6 +461,37 @@ def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[
                       input_tokens=sizes.tokens, output_tokens=out, margin=rule.of(sizes.tokens),
                       fits=True, over_by=0, breakdown=breakdown, message=text, clamped=clamped,
                       **base)
+
+
+def _place_reasoning(limits: RequestLimits, reasoning: int | None, max_tokens: int | None,
+                     min_output: int | None) -> tuple[int | None, int | None, int, str]:
+    """``max_tokens`` and ``min_output`` with a thinking budget placed by the provider's
+    rule (``contract.terms.reasoning_rule``, the check's), the tokens it reserves beside
+    the output, and the rule's text:
+
+    - OpenAI reasoning models: spent out of ``max_completion_tokens``: the limit sent (and
+      its floor) is the visible output plus the budget;
+    - Claude: ``thinking.budget_tokens`` lies inside ``max_tokens``: the limit sent stays,
+      and may not be clamped to the budget or below it;
+    - Gemini (and a provider with no rule known): ``thinkingBudget`` is spent beside the
+      output: the budget is reserved from the window."""
+    if reasoning is None or reasoning == 0:
+        return max_tokens, min_output, 0, ""
+    if isinstance(reasoning, bool) or not isinstance(reasoning, int) or reasoning < 0:
+        raise ValueError(f"reasoning must be a thinking budget in tokens >= 0, got"
+                         f" {reasoning!r}")
+    rule = reasoning_rule(limits.info)
+    floor = min_output if min_output is not None else \
+        max(1, max_tokens // 2) if max_tokens is not None else 1
+    if rule.inside_output:
+        if max_tokens is not None and max_tokens <= reasoning:
+            raise ValueError(f"max_tokens {max_tokens:,} must be above the thinking budget"
+                             f" {reasoning:,}: {rule.text}")
+        return max_tokens, max(floor, reasoning + 1), 0, rule.text
+    if rule.inside_ceiling and limits.output_param == "max_completion_tokens":
+        sent = max_tokens + reasoning if max_tokens is not None else None
+        return sent, floor + reasoning, 0, rule.text
+    return max_tokens, min_output, reasoning, rule.text
 
 
 def _why(sizes: _Sizes) -> str:
@@ -468,7 +512,8 @@ def _refusal(sizes: _Sizes, counted: RequestCount, messages: Sequence[Message],
             f" {counted.tokens:,} input tokens left)" if droppable else "")
     text = (f"{base['model']}: the request does not fit{kept}: input"
             f" ({counted.breakdown.line()}) {n:,} tokens + margin {sizes.margin.of(n):,} +"
-            f" at least {sizes.floor:,} output tokens > the {limits.window:,}-token window"
+            + (f" reasoning {sizes.reserve:,} +" if sizes.reserve else "")
+            + f" at least {sizes.floor:,} output tokens > the {limits.window:,}-token window"
             f" ({limits.window_source})" + (f" or the {limits.max_input:,}-token input limit"
                                               f" ({limits.max_input_source})"
                                             if limits.max_input is not None else "")
@@ -486,7 +531,8 @@ def fit_request(model: str, messages: Sequence[Message], *,
                 min_output: int | None = None, trim: bool = True,
                 window: int | None = None, max_output: int | None = None,
                 tokenizer: str | None = None, output_param: str | None = None,
-                gateway: str | None = None, variant: str | None = None) -> RequestFit:
+                gateway: str | None = None, variant: str | None = None,
+                reasoning: int | None = None) -> RequestFit:
     """Fit a chat request to ``model`` (see the module docstring): the messages to send,
     the output limit, and why; ``RequestDoesNotFit`` when nothing makes it fit.
 
@@ -501,6 +547,11 @@ def fit_request(model: str, messages: Sequence[Message], *,
     - ``gateway``: the gateway in front of the model (``"github-models"``): its sourced
       per-request cap (models/gateways.json) caps the input as the model's input limit does;
       ``variant``: the model's variant (``"1m"``, models/variants.json) sets the window;
+    - ``reasoning``: a thinking budget, placed as the provider spends it (as the check
+      does, contract/terms.py): inside ``max_completion_tokens`` for OpenAI's reasoning
+      models (``max_tokens`` is then the visible output, and the limit sent is it plus
+      ``reasoning``), inside ``max_tokens`` for Claude, beside the output for Gemini (and
+      any other model): reserved from the window;
     - ``window``, ``max_output``, ``tokenizer``: for a model the registry does not know (or
       to override it); ``output_param``: the name of the output limit the request uses
       (``max_output_tokens`` of the Responses API; default: the model's).
@@ -511,7 +562,7 @@ def fit_request(model: str, messages: Sequence[Message], *,
         limits = replace(limits, output_param=output_param)
     return _fit(limits, messages, tools=tools, response_format=response_format,
                 max_tokens=max_tokens, margin=margin, counter=counter, min_output=min_output,
-                trim=trim, history_budget=None, label=limits.model)
+                trim=trim, history_budget=None, label=limits.model, reasoning=reasoning)
 
 
 def check_request(step: StepBudget, messages: Sequence[Message], *,
@@ -525,9 +576,9 @@ def check_request(step: StepBudget, messages: Sequence[Message], *,
     pipeline's, ``report.tokenizer``, for the pipeline's model), its window (``serving``
     included), output ceiling and output limit (``max_tokens`` unless given), its margin
     (unless 0: then the default) and, with ``use_history``, its ``max_history_tokens``: the
-    history is first trimmed to that budget. An OpenAI reasoning model's
-    ``max_completion_tokens`` is the step's output plus its ``reasoning``: OpenAI spends
-    the reasoning out of it (contract/terms.py). The step's window already holds its
+    history is first trimmed to that budget. Its ``reasoning`` is placed as ``fit_request``
+    places it (inside OpenAI's ``max_completion_tokens``, inside Claude's ``max_tokens``,
+    reserved beside Gemini's output). The step's window already holds its
     ``variant`` and ``serving`` (its own, else config.json's for its model, else the
     workspace's); its input limit is the lower of its model's ``max_input`` (none under a
     variant) and its gateway's cap (BL054, BL067): the check's numbers, not the registry's."""
@@ -540,14 +591,13 @@ def check_request(step: StepBudget, messages: Sequence[Message], *,
                      **_step_input_limit(step))
     if max_tokens is None and step.output.value:
         max_tokens = step.output.value
-        if limits.output_param == "max_completion_tokens":  # OpenAI: reasoning is inside it
-            max_tokens += step.reasoning_added
     return _fit(limits, messages, tools=tools, response_format=response_format,
                 max_tokens=max_tokens,
                 margin=margin if margin is not None else step.margin.value or None,
                 counter=counter, min_output=min_output, trim=trim,
                 history_budget=step.history.value if step.use_history else None,
-                label=f"step {step.step!r} ({limits.model})")
+                label=f"step {step.step!r} ({limits.model})",
+                reasoning=step.reasoning.value if step.reasoning is not None else None)
 
 
 def _step_input_limit(step: StepBudget) -> dict[str, Any]:
