@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from budgetlens import RequestFit, TokenCounter, fit_request
+from budgetlens.contract.margin import DEFAULT_APPROXIMATE_MARGIN
 
 #: The output-limit parameters of a chat request, the one a request uses first.
 OUTPUT_PARAMS = ("max_completion_tokens", "max_tokens")
@@ -88,7 +89,7 @@ class Fitting:
 
         Its input is counted as the chat it stands for (``responses_chat``); OpenAI
         publishes no rule for this API, so the margin is the one of an approximate count
-        (``"2% + 128"``) unless one is set here."""
+        (``"12% + 128"``) unless one is set here."""
         items, messages = responses_chat(body)
         limit = _limit(body.get("max_output_tokens"))
         text = body.get("text")
@@ -110,8 +111,9 @@ class Fitting:
         return out
 
 
-#: The margin of a count by a rule the provider does not publish (the core's default for ≈).
-APPROXIMATE_MARGIN = "2% + 128"
+#: The margin of a count by a rule the provider does not publish (the core's default for ≈,
+#: the check's: ``"12% + 128"``).
+APPROXIMATE_MARGIN = DEFAULT_APPROXIMATE_MARGIN
 
 
 def responses_chat(body: Mapping[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:

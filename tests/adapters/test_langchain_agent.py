@@ -159,8 +159,8 @@ def test_a_provider_strategy_schema_is_counted_as_the_response_format(
     assert sent["response_format"]["type"] == "json_schema"
     prompt = prompt_tokens(sent)
     assert prompt > tokens(SHORT)
-    # a schema's count is ≈: the margin is 2% + 128
-    assert sent["max_completion_tokens"] == WINDOW - prompt - (math.ceil(prompt * 0.02) + 128)
+    # a schema's count is ≈: the margin is 12% + 128
+    assert sent["max_completion_tokens"] == WINDOW - prompt - (math.ceil(prompt * 12 / 100) + 128)
 
 
 @tool
@@ -182,5 +182,5 @@ def test_tools_bound_to_the_model_before_are_counted() -> None:
     assert [t["function"]["name"] for t in sent["tools"]] == ["track_parcel"]
     prompt = prompt_tokens(sent)
     assert prompt > tokens(SHORT)
-    # the parameter has no description: the tool's count is ≈, the margin 2% + 128
-    assert sent["max_completion_tokens"] == WINDOW - prompt - (math.ceil(prompt * 0.02) + 128)
+    # the parameter has no description: the tool's count is ≈, the margin 12% + 128
+    assert sent["max_completion_tokens"] == WINDOW - prompt - (math.ceil(prompt * 12 / 100) + 128)

@@ -144,8 +144,8 @@ RESPONSE_TOOLS = [{"type": "function", "name": "track_parcel",
 
 
 def approx_room(prompt: int) -> int:
-    """The output a ≈ count leaves: the window less the prompt and "2% + 128" of it."""
-    return WINDOW - prompt - (math.ceil(prompt * 2 / 100) + 128)
+    """The output a ≈ count leaves: the window less the prompt and "12% + 128" of it."""
+    return WINDOW - prompt - (math.ceil(prompt * 12 / 100) + 128)
 
 
 def test_parse_is_clamped_to_the_window_with_its_schema_counted(

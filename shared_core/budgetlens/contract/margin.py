@@ -10,7 +10,9 @@ itself. The percentage is rounded up to a whole token::
 An approximate count (Claude, Gemini, a family whose extra is not installed) drifts in
 proportion to the text's length, so a step counted approximately gets
 ``APPROXIMATE_PERCENT`` by default on top of the constant, when the pipeline sets no margin.
-A margin the pipeline sets (a number or a text) is used as written.
+A margin the pipeline sets (a number or a text) is used as written. The run time
+(``request.limits``) uses the same default (``DEFAULT_APPROXIMATE_MARGIN``) and the same
+arithmetic (``margin_tokens``) for a request counted approximately.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from budgetlens.contract.results import Term
 #: The percentage of the input an approximate count gets by default: above the 11% drift
 #: earendil-works/pi#9101 measured between an approximate count and the provider's.
 APPROXIMATE_PERCENT = Fraction(12)
+#: The margin's constant when the pipeline sets none (``budget_safety_margin_tokens``).
+DEFAULT_MARGIN_TOKENS = 128
+#: The default margin of an approximate count, ``"12% + 128"``: the one rule of the check
+#: (a step counted ≈ with no margin set) and of the run time (``fit_request`` of a ≈ count
+#: with no ``margin=``), both computed by ``margin_tokens``.
+DEFAULT_APPROXIMATE_MARGIN = f"{APPROXIMATE_PERCENT}% + {DEFAULT_MARGIN_TOKENS}"
 
 _TEXT = re.compile(r"\s*(?:(?P<pct>\d+(?:\.\d+)?)\s*%)?\s*(?:(?P<plus>\+)\s*"
                    r"(?P<const>\d+))?\s*")
@@ -44,6 +52,11 @@ def parse_margin(text: str) -> tuple[Fraction, int] | None:
     return percent, int(m.group("const") or 0)
 
 
+def margin_tokens(percent: Fraction, constant: int, input_tokens: int) -> int:
+    """``constant + ceil(percent / 100 * input_tokens)``: the margin of ``input_tokens``."""
+    return constant + math.ceil(percent * max(input_tokens, 0) / 100)
+
+
 def _percent_text(percent: Fraction) -> str:
     return str(percent.numerator) if percent.denominator == 1 else f"{float(percent):g}"
 
@@ -58,7 +71,7 @@ def step_margin(base: Term, percent: Fraction | None, input_tokens: int, *,
         percent, why = APPROXIMATE_PERCENT, " (default for approximate counts)"
     if not percent:
         return base
-    extra = math.ceil(percent * max(input_tokens, 0) / 100)
+    extra = margin_tokens(percent, 0, input_tokens)
     source = (f"{base.source}{why}: {_percent_text(percent)}% of input {input_tokens:,}"
               f" = {extra:,}, + {base.value:,}")
     return Term(base.value + extra, source, base.inherited, base.location)

@@ -18,6 +18,7 @@ from typing import Any
 
 from budgetlens import codes
 from budgetlens.contract.frozen import quick_init
+from budgetlens.contract.margin import DEFAULT_MARGIN_TOKENS
 from budgetlens.contract.near_miss import (
     check_mapping,
     key_name_range,
@@ -32,7 +33,7 @@ from budgetlens.files import FileSource, SourceError, is_inside
 from budgetlens.source import FILE_START, Diagnostic, Location, Range, Related, Severity
 from budgetlens.yamldoc.parse import YamlDocument, YamlPath, parse_yaml
 
-DEFAULT_SAFETY_MARGIN_TOKENS = 128
+DEFAULT_SAFETY_MARGIN_TOKENS = DEFAULT_MARGIN_TOKENS
 #: Most files in an extends chain, the pipeline itself included.
 MAX_EXTENDS_DEPTH = 32
 CALL_MODEL = "call_model"

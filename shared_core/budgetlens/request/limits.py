@@ -13,8 +13,10 @@ the margin, and the name of the output-limit parameter.
   model, as BL067 does in the check; a gateway with no recorded cap for the model caps
   nothing. An unknown variant or gateway is a ``ValueError``, not ignored.
 - ``margin``: tokens kept free for what the count may miss: an ``int``, or ``"2% + 128"``
-  (a share of the input tokens, rounded up, plus tokens); default 0 for an exact count and
-  ``"2% + 128"`` for an approximate one (≈).
+  (a share of the input tokens, rounded up, plus tokens; read and computed by
+  ``contract.margin``, as the check's); default 0 for an exact count and the check's
+  default for an approximate one (≈), ``contract.margin.DEFAULT_APPROXIMATE_MARGIN``
+  (``"12% + 128"``).
 - the output parameter: ``max_completion_tokens`` for OpenAI's reasoning models (``o1``,
   ``o3``, ``o4``, ``gpt-5``: they refuse ``max_tokens``), ``max_output_tokens`` for Google
   (the google-genai SDK's name), ``max_tokens`` otherwise (OpenAI-compatible servers,
@@ -24,11 +26,12 @@ the margin, and the name of the output-limit parameter.
 from __future__ import annotations
 
 import functools
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
+from budgetlens.contract.margin import DEFAULT_APPROXIMATE_MARGIN, margin_tokens
+from budgetlens.contract.margin import parse_margin as contract_margin
 from budgetlens.models.gateways import Variant, gateway_cap, gateway_names, variant_names
 from budgetlens.models.gateways import variant as find_variant
 from budgetlens.models.registry import ModelInfo, load_registry
@@ -39,8 +42,6 @@ from budgetlens.tokens.families import family_for_model, is_exact
 #: The server limits a ``serving`` block may set: config.json's keys (``contract.limits``
 #: has the same; not imported from there, as that loads config.json's validation).
 SERVING_KEYS = ("max_model_len", "num_ctx")
-DEFAULT_APPROX_MARGIN = "2% + 128"
-_MARGIN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*%)?\s*(?:\+?\s*(\d+))?\s*$")
 #: The registry's tokenizer family -> the chat framing its models are counted with.
 _FRAMING_OF = {"claude": "claude", "gemini": "gemini", "llama3": "llama3", "llama4": "llama3",
                "qwen": "qwen", "deepseek": "deepseek", "mistral": "mistral"}
@@ -58,16 +59,17 @@ class UnknownModel(ValueError):
 class Margin:
     """``percent``% of the input tokens (rounded up) plus ``tokens``."""
 
-    percent: float = 0.0
+    percent: float | Fraction = 0.0
     tokens: int = 0
 
     def of(self, input_tokens: int) -> int:
-        return math.ceil(input_tokens * self.percent / 100) + self.tokens
+        return margin_tokens(Fraction(str(self.percent)) if isinstance(self.percent, float)
+                             else self.percent, self.tokens, input_tokens)
 
     def __str__(self) -> str:
         if not self.percent:
             return f"{self.tokens}"
-        pct = f"{self.percent:g}%"
+        pct = f"{float(self.percent):g}%"
         return f"{pct} + {self.tokens}" if self.tokens else pct
 
 
@@ -76,15 +78,15 @@ def parse_margin(margin: int | str | Margin | None, approximate: bool) -> Margin
     if isinstance(margin, Margin):
         return margin
     if margin is None:
-        return parse_margin(DEFAULT_APPROX_MARGIN, False) if approximate else Margin()
+        return parse_margin(DEFAULT_APPROXIMATE_MARGIN, False) if approximate else Margin()
     if isinstance(margin, bool) or (isinstance(margin, int) and margin < 0):
         raise ValueError(f"margin must be tokens >= 0 or a text like '2% + 128', got {margin!r}")
     if isinstance(margin, int):
         return Margin(0.0, margin)
-    match = _MARGIN.match(margin) if isinstance(margin, str) else None
-    if match is None or not any(match.groups()):
+    parsed = contract_margin(margin) if isinstance(margin, str) else None
+    if parsed is None:
         raise ValueError(f"margin must be tokens >= 0 or a text like '2% + 128', got {margin!r}")
-    return Margin(float(match.group(1) or 0), int(match.group(2) or 0))
+    return Margin(parsed[0], parsed[1])
 
 
 def output_param(model: str, provider: str = "") -> str:

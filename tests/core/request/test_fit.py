@@ -229,7 +229,7 @@ def test_check_request_counts_a_llama_step_with_the_llama_tokenizer(
                                    for m in messages) + 5
     assert fit.tokenizer == "llama3" and fit.approximate is True
     assert fit.window == 8192 and fit.output_tokens == 16
-    assert fit.margin == -(-fit.input_tokens * 2 // 100) + 128  # the step's margin is 0: 2% + 128
+    assert fit.margin == -(-fit.input_tokens * 12 // 100) + 128  # the step's margin is 0: 12% + 128
 
 
 def test_without_a_user_message_the_last_message_is_kept() -> None:
