@@ -116,3 +116,57 @@ async def test_registered_as_a_callback_it_trims_each_sdk_request(
     assert sent[0] == LONG[0] and sent[-1] == LONG[-1] and len(sent) < len(LONG)
     assert tokens(sent) < WINDOW
     assert any("history trimmed" in w for w in warnings(caplog))
+
+
+def _responses(messages: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+    """A Responses API call's data: the system prompt as ``instructions``, the rest as
+    ``input`` items."""
+    return {"model": "openai/gpt-4o", "instructions": messages[0]["content"],
+            "input": messages[1:], **more}
+
+
+def approx_room(prompt: int) -> int:
+    """A Responses count is ≈ (no published rule): the window less the prompt and its
+    margin, 12% of it rounded up plus 128."""
+    return WINDOW - prompt - (-(-prompt * 12 // 100) + 128)
+
+
+async def send_responses(url: str, data: dict[str, Any]) -> Any:
+    return await litellm.aresponses(**data, api_base=url, api_key="test", num_retries=0)
+
+
+async def test_the_proxy_hook_fits_responses_calls(no_callbacks: None,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "budgetlens")
+    guard = BudgetGuard(serving=SERVING)
+    with loopback_server() as server:
+        with pytest.raises(litellm.BadRequestError):
+            await send_responses(server.base_url, _responses(SHORT, max_output_tokens=4000))
+        fitted = await guard.async_pre_call_hook(
+            None, None, _responses(SHORT, max_output_tokens=4000), "aresponses")
+        reply = await send_responses(server.base_url, fitted)
+        trimmed = await guard.async_pre_call_hook(None, None, _responses(LONG), "aresponses")
+        await send_responses(server.base_url, trimmed)
+    assert server.statuses == [400, 200, 200]
+    prompt = reply.usage.input_tokens
+    assert json.loads(server.bodies[1])["max_output_tokens"] == approx_room(prompt)
+    assert fitted["max_output_tokens"] == approx_room(prompt)
+    kept = json.loads(server.bodies[2])["input"]
+    assert kept[-1] == LONG[-1] and kept == LONG[len(LONG) - len(kept):]
+    assert len(kept) < len(LONG) - 1
+    logged = warnings(caplog)
+    assert any(f"max_output_tokens clamped from 4,000 to {approx_room(prompt):,}" in w
+               for w in logged)
+    assert any("history trimmed" in w for w in logged)
+
+
+async def test_a_fitting_responses_call_is_passed_as_it_is_and_a_huge_one_refused() -> None:
+    guard = BudgetGuard(serving=SERVING)
+    data = _responses(SHORT, max_output_tokens=1000)
+    before = copy.deepcopy(data)
+    assert await guard.async_pre_call_hook(None, None, data, "responses") is data
+    assert data == before
+    with pytest.raises(RequestDoesNotFit) as refused:
+        await guard.async_pre_call_hook(None, None, _responses(HUGE_QUESTION), "aresponses")
+    assert getattr(refused.value, "param", None) == "input"
+    assert getattr(refused.value, "status_code", None) == 400

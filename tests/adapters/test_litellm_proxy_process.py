@@ -4,7 +4,7 @@ as a process on 127.0.0.1, with ``BudgetGuard`` named in its config
 vLLM's refusals) as its upstream model. A client speaks to the proxy with the OpenAI SDK:
 a fitting request is passed through, one over the window is clamped or trimmed, and one
 nothing makes fit is refused by the proxy (HTTP 400, ``invalid_request_error``) before
-anything goes upstream.
+anything goes upstream. Responses calls (``/v1/responses``) are clamped and refused alike.
 
 ``litellm[proxy]`` itself does not install here: it pins ``litellm-proxy``, which the package
 index does not have. The proxy's code ships in ``litellm``; the modules it imports at start
@@ -30,7 +30,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 PROXY_MODULES = ["litellm", "fastapi", "backoff", "apscheduler", "redis", "semver",
-                 "expression", "fastapi_sso", "soundfile", "uvloop"]
+                 "expression", "fastapi_sso", "soundfile", "uvloop", "nacl"]
 LITELLM = Path(sys.executable).parent / "litellm"
 if not LITELLM.exists() or any(importlib.util.find_spec(m) is None for m in PROXY_MODULES):
     pytest.skip("the litellm proxy's modules are not installed", allow_module_level=True)
@@ -160,4 +160,31 @@ def test_a_request_nothing_makes_fit_is_refused_by_the_proxy(proxy: Proxy) -> No
     assert (error["type"], error["param"], error["code"]) == (
         "invalid_request_error", "messages", "400")
     assert error["message"].startswith("gpt-4o: the request does not fit")
+    assert len(proxy.upstream.bodies) == before  # nothing went upstream
+
+
+def _room(prompt: int) -> int:
+    """A Responses count is ≈: the window less the prompt and 12% of it (rounded up) + 128."""
+    return WINDOW - prompt - (-(-prompt * 12 // 100) + 128)
+
+
+def test_a_responses_call_is_clamped_in_the_proxy(proxy: Proxy) -> None:
+    reply = proxy.client().responses.create(model="parcel-bot",
+                                            instructions=SHORT[0]["content"],
+                                            input=SHORT[1:], max_output_tokens=4000)
+    assert reply.output_text == REPLY and proxy.upstream.statuses[-1] == 200
+    body = sent(proxy)
+    assert body["input"] == SHORT[1:]
+    assert body["max_output_tokens"] == _room(reply.usage.input_tokens)
+    clamp = f"max_output_tokens clamped from 4,000 to {_room(reply.usage.input_tokens):,}"
+    assert any(clamp in line for line in proxy.output)
+
+
+def test_a_responses_call_nothing_makes_fit_is_refused_by_the_proxy(proxy: Proxy) -> None:
+    before = len(proxy.upstream.bodies)
+    with pytest.raises(openai.BadRequestError) as refused:
+        proxy.client().responses.create(model="parcel-bot", input=HUGE_QUESTION[1:],
+                                        max_output_tokens=500)
+    error = refused.value.body
+    assert (error["type"], error["param"]) == ("invalid_request_error", "input")
     assert len(proxy.upstream.bodies) == before  # nothing went upstream
