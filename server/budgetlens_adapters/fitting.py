@@ -11,7 +11,6 @@ from types import ModuleType
 from typing import Any
 
 from budgetlens import RequestFit, TokenCounter, fit_request
-from budgetlens.contract.margin import DEFAULT_APPROXIMATE_MARGIN
 
 #: The output-limit parameters of a chat request, the one a request uses first.
 OUTPUT_PARAMS = ("max_completion_tokens", "max_tokens")
@@ -51,13 +50,13 @@ class Fitting:
     def fit(self, model: str, messages: Sequence[Mapping[str, Any]], *,
             tools: Sequence[Any] | None = None, response_format: Any = None,
             max_tokens: int | None = None, output_param: str | None = None,
-            margin: int | str | None = None) -> RequestFit:
+            approximate: bool = False) -> RequestFit:
         """``fit_request`` with these options (``RequestDoesNotFit`` when nothing fits);
-        ``margin``: the margin when none was set here."""
+        ``approximate``: the count is ≈ (its default margin applies unless one is set)."""
         return fit_request(self.model or model, messages, tools=tools,
                            response_format=response_format, max_tokens=max_tokens,
                            serving=self.serving,
-                           margin=self.margin if self.margin is not None else margin,
+                           margin=self.margin, approximate=approximate,
                            counter=self.counter, min_output=self.min_output, trim=self.trim,
                            window=self.window, max_output=self.max_output,
                            tokenizer=self.tokenizer, output_param=output_param)
@@ -97,7 +96,7 @@ class Fitting:
                        response_format=responses_format(
                            text.get("format") if isinstance(text, Mapping) else None),
                        max_tokens=limit, output_param="max_output_tokens",
-                       margin=APPROXIMATE_MARGIN)
+                       approximate=True)
         if not (fit.trimmed or fit.clamped):
             return body
         out = dict(body)
@@ -110,10 +109,6 @@ class Fitting:
             out["max_output_tokens"] = fit.output_tokens
         return out
 
-
-#: The margin of a count by a rule the provider does not publish (the core's default for ≈,
-#: the check's: ``"12% + 128"``).
-APPROXIMATE_MARGIN = DEFAULT_APPROXIMATE_MARGIN
 
 
 def responses_chat(body: Mapping[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:

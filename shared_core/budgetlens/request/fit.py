@@ -402,12 +402,15 @@ def _output(sizes: _Sizes, requested: int | None, label: str, param: str) -> tup
 def _fit(limits: RequestLimits, messages: Sequence[Message], *, tools: Sequence[Any] | None,
          response_format: Any, max_tokens: int | None, margin: int | str | Margin | None,
          counter: TokenCounter | None, min_output: int | None, trim: bool,
-         history_budget: int | None, label: str, reasoning: int | None = None) -> RequestFit:
+         history_budget: int | None, label: str, reasoning: int | None = None,
+         approximate: bool = False) -> RequestFit:
     if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
     max_tokens, min_output, reserve, thinking = _place_reasoning(limits, reasoning, max_tokens,
                                                                  min_output)
     counted = _count(limits, messages, tools, response_format, _counter_for(limits, counter))
+    if approximate and not counted.approximate:
+        counted = replace(counted, approximate=True)
     rule = parse_margin(margin, counted.approximate)
     caps = [c for c in (max_tokens, limits.max_output) if c is not None]
     cap = min(caps) if caps else None
@@ -532,7 +535,7 @@ def fit_request(model: str, messages: Sequence[Message], *,
                 window: int | None = None, max_output: int | None = None,
                 tokenizer: str | None = None, output_param: str | None = None,
                 gateway: str | None = None, variant: str | None = None,
-                reasoning: int | None = None) -> RequestFit:
+                reasoning: int | None = None, approximate: bool = False) -> RequestFit:
     """Fit a chat request to ``model`` (see the module docstring): the messages to send,
     the output limit, and why; ``RequestDoesNotFit`` when nothing makes it fit.
 
@@ -553,7 +556,9 @@ def fit_request(model: str, messages: Sequence[Message], *,
       ``reasoning``), inside ``max_tokens`` for Claude, beside the output for Gemini (and
       any other model): reserved from the window;
     - ``window``, ``max_output``, ``tokenizer``: for a model the registry does not know (or
-      to override it); ``output_param``: the name of the output limit the request uses
+      to override it); ``approximate=True``: the count is ≈ whatever its rule (a request
+      API whose provider publishes no counting rule): it gets the margin of one;
+      ``output_param``: the name of the output limit the request uses
       (``max_output_tokens`` of the Responses API; default: the model's).
     """
     limits = request_limits(model, serving=serving, window=window, max_output=max_output,
@@ -562,7 +567,8 @@ def fit_request(model: str, messages: Sequence[Message], *,
         limits = replace(limits, output_param=output_param)
     return _fit(limits, messages, tools=tools, response_format=response_format,
                 max_tokens=max_tokens, margin=margin, counter=counter, min_output=min_output,
-                trim=trim, history_budget=None, label=limits.model, reasoning=reasoning)
+                trim=trim, history_budget=None, label=limits.model, reasoning=reasoning,
+                approximate=approximate)
 
 
 def check_request(step: StepBudget, messages: Sequence[Message], *,

@@ -43,3 +43,12 @@ def test_check_and_run_time_give_the_same_margin_for_the_same_input(tmp_path: Pa
     # check_request passes the step's margin on as it is
     fit = check_request(step, [{"role": "user", "content": "Hi"}], report=report)
     assert fit.margin == step.margin.value
+
+
+def test_a_count_declared_approximate_gets_the_same_default() -> None:
+    # the Responses API: OpenAI publishes no rule for it, so its adapters declare the
+    # count ≈ and take the default margin of one
+    messages = [{"role": "user", "content": "Where is parcel 1042? " * 300}]
+    fit = fit_request("gpt-4o", messages, approximate=True)
+    assert fit.approximate and fit.margin == _hand(fit.input_tokens)
+    assert fit.message.startswith(f"gpt-4o: input ≈{fit.input_tokens:,} tokens")
