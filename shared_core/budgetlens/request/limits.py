@@ -218,7 +218,7 @@ def request_limits(model: str, *, serving: Mapping[str, object] | None = None,
     input_source = f"max_input of {info.name}, {info.registry_label}" if info else ""
     max_input = max_input if max_input is not None and max_input < base else None
     cap = _gateway_cap(info, gateway)
-    if cap is not None and (max_input is None or cap[0] < max_input):
+    if cap is not None and cap[0] < base and (max_input is None or cap[0] < max_input):
         max_input, input_source = cap
     return RequestLimits(
         model=info.name if info is not None else model, info=info, window=base,
