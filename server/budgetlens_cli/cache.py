@@ -516,24 +516,27 @@ def _listing_checks(paths: Iterable[str], checks: dict[str, str]) -> None:
         _gitignore_checks(root, checks)
         for dirpath, dirnames in search_walk(root):
             checks[dirpath] = listing_fingerprint(dirpath)
-            gitignore = os.path.join(dirpath, ".gitignore")
-            checks[gitignore] = disk_fingerprint(gitignore)
+            for name in (".gitignore", os.path.join(".git", "info", "exclude")):
+                checks[os.path.join(dirpath, name)] = disk_fingerprint(
+                    os.path.join(dirpath, name))
             for d in dirnames:  # listed here, entered (or not: a link, unreadable) below
                 checks[os.path.join(dirpath, d)] = listing_fingerprint(os.path.join(dirpath, d))
 
 
 def _gitignore_checks(root: str, checks: dict[str, str]) -> None:
     """The stat of the ``.gitignore`` of each folder above ``root`` up to the repository's
-    root (``lint_options.ignore_folders``): what they ignore is not searched."""
-    from budgetlens_cli.gitignore import ignore_folders  # lazy: start-up speed
+    root (``gitignore.ignore_folders``), and of its ``.git/info/exclude``: what they ignore
+    is not searched."""
+    from budgetlens_cli.gitignore import ignore_files, ignore_folders  # lazy: start-up speed
 
     try:
         top = os.path.abspath(root)
     except OSError:  # no current folder: the run stops at its usage check, records nothing
         return
-    for folder in ignore_folders(top):
-        gitignore = os.path.join(folder, ".gitignore")
-        checks[gitignore] = disk_fingerprint(gitignore)
+    chain = ignore_folders(top)
+    for folder in chain:
+        for name in ignore_files(folder, chain[0]):
+            checks[name] = disk_fingerprint(name)
 
 
 def _result_files(result: Any) -> Iterable[str]:

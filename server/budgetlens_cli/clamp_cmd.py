@@ -37,6 +37,7 @@ from budgetlens.files import OverlayFiles, SourceError
 from budgetlens.serialize import to_jsonable
 from budgetlens.source import Severity, apply_text_edits, unique_diagnostics
 from budgetlens.writes import PlannedWrite, SnapshotFiles, WriteError, write_plan
+from budgetlens_cli import lint_options
 from budgetlens_cli.check_cmd import add_common_arguments, collect_pipelines, options_from
 from budgetlens_cli.check_text import file_text, full_places, parent_pointer, place
 from budgetlens_cli.main import EXIT_FINDINGS, EXIT_OK, UsageError
@@ -58,6 +59,7 @@ def register(sub: Any) -> None:
                    help="change an inherited value in the file that sets it, not in the child")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="format of the plan listing (default text)")
+    lint_options.register_exclusion(p)
     p.set_defaults(run=run)
 
 
@@ -73,7 +75,7 @@ def plan_all(args: argparse.Namespace, disk: DiskFiles | None = None,
     """
     disk = disk if disk is not None else DiskFiles()
     options = options_from(args)
-    pipelines = collect_pipelines(args.paths)
+    pipelines = collect_pipelines(args.paths, lint_options.Exclusion(args))
     originals: dict[str, str] = {}
     edited: dict[str, str] = {}
     plans: list[ClampPlan] = []

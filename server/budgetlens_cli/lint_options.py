@@ -19,9 +19,10 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from budgetlens import codes
+from budgetlens.contract.discovery import GitIgnored
 from budgetlens.contract.lint import (
     ConfigLint,
     Layer,
@@ -31,7 +32,6 @@ from budgetlens.contract.lint import (
     split_codes,
 )
 from budgetlens.source import Diagnostic, Severity
-from budgetlens_cli.gitignore import ignore_folders, read_gitignore
 from budgetlens_cli.main import UsageError
 
 if TYPE_CHECKING:
@@ -59,13 +59,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="exit 1 on an error (default), or on a warning too")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when diagnostics are found (2 still means bad usage)")
-    p.add_argument("--exclude", action="append", metavar="GLOB",
-                   help="folders and pipeline files the search skips (replaces the defaults:"
-                        f" {', '.join(DEFAULT_EXCLUDE)})")
-    p.add_argument("--extend-exclude", action="append", metavar="GLOB",
-                   help="more folders and pipeline files the search skips")
-    p.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=True,
-                   help="skip what .gitignore files ignore (default: on)")
+    register_exclusion(p)
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the text output (auto: on a terminal, unless NO_COLOR is set;"
                         " FORCE_COLOR turns it on)")
@@ -75,6 +69,18 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="print nothing; the exit status says it all")
     p.add_argument("--statistics", action="store_true",
                    help="print the number of diagnostics per code instead of them")
+
+
+def register_exclusion(p: argparse.ArgumentParser) -> None:
+    """Add the options of ``Exclusion`` (``check`` and ``clamp`` search alike)."""
+    p.add_argument("--exclude", action="append", metavar="GLOB",
+                   help="folders and pipeline files the search skips (replaces the defaults:"
+                        f" {', '.join(DEFAULT_EXCLUDE)})")
+    p.add_argument("--extend-exclude", action="append", metavar="GLOB",
+                   help="more folders and pipeline files the search skips")
+    p.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=True,
+                   help="skip what .gitignore files and .git/info/exclude ignore"
+                        " (default: on)")
 
 
 # ---------------------------------------------------------------------------- selection
@@ -146,8 +152,9 @@ class Exclusion:
     ``--extend-exclude`` ones, and, unless ``--no-respect-gitignore``, what the
     ``.gitignore`` files of the folder and its parents (up to the repository's root, the
     folder holding ``.git``) ignore. A glob matches a folder's or file's name, or its path
-    relative to the current folder. git is not run: the files are read with ``pathspec``
-    (``.git/info/exclude`` and the global excludes file are not read)."""
+    relative to the current folder. git is not run: the files (and ``.git/info/exclude``)
+    are read with ``pathspec`` (``discovery.GitIgnored``; the global excludes file is not
+    read)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         excluded = getattr(args, "exclude", None)
@@ -157,32 +164,12 @@ class Exclusion:
         # the defaults name folders only (a hidden pipeline file was always checked)
         self.file_globs = (*(given or ()), *extended)
         self.gitignore = bool(getattr(args, "respect_gitignore", True))
-        self._specs: dict[str, Any] = {}
-        self._chains: dict[str, list[str]] = {}
+        self._ignored = GitIgnored()
 
     def __call__(self, path: str, is_dir: bool) -> bool:
         if any(glob_matches(g, path) for g in (self.globs if is_dir else self.file_globs)):
             return True
-        return self.gitignore and self._ignored(os.path.abspath(path), is_dir)
-
-    def _ignored(self, path: str, is_dir: bool) -> bool:
-        verdict: bool | None = None
-        parent = os.path.dirname(path)
-        chain = self._chains.get(parent)
-        if chain is None:  # each folder's once (5,000 pipelines of one folder: one walk up)
-            chain = self._chains[parent] = ignore_folders(parent)
-        for folder in chain:
-            spec = self._specs.get(folder, False)
-            if spec is False:
-                spec = self._specs[folder] = read_gitignore(os.path.join(folder,
-                                                                          ".gitignore"))
-            if spec is None:
-                continue
-            rel = os.path.relpath(path, folder).replace(os.sep, "/") + ("/" if is_dir else "")
-            include = spec.check_file(rel).include
-            if include is not None:
-                verdict = include
-        return bool(verdict)
+        return self.gitignore and self._ignored(path, is_dir)
 
 
 def glob_matches(glob: str, path: str) -> bool:

@@ -52,7 +52,12 @@ from typing import TYPE_CHECKING
 from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckStopped, check_pipeline
-from budgetlens.contract.discovery import PROMPT_SUFFIXES, find_pipelines, project_root
+from budgetlens.contract.discovery import (
+    PROMPT_SUFFIXES,
+    default_excluded,
+    find_pipelines,
+    project_root,
+)
 from budgetlens.contract.results import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
 from budgetlens_lsp.convert import UTF16, Converter, RangeMemo
@@ -585,10 +590,14 @@ class WorkspaceIndex:
             progress(checked, self._round_total)
 
     def discover(self) -> None:
+        """The pipelines of the roots, found as ``budgetlens check`` finds them with its
+        defaults: hidden and dependency folders skipped, and what git ignores (.gitignore,
+        .git/info/exclude). An open file counts whatever they say (``_track_pipelines``)."""
         found: set[str] = set()
+        excluded = default_excluded()
         for root in self.snapshot.roots:
             try:
-                found.update(norm(p) for p in find_pipelines(root) if p.is_file())
+                found.update(norm(p) for p in find_pipelines(root, excluded) if p.is_file())
             except OSError:
                 log.warning("cannot list pipelines under %s", root)
         self.pipelines = found

@@ -4,6 +4,8 @@ schedules the analysis."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types
 
 from budgetlens_lsp.convert import path_from_uri
@@ -33,7 +35,8 @@ def did_close(ctx: ServerState, params: types.DidCloseTextDocumentParams) -> Non
 
 def did_change_watched_files(ctx: ServerState,
                              params: types.DidChangeWatchedFilesParams) -> None:
-    """A changed file re-checks what reads it; a created or deleted one rediscovers."""
+    """A changed file re-checks what reads it; a created or deleted one rediscovers, and so
+    does a changed ignore file (what the search skips may have changed)."""
     paths: list[str] = []
     mode = IndexMode.INCREMENTAL
     for change in params.changes:
@@ -41,10 +44,15 @@ def did_change_watched_files(ctx: ServerState,
         if p is None:
             continue
         paths.append(norm(p))
-        if change.type != types.FileChangeType.Changed:
+        if change.type != types.FileChangeType.Changed or ignores_files(p):
             mode = IndexMode.REDISCOVER
     if paths:
         ctx.session.mark_dirty(paths, mode)
+
+
+def ignores_files(path: Path) -> bool:
+    """Whether ``path`` is a ``.gitignore`` or a ``.git/info/exclude``."""
+    return path.name == ".gitignore" or path.parts[-3:] == (".git", "info", "exclude")
 
 
 def did_change_folders(ctx: ServerState,

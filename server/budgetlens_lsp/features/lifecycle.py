@@ -17,7 +17,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from budgetlens.contract.discovery import find_pipelines
+from budgetlens.contract.discovery import default_excluded, find_pipelines
 from budgetlens_lsp.convert import encoding_name
 from budgetlens_lsp.features.state import ClientFeatures, ServerState
 from budgetlens_lsp.settings import parse_settings
@@ -29,7 +29,7 @@ SECTION = "budgetlens"
 #: Workspaces with more pipelines than this get a $/progress report while indexing.
 LARGE_WORKSPACE = 20
 WATCH_GLOBS = ("**/*.yaml", "**/*.yml", "**/*.txt", "**/*.json", "**/*.prompty",
-               "**/*.prompt")
+               "**/*.prompt", "**/.gitignore", "**/.git/info/exclude")
 #: Seconds the server waits for the client's answer to one of its requests.
 CLIENT_TIMEOUT = 5
 
@@ -131,7 +131,8 @@ async def _begin_progress(ctx: ServerState) -> str | None:
     session = ctx.session
     if not (ctx.client.progress and session.roots):
         return None
-    count = await session.run(lambda: sum(len(find_pipelines(r)) for r in session.roots))
+    count = await session.run(lambda: sum(len(find_pipelines(r, default_excluded()))
+                                                 for r in session.roots))
     if count <= LARGE_WORKSPACE:
         return None
     token = f"budgetlens-index-{uuid.uuid4()}"

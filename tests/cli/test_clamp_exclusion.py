@@ -1,0 +1,79 @@
+"""``budgetlens clamp`` searches as ``check`` does (issue 35): what ``.gitignore`` and
+``.git/info/exclude`` ignore is neither planned nor written, and ``--exclude`` /
+``--extend-exclude`` / ``--no-respect-gitignore`` work the same way.
+
+Each workspace is a copy of ``ci_workspace``, whose ``pipelines/small.yaml`` has an
+over-budget step (BL050), so a clamp plan changes it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from budgetlens_cli.main import main
+
+CI_WORKSPACE = Path(__file__).resolve().parent / "ci_workspace"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository (a ``.git`` folder, no git run) holding ``ws/a`` and ``ws/b``."""
+    root = tmp_path / "repo"
+    for name in ("a", "b"):
+        shutil.copytree(CI_WORKSPACE, root / "ws" / name)
+    (root / ".git" / "info").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    for name in ("PIPELINE_LIMITS_POLICY", "APP_DEVELOPMENT"):
+        monkeypatch.delenv(name, raising=False)
+    return root
+
+
+def planned(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    """The workspaces whose pipeline ``clamp --diff`` would change."""
+    code = main(["clamp", "ws", "--diff", *argv])
+    out = capsys.readouterr().out
+    assert code == 1, out  # changes pending
+    return sorted({line[len("+++ b/"):].split("/pipelines/")[0]
+                   for line in out.splitlines() if line.startswith("+++ ")})
+
+
+def test_clamp_skips_what_gitignore_ignores(repo: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert planned(capsys) == ["ws/a", "ws/b"]
+    (repo / ".gitignore").write_text("ws/b/\n", "utf-8")
+    assert planned(capsys) == ["ws/a"]
+    assert planned(capsys, "--no-respect-gitignore") == ["ws/a", "ws/b"]
+    assert planned(capsys, "--no-respect-gitignore", "--extend-exclude", "a") == ["ws/b"]
+
+
+def test_clamp_skips_what_git_info_exclude_ignores(repo: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / ".git" / "info" / "exclude").write_text("/ws/a\n", "utf-8")
+    assert planned(capsys) == ["ws/b"]
+    # the .gitignore of the root is read after it and takes it back
+    (repo / ".gitignore").write_text("!/ws/a\n", "utf-8")
+    assert planned(capsys) == ["ws/a", "ws/b"]
+
+
+def test_clamp_write_leaves_an_ignored_pipeline_alone(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / ".gitignore").write_text("ws/b/\n", "utf-8")
+    ignored = repo / "ws" / "b" / "pipelines" / "small.yaml"
+    kept = repo / "ws" / "a" / "pipelines" / "small.yaml"
+    before = ignored.read_bytes()
+    assert main(["clamp", "ws", "--write"]) == 0
+    capsys.readouterr()
+    assert ignored.read_bytes() == before
+    assert kept.read_bytes() != before  # the same file, clamped
+
+
+def test_check_skips_what_git_info_exclude_ignores(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / ".git" / "info" / "exclude").write_text("b\n", "utf-8")
+    main(["check", "ws", "--no-cache"])
+    out = capsys.readouterr().out
+    assert "ws/a/pipelines/small.yaml:" in out
+    assert "ws/b/" not in out
