@@ -49,3 +49,50 @@ async def test_config_json_lint_block_applies_in_the_editor(workspace: Path) -> 
                       text.replace(STEP, STEP + "  # budgetlens: ignore[BL050]"))
         diags = await ed.wait_diagnostics(uri, lambda ds: "BL080" in codes_of(ds))
     assert codes_of(diags) == ["BL080"]
+
+
+async def test_a_bad_lint_block_is_an_error_at_the_block(workspace: Path) -> None:
+    """A ``lint`` block naming no code is not silently dropped: config.json (closed) gets a
+    BL013 error over its ``"lint"`` key; fixed in the buffer, the error goes."""
+    config = json.loads((workspace / "config.json").read_text("utf-8"))
+    config["lint"] = {"select": ["BL999"]}
+    text = json.dumps(config, indent=2)
+    (workspace / "config.json").write_text(text, "utf-8")
+    async with running_server(workspace) as ed:
+        uri = ed.uri("config.json")
+        [error] = await ed.wait_diagnostics(uri, lambda ds: codes_of(ds) == ["BL013"])
+        assert error.severity == types.DiagnosticSeverity.Error
+        line, col = find(text, '"lint"')
+        assert (error.range.start.line, error.range.start.character) == (line, col)
+        assert (error.range.end.line, error.range.end.character) == (line, col + len('"lint"'))
+        assert "lint.select: unknown code 'BL999'" in error.message
+        assert "not applied" in error.message
+        ed.open("config.json", text, language_id="json")
+        ed.replace_all(uri, text.replace('"BL999"', '"BL050"'))
+        await ed.wait_diagnostics(uri, lambda ds: ds == [])
+
+
+TINY = """\
+settings:
+  max_context_tokens: 1000
+steps:
+  - id: answer  # budgetlens: ignore[BL061]
+    type: call_model
+    prompt_key: answer
+    user_parts:
+      template: "Q: {question}"
+    max_output_tokens: 100
+"""
+
+
+async def test_an_unused_comment_in_a_closed_pipeline_is_reported(workspace: Path) -> None:
+    """BL080 needs no open buffer: the server publishes every indexed pipeline, also one
+    with no other diagnostic (1000 + 100 + 128 + its prompts fit 8192 by far)."""
+    (workspace / "pipelines/tiny.yaml").write_text(TINY, "utf-8")
+    async with running_server(workspace) as ed:
+        diags = await ed.wait_diagnostics(ed.uri("pipelines/tiny.yaml"),
+                                          lambda ds: "BL080" in codes_of(ds))
+    [warning] = diags
+    assert (warning.range.start.line, warning.range.start.character) == find(
+        TINY, "# budgetlens")
+    assert warning.message == "unused suppression: no BL061 diagnostic on this line"

@@ -169,11 +169,17 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
 
 def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic]:
     """The core's diagnostics as ``budgetlens check`` shows them (``contract.lint``): the
-    ``lint`` block of config.json and the suppression comments of the buffers applied, and
-    a BL080 for each comment of an open pipeline that suppresses nothing."""
+    ``lint`` block of config.json and the suppression comments of the buffers applied, a
+    BL080 for each comment of a pipeline (open or not) that suppresses nothing, a BL013 at a
+    bad ``lint`` block (not applied; ``budgetlens check`` stops with bad usage on it)."""
     settings = ConfigLint(index.text_of, strict=False)
-    opened = sorted(p for p in index.snapshot.overlay if reads_comments(p))
-    return apply_lint(reported, settings, index.text_of, opened)
+    # every pipeline, open or not (each file's text is kept while its stat is the same)
+    scanned = sorted({p for p in (*index.snapshot.overlay, *index.pipelines)
+                      if reads_comments(p)})
+    shown = apply_lint(reported, settings, index.text_of, scanned)
+    for pipeline in index.pipelines:  # a bad lint block is shown even with nothing to filter
+        settings(pipeline)
+    return shown + settings.problems()
 
 
 def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic], conv: Converter | None = None

@@ -219,6 +219,8 @@ class ConfigLint:
         self.strict = strict
         self._by_folder: dict[str, LintSettings] = {}
         self._by_path: dict[str, LintSettings] = {}
+        #: Each config.json whose bad block counted as absent (not ``strict``): its error.
+        self.errors: dict[str, LintError] = {}
 
     def __call__(self, path: str) -> LintSettings:
         got = self._by_path.get(path)
@@ -241,10 +243,30 @@ class ConfigLint:
                 data = None
             try:
                 settings = settings_from_config(data, config)
-            except LintError:
+            except LintError as exc:
                 if self.strict:
                     raise
+                self.errors[config] = exc
         return settings if self.layer is None else settings.with_layer(self.layer)
+
+    def problems(self) -> list[Diagnostic]:
+        """A BL013 error at the ``lint`` key of each config.json read whose block is bad
+        and so was not applied (the editor; ``strict`` raises instead)."""
+        return [block_diagnostic(path, self.text_of(path) or "", exc)
+                for path, exc in sorted(self.errors.items())]
+
+
+def block_diagnostic(config_path: str, text: str, error: LintError) -> Diagnostic:
+    """The BL013 error of a bad ``lint`` block, over its key in ``text`` (the file's start
+    when it cannot be found)."""
+    from budgetlens.yamldoc.parse import parse_yaml  # lazy: start-up (only a bad block)
+
+    doc, _ = parse_yaml(text)  # JSON is YAML: the key's position
+    span = doc.spans.get(("lint",)) if doc is not None else None
+    rng = (span.key or span.value) if span is not None else Range.at(0, 0)
+    message = str(error).split(": ", 1)[-1] if ": lint" in str(error) else str(error)
+    return Diagnostic(config_path, rng, Severity.ERROR, codes.CONFIG_VALUE_INVALID,
+                      f"config.json {message}; the lint block is not applied")
 
 
 def nearest_config(folder: str) -> str | None:
