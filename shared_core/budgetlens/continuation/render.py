@@ -67,6 +67,8 @@ from budgetlens.continuation.syntax import (
 
 SUMMARY_BELOW = 50
 COLLAPSE_RUN = 4          # this many or more consecutive array items not shown in full: one line
+OBJECT_KEEP = 5           # a run of object members not shown in full keeps this many at each
+                          # end; the COLLAPSE_RUN or more between them are one line
 MAX_MISSES_PER_LEVEL = 64  # after this many side branches in a row did not fit, the rest of
                            # that level is taken as not fitting (type hints) unmeasured
 
@@ -511,13 +513,21 @@ def _replace_run(layout: _Layout, fi: int, ci: int, parts: list[Child]) -> int:
 def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
                        depth: int) -> list[str]:
     """The printed side branches of level ``fi``; in an array, a run of ``COLLAPSE_RUN`` or
-    more items not shown in full is one line."""
+    more items not shown in full is one line; in an object, such a run keeps its first and
+    last ``OBJECT_KEEP`` members (their keys) and the ``COLLAPSE_RUN`` or more between them
+    are one line."""
     frame, children = layout.frames[fi], layout.levels[fi]
     count = layout.shown(fi)
     default, chosen = layout.defaults[fi], layout.decisions[fi]
+    gaps = _object_gaps(layout, fi, count) if frame.is_object else {}
     lines: list[str] = []
     ci = 0
     while ci < count:
+        gap_end = gaps.get(ci)
+        if gap_end is not None:
+            lines.append(f"{pad}<{gap_end - ci:,} keys not shown>,")
+            ci = gap_end
+            continue
         decision = chosen.get(ci, default)
         if not frame.is_object and decision != _FULL:
             run, items = ci, 0
@@ -551,6 +561,26 @@ def _side_branch_lines(text: str, layout: _Layout, fi: int, pad: str,
         lines.extend(body)
         ci += 1
     return lines
+
+
+def _object_gaps(layout: _Layout, fi: int, count: int) -> dict[int, int]:
+    """The members of the object level ``fi`` left out of the printing: for each run of
+    members not shown in full, those between its first and last ``OBJECT_KEEP`` when they
+    are ``COLLAPSE_RUN`` or more (first index -> index after the last)."""
+    default, chosen = layout.defaults[fi], layout.decisions[fi]
+    gaps: dict[int, int] = {}
+    ci = 0
+    while ci < count:
+        if chosen.get(ci, default) == _FULL:
+            ci += 1
+            continue
+        run = ci
+        while run < count and chosen.get(run, default) != _FULL:
+            run += 1
+        if run - ci - 2 * OBJECT_KEEP >= COLLAPSE_RUN:
+            gaps[ci + OBJECT_KEEP] = run - OBJECT_KEEP
+        ci = run
+    return gaps
 
 
 def _full_run_lines(text: str, layout: _Layout, run: Child, pad: str, depth: int) -> list[str]:

@@ -154,6 +154,29 @@ def test_complete_json_has_no_prompt_rendering() -> None:
     assert get_contexts("[1]").hierarchy_context_for_prompt == ""
 
 
+def test_long_runs_of_object_members_keep_their_ends_and_collapse_the_middle() -> None:
+    """Budget 0: every member is a hint. 13 members (5 + 3 + 5) stay listed; 14 members
+    keep 5 at each end and the 4 between are one line; a parent level's members (structure
+    only) collapse the same way."""
+    def obj(n: int) -> str:
+        return "{" + ", ".join(f'"k{i:02d}": {i}' for i in range(n)) + ', "cut": "ab'
+
+    lines = get_contexts(obj(13), budget=0).hierarchy_context_for_prompt.splitlines()
+    assert lines[2:] == [*(f'  "k{i:02d}": <number>,' for i in range(13)),
+                         '  "cut": <string: 2 chars><<<CUT>>>']
+    lines = get_contexts(obj(14), budget=0).hierarchy_context_for_prompt.splitlines()
+    assert lines[2:] == [*(f'  "k{i:02d}": <number>,' for i in range(5)),
+                         "  <4 keys not shown>,",
+                         *(f'  "k{i:02d}": <number>,' for i in range(9, 14)),
+                         '  "cut": <string: 2 chars><<<CUT>>>']
+    parent = "{" + ", ".join(f'"p{i:02d}": [{i}]' for i in range(20)) + ', "in": {"a": "b'
+    lines = get_contexts(parent, budget=0).hierarchy_context_for_prompt.splitlines()
+    assert lines[2:] == [*(f'  "p{i:02d}": [...],' for i in range(5)),
+                         "  <10 keys not shown>,",
+                         *(f'  "p{i:02d}": [...],' for i in range(15, 20)),
+                         '  "in": {', '    "a": <string: 1 char><<<CUT>>>']
+
+
 def test_top_level_cut_string() -> None:
     rendering = get_contexts('"hello', budget=0).hierarchy_context_for_prompt
     assert rendering.splitlines()[1:] == ["<string: 5 chars><<<CUT>>>"]
