@@ -8,6 +8,7 @@ over-budget step (BL050), so a clamp plan changes it.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -77,3 +78,30 @@ def test_check_skips_what_git_info_exclude_ignores(
     out = capsys.readouterr().out
     assert "ws/a/pipelines/small.yaml:" in out
     assert "ws/b/" not in out
+
+
+def test_a_new_info_exclude_is_not_answered_from_the_record(
+        repo: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``check``'s recorded answer (``cache.replay``) holds the stat of ``.git/info/exclude``
+    (missing at first): writing one is a new search, not the old answer."""
+    from budgetlens_cli import cache as result_cache
+
+    settled = 1_600_000_000  # an mtime long before any run: no file is racy
+    for path in [repo, *repo.rglob("*")]:
+        os.utime(path, (settled, settled), follow_symlinks=False)
+    monkeypatch.setattr(result_cache, "RACY_NS", 0)  # written just now, by the test alone
+    for name in (result_cache.NO_CACHE_ENV, result_cache.CACHE_DIR_ENV):
+        monkeypatch.delenv(name, raising=False)
+    outputs = []
+    for _ in range(2):
+        assert main(["check", "ws", "--no-table"]) == 1
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and "ws/b/pipelines" in outputs[0]
+    assert len(list(Path(".budgetlens_cache").glob("*/*.answer"))) == 1
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.write_text("ws/b/\n", "utf-8")
+    os.utime(exclude, (settled + 10, settled + 10))
+    assert main(["check", "ws", "--no-table"]) == 1
+    out = capsys.readouterr().out
+    assert "ws/a/pipelines" in out and "ws/b/pipelines" not in out
