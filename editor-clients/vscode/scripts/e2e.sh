@@ -5,13 +5,16 @@
 # copy of examples/; Debian's Chromium, driven by playwright-core (no browser download), opens
 # the workbench and checks what a user sees: the over-budget squiggle and Problems entry, the
 # code lens, the Ctrl+. quick-fix that clamps the number, and Show Hierarchy Context on a cut
-# JSON. Screenshots go to test-artifacts/vscode-e2e/ (gitignored) at the repository root.
+# JSON; then a GitHub Models and a Prompty prompt file (from e2e/workspace/) each show their
+# warning and per-variable lens. Screenshots go to test-artifacts/vscode-e2e/ (gitignored) at
+# the repository root.
 # Then the pipeline JSON Schema is checked in yaml-language-server (Red Hat's YAML engine)
 # through the `# yaml-language-server: $schema=...` opt-in comment.
 #
 # Usage: editor-clients/vscode/scripts/e2e.sh
 # Needs: root or sudo for apt-get (chromium, ripgrep, libkrb5-dev); the npm registry and PyPI.
 # Environment: E2E_KEEP=1 keeps the temporary workspace and logs; E2E_PORT picks the port.
+# E2E_ONLY=<regex> runs only the checks whose names match (the set-up checks always run).
 # E2E_WAIT_MS (default 120000) bounds each wait: a hang guard, never a time a step must beat.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"       # editor-clients/vscode
@@ -116,6 +119,8 @@ trap cleanup EXIT
 WS="$RUN_DIR/workspace"
 mkdir -p "$WS" "$RUN_DIR/user/User" "$RUN_DIR/extensions" "$RUN_DIR/xdg-config" "$RUN_DIR/xdg-data"
 cp -r "$ROOT/examples/." "$WS/"
+# prompt files in their own formats (GitHub Models, Prompty), beside the pipelines
+cp -r "$E2E/workspace/." "$WS/"
 # The run starts with a broken interpreter setting (the extension must say how to fix it), then
 # run.mjs points the setting at the repository's venv, the way a user fixes it.
 node -e "
