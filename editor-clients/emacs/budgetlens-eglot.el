@@ -8,7 +8,8 @@
 ;; then M-x eglot in a pipeline, prompt or JSON buffer (or add `eglot-ensure' to
 ;; `yaml-mode-hook').  `budgetlens' must be on `exec-path' (PATH).
 ;;
-;; What it does: registers `budgetlens serve' for YAML, JSON and prompt (text) buffers, and,
+;; What it does: registers `budgetlens serve' for YAML, JSON and prompt (text) buffers, gives
+;; *.prompty and *.prompt files `budgetlens-prompt-mode' (unless another mode claims them), and,
 ;; for eglot only and only where no version control marks a project, makes the nearest folder
 ;; holding config.json the project root, so one server serves the whole workspace (without
 ;; it eglot roots each folder on its own).
@@ -46,8 +47,15 @@ For example \\='(:policy \"auto_clamp\" :hierarchyBudget 2000)."
 (cl-defmethod eglot-initialization-options ((_server budgetlens-eglot-server))
   (or budgetlens-settings eglot--{}))
 
+(define-derived-mode budgetlens-prompt-mode text-mode "Prompt"
+  "Prompty (*.prompty) and Dotprompt (*.prompt) files, which Emacs has no mode for.")
+
+;; appended: a mode another package gives these files comes first and wins
+(add-to-list 'auto-mode-alist '("\\.prompty\\'" . budgetlens-prompt-mode) t)
+(add-to-list 'auto-mode-alist '("\\.prompt\\'" . budgetlens-prompt-mode) t)
+
 (add-to-list 'eglot-server-programs
-             `((yaml-mode js-mode js-json-mode json-mode text-mode)
+             `((yaml-mode js-mode js-json-mode json-mode text-mode budgetlens-prompt-mode)
                . (budgetlens-eglot-server . ,budgetlens-command)))
 
 (provide 'budgetlens-eglot)
