@@ -10,11 +10,13 @@
 ;; holding config.json.
 ;;
 ;; budgetlens runs as an add-on server: next to yaml-language-server or a JSON server, if you
-;; use them.  It serves YAML and JSON files below a config.json, and prompt files (*.txt).
+;; use them.  It serves YAML and JSON files below a config.json, and prompt files (*.txt);
+;; and *.prompt.yml, *.prompty and *.prompt files anywhere, alongside the mode that owns them.
 
 ;;; Code:
 
 (require 'lsp-mode)
+(require 'cl-lib)
 
 (defgroup budgetlens-lsp nil "budgetlens language server for lsp-mode." :group 'lsp-mode)
 
@@ -27,11 +29,22 @@
 For example \\='((policy . \"auto_clamp\") (hierarchyBudget . 2000))."
   :type '(alist :key-type symbol))
 
+(defconst budgetlens-lsp--prompt-files
+  '(("\\.prompt\\.ya?ml\\'" . "yaml") ("\\.prompty\\'" . "prompty") ("\\.prompt\\'" . "dotprompt"))
+  "Prompt files in their own formats (GitHub Models, Prompty, Dotprompt), and language ids.")
+
+;; Emacs has no mode for *.prompty and *.prompt: lsp-mode finds their language id by name
+(dolist (entry (cdr budgetlens-lsp--prompt-files))
+  (add-to-list 'lsp-language-id-configuration entry t))
+
 (defun budgetlens-lsp--activate-p (file-name _mode)
-  "Serve FILE-NAME when it is YAML, JSON or a prompt file below a config.json."
+  "Serve FILE-NAME when it is YAML, JSON or a prompt file below a config.json, or a prompt
+file in its own format (*.prompt.yml, *.prompty, *.prompt) anywhere, whatever its mode."
   (and file-name
-       (string-match-p "\\.\\(ya?ml\\|json\\|txt\\)\\'" file-name)
-       (locate-dominating-file file-name "config.json")
+       (or (cl-some (lambda (entry) (string-match-p (car entry) file-name))
+                    budgetlens-lsp--prompt-files)
+           (and (string-match-p "\\.\\(ya?ml\\|json\\|txt\\)\\'" file-name)
+                (locate-dominating-file file-name "config.json")))
        t))
 
 (lsp-register-client
