@@ -57,7 +57,7 @@ from budgetlens.contract.advice import floor_related, inherited_suffix, largest_
 from budgetlens.contract.cache import BudgetCache, RecordingFiles, with_places
 from budgetlens.contract.clamp import compute_clamp
 from budgetlens.contract.config import LoadedConfig
-from budgetlens.contract.discovery import is_prompt_path
+from budgetlens.contract.discovery import is_prompt_path, mapping_for
 from budgetlens.contract.enums import (
     OutputSource,
     TermSource,
@@ -665,13 +665,17 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
         planner: type[_Planner] = _Planner
-        if is_prompt_path(pipe):
+        mapping = None if is_prompt_path(pipe) else \
+            mapping_for(pipe, RecordingFiles(run_files), options, cache)
+        if is_prompt_path(pipe) or mapping is not None:
             # start-up speed: the format readers (Jinja2, Handlebars, mustache) load only
             # when a prompt file is checked (docs/performance.md)
             from budgetlens.contract.prompt_plan import _PromptPlanner
             planner = _PromptPlanner
-        plan = planner(pipe, run_files, options, environ, cache,
-                       previous if isinstance(previous, _Plan) else None, stop).plan()
+        made = planner(pipe, run_files, options, environ, cache,
+                       previous if isinstance(previous, _Plan) else None, stop)
+        made.mapping = mapping  # a file a config.json's prompt_mappings entry reads
+        plan = made.plan()
         planned = True
     checker = _PipelineCheck(pipe, plan, run_files, options, cache, stop)
     report = checker.run()

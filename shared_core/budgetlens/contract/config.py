@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from budgetlens import codes
 from budgetlens.contract.near_miss import check_mapping, model_keys, near_miss_diagnostic, suggest
-from budgetlens.contract.shapes import Shape, count, flag, nested, text, texts
+from budgetlens.contract.shapes import Shape, count, flag, nested, nested_list, text, texts
 from budgetlens.contract.validation import validate_lenient
 from budgetlens.files import FileMissing, FileSource, SourceError, within
 from budgetlens.source import Diagnostic, LineIndex, Location, Range, Severity
@@ -43,6 +43,24 @@ class ServingLimits(Shape):
     num_ctx: int | None = count(
         "Ollama num_ctx: the context the server allocates (Ollama's default is small and"
         " silently truncates longer prompts).", gt=0)
+
+
+class PromptMapping(Shape):
+    """One entry of ``prompt_mappings``: the files a glob matches are read as prompt files,
+    each value found at its dotted path (``model.max_tokens``). Unknown keys are kept."""
+
+    glob: str | None = text(
+        "The files this mapping reads: a glob relative to config.json's folder"
+        " (agents/*.yaml).")
+    model: str | None = text("Dotted path of the model's name in each file (model.name).")
+    output: str | None = text(
+        "Dotted path of the output limit in each file (model.max_tokens).")
+    system_text: str | None = text("Dotted path of the system prompt's text in each file.")
+    system_file: str | None = text(
+        "Dotted path of the system prompt's file name in each file (relative to the file's"
+        " folder).")
+    template: str | None = text(
+        "Dotted path of the user message template (mustache, variables counted empty).")
 
 
 class WorkspaceConfig(Shape):
@@ -88,6 +106,10 @@ class WorkspaceConfig(Shape):
     targets: list[str] | None = texts(
         "Registry models every step is also checked against (the target matrix of budgetlens"
         " check --target).")
+    prompt_mappings: list[PromptMapping] | None = nested_list(
+        PromptMapping, "Simple YAML or JSON agent files checked as prompt files: each entry"
+                       " a glob and the dotted paths of model, output, system_text or"
+                       " system_file, and template (docs/prompt-formats.md).")
 
 
 @dataclass(frozen=True)
@@ -299,7 +321,7 @@ _NO_DEVELOPMENT = (" Until then development mode is not set: the policy is auto_
 BUDGET_KEYS = frozenset({
     "model", "model_context_window", "model_max_tokens", "model_max_output_tokens",
     "prompts_dir", "format_overhead_tokens", "tokenizer", "min_context_tokens",
-    "min_output_tokens", "serving", *CONFIG_EXTRA_KEYS})
+    "min_output_tokens", "serving", "prompt_mappings", *CONFIG_EXTRA_KEYS})
 
 
 def _near_miss_keys(path: str, doc: YamlDocument | None,
@@ -311,7 +333,12 @@ def _near_miss_keys(path: str, doc: YamlDocument | None,
              else dict.fromkeys(_DEVELOPMENT_KEYS, _NO_DEVELOPMENT))
     serving_keys = model_keys(ServingLimits)
     if doc is not None and isinstance(doc.value, dict):
+        mapping_keys = model_keys(PromptMapping)
+        mappings = data.get("prompt_mappings")
+        n_mappings = len(mappings) if isinstance(mappings, list) else 0
         return (check_mapping(path, doc, (), known, extra=extra, budget=BUDGET_KEYS)
+                + [d for i in range(n_mappings) for d in check_mapping(
+                    path, doc, ("prompt_mappings", i), mapping_keys, budget=mapping_keys)]
                 + check_mapping(path, doc, ("serving",), serving_keys, budget=serving_keys)
                 + [d for name in _model_blocks(data) for d in check_mapping(
                     path, doc, ("serving", name), serving_keys, budget=serving_keys)])

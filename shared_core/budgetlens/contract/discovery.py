@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from budgetlens.files import MISSING_FINGERPRINT, RunFiles, SourceError
 if TYPE_CHECKING:
     from budgetlens.contract.config import LoadedConfig
     from budgetlens.contract.results import CheckOptions
+    from budgetlens.formats.mapping import MappingSpec
 
 PIPELINE_GLOBS = ("*.yaml", "*.yml")
 #: Prompt files in their own formats, found in any folder (docs/prompt-formats.md); a
@@ -154,6 +156,7 @@ def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[P
             found.extend(root.glob(pattern))
     for dirpath, dirnames in search_walk(root, excluded):
         found.extend(prompt_files(dirpath))
+        found.extend(mapped_files(dirpath))
         if "pipelines" in dirnames:
             folder = Path(dirpath) / "pipelines"
             for pattern in PIPELINE_GLOBS:
@@ -172,6 +175,66 @@ def prompt_files(folder: str) -> list[Path]:
     return [Path(folder) / n for n in names
             if n.endswith(PROMPT_SUFFIXES) and not (n.startswith("_") and n.endswith(".prompt"))
             and os.path.isfile(os.path.join(folder, n))]
+
+
+def mapping_globs(config: object) -> list[str]:
+    """The globs of the ``prompt_mappings`` of config.json's data (entries without a
+    string glob left out)."""
+    mappings = config.get("prompt_mappings") if isinstance(config, dict) else None
+    if not isinstance(mappings, list):
+        return []
+    return [m["glob"] for m in mappings
+            if isinstance(m, dict) and isinstance(m.get("glob"), str) and m["glob"]]
+
+
+def mapped_files(folder: str) -> list[Path]:
+    """The files the ``prompt_mappings`` globs of ``folder``'s own config.json match
+    (relative to that folder; none without a readable config.json). A path through a
+    hidden or dependency folder is left out, as the search for pipelines leaves it."""
+    config = os.path.join(folder, "config.json")
+    if not os.path.isfile(config):
+        return []
+    try:
+        with open(config, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return []  # the check of the files under it reports the config.json
+    out: list[Path] = []
+    base = Path(folder)
+    for pattern in mapping_globs(data):
+        if os.path.isabs(pattern) or ".." in Path(pattern).parts:
+            continue  # only inside the config's folder
+        try:
+            matches = list(base.glob(pattern))
+        except (ValueError, OSError):
+            continue
+        out.extend(p for p in matches if p.is_file() and not any(
+            part.startswith(".") or part in SKIP_DIRS
+            for part in p.relative_to(base).parts[:-1]))
+    return out
+
+
+def mapping_for(pipe: str, files: RecordingFiles, options: CheckOptions,
+                cache: BudgetCache) -> MappingSpec | None:
+    """The ``prompt_mappings`` entry of ``pipe``'s config.json whose glob (relative to
+    config.json's folder) matches it, as the reader's ``MappingSpec``; ``None`` when none
+    does (the file is then a pipeline)."""
+    config, _ = pipeline_config(pipe, files, options, cache)
+    if config is None or config.config is None or not config.config.prompt_mappings:
+        return None
+    from budgetlens.formats.mapping import MappingSpec  # lazy: start-up (templates)
+
+    relative = Path(os.path.relpath(os.path.abspath(pipe),
+                                    os.path.abspath(config.directory))).as_posix()
+    for entry in config.config.prompt_mappings:
+        if entry.glob is None:
+            continue
+        spec = MappingSpec(entry.glob, model=entry.model or "", output=entry.output or "",
+                           system_text=entry.system_text, system_file=entry.system_file,
+                           template=entry.template)
+        if spec.matches(relative):
+            return spec
+    return None
 
 
 def sorted_paths(paths: Iterable[Path]) -> list[Path]:

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
@@ -75,6 +75,9 @@ from budgetlens.source import Diagnostic, Location, Severity
 from budgetlens.tokens.core import (
     TokenCounter,
 )
+
+if TYPE_CHECKING:
+    from budgetlens.formats.mapping import MappingSpec
 
 _T = TypeVar("_T")
 
@@ -250,6 +253,10 @@ class _Plan:
 class _Planner(_StepPlanner):
     """Builds the ``_Plan`` of a pipeline: reads and parses the pipeline, its extends chain
     and config.json, merges the settings, then plans every step (``_StepPlanner``)."""
+
+    #: the config.json ``prompt_mappings`` entry that reads the file (a prompt file's
+    #: planner only; set by the check before ``plan``)
+    mapping: MappingSpec | None = None
 
     def __init__(self, pipeline: str, files: RunFiles, options: CheckOptions,
                  environ: Mapping[str, str], cache: BudgetCache,

@@ -58,7 +58,7 @@ from budgetlens.contract.results import StepBudget, Term
 from budgetlens.contract.step_plan import _At, _output_floor, _Shared, _StepPlan
 from budgetlens.contract.terms import RESPONSE_SCHEMA, TOOLS, TermSpec
 from budgetlens.files import MISSING_FINGERPRINT, SourceError, within
-from budgetlens.formats import read_prompt_file
+from budgetlens.formats import mapping, read_prompt_file
 from budgetlens.formats.model import Located, ProblemKind, PromptFile
 from budgetlens.formats.model import Step as PromptStep
 from budgetlens.source import Diagnostic, Location, Position, Range, Severity
@@ -226,12 +226,20 @@ class _PromptPlanner(_Planner):
             self.add(Location(self.pipe), Severity.ERROR, codes.PIPELINE_UNREADABLE,
                      f"prompt file cannot be read: {exc}")
             return None
-        prompt = read_prompt_file(self.pipe, text, root=Path(root), files=self.files)
+        prompt = self.read_text(text, None, root)
         if prompt is not None:
             for problem in prompt.problems:
                 code, severity = PROBLEM_CODES[problem.kind]
                 self.add(Location(self.pipe, problem.range), severity, code, problem.message)
         return prompt
+
+    def read_text(self, text: str, inputs: Mapping[str, Any] | None,
+                  root: str) -> PromptFile | None:
+        """The file's text read by its format's reader (by ``self.mapping`` when a
+        config.json's ``prompt_mappings`` entry reads it)."""
+        if self.mapping is not None:
+            return mapping.read(text, self.mapping, self.pipe, inputs, Path(root), self.files)
+        return read_prompt_file(self.pipe, text, inputs, Path(root), self.files)
 
     def adopt_config(self, config: LoadedConfig | None, limits: ModelLimits) -> None:
         """config.json's diagnostics; a missing ``model_context_window`` is none when the
@@ -295,7 +303,7 @@ class _PromptPlanner(_Planner):
         for i, step in enumerate(prompt.steps):
             rendered = []
             for n, sample in enumerate(step.samples[:MAX_CASES]):
-                again = read_prompt_file(self.pipe, text, sample, Path(root), self.files)
+                again = self.read_text(text, sample, root)
                 if again is None or len(again.steps) <= i:
                     continue
                 label = f"case {n + 1}" if len(step.samples) > 1 else "the sample input"
