@@ -133,3 +133,17 @@ def test_a_mapping_value_of_the_wrong_type_is_reported(
     assert code == 1, out + err
     assert any(d["code"] == "BL013" and "prompt_mappings" in d["message"]
                for d in data["diagnostics"]), data["diagnostics"]
+
+
+def test_clamp_writes_the_mapped_output_key_and_the_check_then_passes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The clamp lowers ``model.max_tokens`` in place to what fits gpt-4's 8,192."""
+    _workspace(AGENT.replace("gpt-4o-mini", "gpt-4").replace("500", "8100"))
+    fixed = framed([("system", INSTRUCTIONS)], cl100k) + OVERHEAD
+    fitting = GPT4_WINDOW - fixed - MARGIN
+    code, out, err = _run(capsys, "clamp", "--write", "repo/agents/a.yaml")
+    assert code == 0, out + err
+    assert Path("repo/agents/a.yaml").read_text("utf-8") == \
+        AGENT.replace("gpt-4o-mini", "gpt-4").replace("500", str(fitting))
+    code, out, err = _run(capsys, "check", "repo", "--policy", "fail_fast")
+    assert code == 0, out + err

@@ -220,6 +220,11 @@ def mapping_for(pipe: str, files: RecordingFiles, options: CheckOptions,
     config.json's folder) matches it, as the reader's ``MappingSpec``; ``None`` when none
     does (the file is then a pipeline)."""
     config, _ = pipeline_config(pipe, files, options, cache)
+    return mapping_in(pipe, config)
+
+
+def mapping_in(pipe: str, config: LoadedConfig | None) -> MappingSpec | None:
+    """The first ``prompt_mappings`` entry of ``config`` whose glob matches ``pipe``."""
     if config is None or config.config is None or not config.config.prompt_mappings:
         return None
     from budgetlens.formats.mapping import MappingSpec  # lazy: start-up (templates)

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetlens.contract.discovery import is_prompt_path
+from budgetlens.contract.config import read_config
+from budgetlens.contract.discovery import is_prompt_path, mapping_in
 from budgetlens.contract.enums import OutputSource
 from budgetlens.contract.plan import ClampChange, ClampPlan, clamp_plan
 from budgetlens.contract.results import PipelineReport
 from budgetlens.files import FileSource, SourceError
-from budgetlens.formats import read_prompt_file
+from budgetlens.formats import mapping, read_prompt_file
 from budgetlens.formats.frontmatter import split_front_matter
+from budgetlens.formats.mapping import MappingSpec
 from budgetlens.formats.model import OutputLimit
 from budgetlens.source import LineIndex, Position, Range, TextEdit
 from budgetlens.yamldoc.parse import parse_yaml
@@ -38,10 +40,15 @@ def clamp_plan_for(report: PipelineReport, *, files: FileSource,
     """``clamp_plan`` of a pipeline, ``prompt_clamp_plan`` of a prompt file."""
     if is_prompt_path(report.pipeline):
         return prompt_clamp_plan(report, files=files)
+    if report.config is not None:  # a file config.json's prompt_mappings reads
+        spec = mapping_in(report.pipeline, read_config(report.config, files))
+        if spec is not None:
+            return prompt_clamp_plan(report, files=files, spec=spec)
     return clamp_plan(report, files=files, edit_parent=edit_parent)
 
 
-def prompt_clamp_plan(report: PipelineReport, *, files: FileSource) -> ClampPlan:
+def prompt_clamp_plan(report: PipelineReport, *, files: FileSource,
+                      spec: MappingSpec | None = None) -> ClampPlan:
     """The edits that write each step's output limit: lowered where the clamp lowers it,
     inserted with the counted value where the file sets none."""
     plan = ClampPlan(report.pipeline)
@@ -53,7 +60,8 @@ def prompt_clamp_plan(report: PipelineReport, *, files: FileSource) -> ClampPlan
     except SourceError as exc:
         plan.notes.append(f"{path}: cannot be read ({exc}); nothing clamped")
         return plan
-    prompt = read_prompt_file(path, text)
+    prompt = mapping.read(text, spec, path) if spec is not None \
+        else read_prompt_file(path, text)
     if prompt is None or len(prompt.steps) != len(report.steps):
         return plan
     lowered = {oc.index: oc.after for oc in report.clamp.outputs}
