@@ -113,9 +113,9 @@ def test_a_file_no_mapping_matches_is_not_checked(
 def test_a_near_miss_key_in_a_mapping_is_an_error_at_config_json(
         capsys: pytest.CaptureFixture[str]) -> None:
     """``ouput`` for ``output``: the output limit the author meant is not read (BL008)."""
-    entry = dict(CONFIG["prompt_mappings"][0])
+    entry = dict(CONFIG["prompt_mappings"][0], glob="bots/*.yaml")
     entry["ouput"] = entry.pop("output")
-    _workspace(config={"prompt_mappings": [entry]})
+    _workspace(config={"prompt_mappings": [entry, CONFIG["prompt_mappings"][0]]})
     code, out, err = _run(capsys, "check", "repo", "--format", "json")
     data = json.loads(out)
     [bl008] = [d for d in data["diagnostics"] if d["code"] == "BL008"]
@@ -126,8 +126,8 @@ def test_a_near_miss_key_in_a_mapping_is_an_error_at_config_json(
 
 def test_a_mapping_value_of_the_wrong_type_is_reported(
         capsys: pytest.CaptureFixture[str]) -> None:
-    entry = dict(CONFIG["prompt_mappings"][0], output=500)
-    _workspace(config={"prompt_mappings": [entry]})
+    entry = dict(CONFIG["prompt_mappings"][0], glob="bots/*.yaml", output=500)
+    _workspace(config={"prompt_mappings": [entry, CONFIG["prompt_mappings"][0]]})
     code, out, err = _run(capsys, "check", "repo", "--format", "json")
     data = json.loads(out)
     assert code == 1, out + err
@@ -147,3 +147,36 @@ def test_clamp_writes_the_mapped_output_key_and_the_check_then_passes(
         AGENT.replace("gpt-4o-mini", "gpt-4").replace("500", str(fitting))
     code, out, err = _run(capsys, "check", "repo", "--policy", "fail_fast")
     assert code == 0, out + err
+
+
+def test_an_entry_without_output_is_reported_and_not_used(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    broken = {"glob": "bots/*.yaml", "model": "model.name"}
+    _workspace(config={"prompt_mappings": [broken, CONFIG["prompt_mappings"][0]]})
+    Path("repo/bots").mkdir()
+    Path("repo/bots/b.yaml").write_text(AGENT, "utf-8")
+    code, out, err = _run(capsys, "check", "repo", "--format", "json")
+    data = json.loads(out)
+    assert code == 1, out + err
+    assert [s["pipeline"] for s in data["steps"]] == ["repo/agents/a.yaml"]
+    [bl013] = [d for d in data["diagnostics"] if d["code"] == "BL013"]
+    assert bl013["file"] == "repo/config.json"
+    assert "prompt_mappings[0] needs output" in bl013["message"]
+
+
+def test_a_json_agent_with_system_text_and_a_template(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A JSON file: the system prompt inline, a mustache user template counted with its
+    variable empty; the model and output limit from the file."""
+    Path("repo/bots").mkdir(parents=True)
+    Path("repo/config.json").write_text(json.dumps({"prompt_mappings": [{
+        "glob": "bots/*.json", "model": "llm", "output": "limits.out",
+        "system_text": "prompt", "template": "user"}]}), "utf-8")
+    Path("repo/bots/b.json").write_text(json.dumps({
+        "llm": "gpt-4o-mini", "limits": {"out": 300}, "prompt": "Be brief.",
+        "user": "Question: {{q}}"}), "utf-8")
+    code, out, err = _run(capsys, "check", "repo", "--format", "json")
+    [step] = json.loads(out)["steps"]
+    fixed = framed([("system", "Be brief."), ("user", "Question: ")], tokens) + OVERHEAD
+    assert code == 0, out + err
+    assert (step["budget"]["fixed"], step["budget"]["output"]) == (fixed, 300)

@@ -302,6 +302,7 @@ def load_config(path: str, text: str) -> LoadedConfig:
                                  codes.CONFIG_VALUE_INVALID, f"config.json {err.message}"))
     diagnostics.extend(_near_miss_keys(path, doc, data))
     diagnostics.extend(_model_serving_values(path, data, value_ranges))
+    diagnostics.extend(_mapping_entries(path, data, doc))
     return LoadedConfig(path, model, window_ok, value_ranges, key_ranges, tuple(diagnostics))
 
 
@@ -378,6 +379,32 @@ def _model_serving_values(path: str, data: dict[str, Any],
                                  codes.CONFIG_VALUE_INVALID,
                                  f"config.json serving[{name!r}].{key} must be an integer"
                                  f" > 0, got {value!r}; the value is ignored"))
+    return out
+
+
+#: The keys a ``prompt_mappings`` entry needs: the files, and where their output limit is.
+MAPPING_REQUIRED = ("glob", "output")
+
+
+def _mapping_entries(path: str, data: dict[str, Any],
+                     doc: YamlDocument | None) -> list[Diagnostic]:
+    """BL013 for a ``prompt_mappings`` entry without a key it needs (the entry is not
+    used: ``discovery.mapping_in``)."""
+    mappings = data.get("prompt_mappings")
+    if not isinstance(mappings, list):
+        return []
+    out: list[Diagnostic] = []
+    for i, entry in enumerate(mappings):
+        if not isinstance(entry, dict):
+            continue  # a wrong type: the shape's check reports it
+        missing = [k for k in MAPPING_REQUIRED if not isinstance(entry.get(k), str)
+                   or not entry[k]]
+        if missing:
+            span = doc.spans.get(("prompt_mappings", i)) if doc is not None else None
+            out.append(_diag(path, span.value if span else Range.at(0, 0),
+                             codes.CONFIG_VALUE_INVALID,
+                             f"config.json prompt_mappings[{i}] needs {' and '.join(missing)}"
+                             " (a string); the entry is not used"))
     return out
 
 

@@ -179,12 +179,12 @@ def prompt_files(folder: str) -> list[Path]:
 
 def mapping_globs(config: object) -> list[str]:
     """The globs of the ``prompt_mappings`` of config.json's data (entries without a
-    string glob left out)."""
+    string glob and output left out, as ``mapping_in`` leaves them)."""
     mappings = config.get("prompt_mappings") if isinstance(config, dict) else None
     if not isinstance(mappings, list):
         return []
-    return [m["glob"] for m in mappings
-            if isinstance(m, dict) and isinstance(m.get("glob"), str) and m["glob"]]
+    return [m["glob"] for m in mappings if isinstance(m, dict)
+            and all(isinstance(m.get(k), str) and m[k] for k in ("glob", "output"))]
 
 
 def mapped_files(folder: str) -> list[Path]:
@@ -232,9 +232,9 @@ def mapping_in(pipe: str, config: LoadedConfig | None) -> MappingSpec | None:
     relative = Path(os.path.relpath(os.path.abspath(pipe),
                                     os.path.abspath(config.directory))).as_posix()
     for entry in config.config.prompt_mappings:
-        if entry.glob is None:
+        if not entry.glob or not entry.output:  # reported at config.json (BL013)
             continue
-        spec = MappingSpec(entry.glob, model=entry.model or "", output=entry.output or "",
+        spec = MappingSpec(entry.glob, model=entry.model or "", output=entry.output,
                            system_text=entry.system_text, system_file=entry.system_file,
                            template=entry.template)
         if spec.matches(relative):
