@@ -180,3 +180,18 @@ def test_a_json_agent_with_system_text_and_a_template(
     fixed = framed([("system", "Be brief."), ("user", "Question: ")], tokens) + OVERHEAD
     assert code == 0, out + err
     assert (step["budget"]["fixed"], step["budget"]["output"]) == (fixed, 300)
+
+
+def test_a_recursive_glob_reads_a_file_at_the_config_folder_too(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``**/*.yaml`` finds repo/top.yaml (as ``Path.glob`` does); the check reads it by
+    the mapping, not as a pipeline."""
+    _workspace(config={"prompt_mappings": [dict(CONFIG["prompt_mappings"][0],
+                                                glob="**/*.yaml")]})
+    Path("repo/top.yaml").write_text(AGENT.replace("file: a.md", "file: agents/a.md"), "utf-8")
+    code, out, err = _run(capsys, "check", "repo", "--format", "json")
+    steps = json.loads(out)["steps"]
+    fixed = framed([("system", INSTRUCTIONS)], tokens) + OVERHEAD
+    assert code == 0, out + err
+    assert [(s["pipeline"], s["budget"]["fixed"], s["budget"]["output"]) for s in steps] == \
+        [("repo/agents/a.yaml", fixed, 500), ("repo/top.yaml", fixed, 500)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -237,9 +238,22 @@ def mapping_in(pipe: str, config: LoadedConfig | None) -> MappingSpec | None:
         spec = MappingSpec(entry.glob, model=entry.model or "", output=entry.output,
                            system_text=entry.system_text, system_file=entry.system_file,
                            template=entry.template)
-        if spec.matches(relative):
+        if _glob_matches(spec, relative):
             return spec
     return None
+
+
+def _glob_matches(spec: MappingSpec, relative: str) -> bool:
+    """``spec.matches``, with a leading ``**/`` also matching no folder, as ``Path.glob``
+    finds the files (``mapped_files``)."""
+    if spec.matches(relative):
+        return True
+    glob = spec.glob
+    while glob.startswith("**/"):
+        glob = glob[3:]
+        if fnmatch.fnmatch(relative, glob):
+            return True
+    return False
 
 
 def sorted_paths(paths: Iterable[Path]) -> list[Path]:
