@@ -73,7 +73,7 @@ def test_check_finds_a_mapped_agent_file_and_gives_hand_counted_totals(
     assert budget["headroom"] == GPT4O_MINI_WINDOW - fixed - 500 - MARGIN
 
 
-def test_a_mapped_file_over_the_window_is_bl050_at_its_max_tokens_key(
+def test_a_mapped_file_over_the_window_is_bl050_with_its_max_tokens_key_related(
         capsys: pytest.CaptureFixture[str]) -> None:
     """gpt-4's window is 8,192: 8,100 output tokens plus the instructions and the margin
     are over it; under fail_fast the step is an error (BL050) at the output key."""

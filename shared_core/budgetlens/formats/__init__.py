@@ -3,8 +3,9 @@
 ``read_prompt_file`` picks the reader by the file's name (and, for ``.prompt``, its front
 matter): GitHub Models (``*.prompt.yml``), Prompty (``*.prompty``), Dotprompt
 (``*.prompt``); ``mapping.read`` reads any simple YAML by a configured mapping. Each
-returns a ``PromptFile`` (``budgetlens.formats.model``). Nothing here is wired into
-``check`` yet.
+returns a ``PromptFile`` (``budgetlens.formats.model``). ``contract/prompt_plan.py`` turns
+its steps into the contract's step plans; config.json's ``prompt_mappings`` names the
+mapped files.
 """
 
 from __future__ import annotations
