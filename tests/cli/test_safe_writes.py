@@ -186,7 +186,7 @@ def test_the_plan_is_computed_from_the_bytes_it_compares(
     # were computed on the first version, so that version is what the write compares with
     before = snapshot(ws)
     b = ws / "pipelines" / "b.yaml"
-    real = clamp_cmd.clamp_plan
+    real = clamp_cmd.clamp_plan_for
     saved = b"# moved down by the user\n" + before["pipelines/b.yaml"]
 
     def plan_then_save(report: Any, **kwargs: Any) -> Any:
@@ -195,7 +195,7 @@ def test_the_plan_is_computed_from_the_bytes_it_compares(
             b.write_bytes(saved)
         return plan
 
-    monkeypatch.setattr(clamp_cmd, "clamp_plan", plan_then_save)
+    monkeypatch.setattr(clamp_cmd, "clamp_plan_for", plan_then_save)
     assert main(["clamp", str(ws), "--write"]) == 2
     assert "b.yaml: changed on disk since the plan read it" in _one_line(capsys.readouterr().err)
     assert b.read_bytes() == saved
