@@ -105,3 +105,20 @@ def test_a_new_info_exclude_is_not_answered_from_the_record(
     assert main(["check", "ws", "--no-table"]) == 1
     out = capsys.readouterr().out
     assert "ws/a/pipelines" in out and "ws/b/pipelines" not in out
+
+
+def test_a_folder_named_on_purpose_is_searched_though_git_ignores_it(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # ws/b is ignored by the repository, so a search of the repository skips it; named
+    # itself (a workspace opened inside an ignored folder), its pipelines are found, and
+    # what lies below it is still searched with the defaults
+    (repo / ".gitignore").write_text("ws/b/\n", "utf-8")
+    assert planned(capsys) == ["ws/a"]
+    code = main(["clamp", "ws/b", "--diff"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert [line for line in out.splitlines() if line.startswith("+++ ")] == [
+        "+++ b/ws/b/pipelines/small.yaml"]
+    code = main(["check", "ws/b", "--no-cache", "--quiet"])
+    out = capsys.readouterr().out
+    assert "ws/b/pipelines/small.yaml" in out and "BL050" in out, out

@@ -127,13 +127,26 @@ def default_excluded() -> Excluded:
     return excluded
 
 
+def for_root(root: Path | str, excluded: Excluded | None) -> Excluded | None:
+    """``excluded`` for a search of the folder ``root``; None (the defaults: hidden and
+    dependency folders) when ``root`` is itself excluded. A folder opened or named on
+    purpose is searched whatever ignores it, as a file named on purpose is checked: a
+    workspace inside a folder that its repository's .gitignore leaves out (a checkout's
+    ``bench/.work/``) would else look empty."""
+    if excluded is not None and excluded(os.path.abspath(root), True):
+        return None
+    return excluded
+
+
 def search_walk(root: Path | str, excluded: Excluded | None = None,
                 ) -> Iterator[tuple[str, list[str]]]:
     """The folders the search for pipelines walks below the folder ``root``, each with the
     names of the folders it goes on into (hidden and dependency folders left out, or those
     ``excluded`` names, sorted; a folder reached through a symbolic link is named but not
     entered, as ``os.walk`` does): ``find_pipelines``, and what must hold still for its
-    result to (the CLI's recorded answers fingerprint these folders)."""
+    result to (the CLI's recorded answers fingerprint these folders). ``excluded`` is
+    taken through ``for_root``."""
+    excluded = for_root(root, excluded)
     for dirpath, dirnames, _ in os.walk(root):
         if excluded is None:
             kept = (d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
@@ -162,8 +175,9 @@ def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[P
             folder = Path(dirpath) / "pipelines"
             for pattern in PIPELINE_GLOBS:
                 found.extend(folder.glob(pattern))
-    if excluded is not None:
-        found = [p for p in found if not excluded(str(p), False)]
+    kept = for_root(root, excluded)
+    if kept is not None:
+        found = [p for p in found if not kept(str(p), False)]
     return sorted_paths(set(found))
 
 
