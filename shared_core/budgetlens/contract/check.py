@@ -50,7 +50,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetlens import codes
 from budgetlens.contract.advice import floor_related, inherited_suffix, largest_term, unfit_message
@@ -110,6 +110,9 @@ from budgetlens.tokens.core import (
     tokenizer_path,
 )
 from budgetlens.tokens.families import is_exact
+
+if TYPE_CHECKING:  # the reader's type only: the readers load when a prompt file is checked
+    from budgetlens.formats.mapping import MappingSpec
 
 
 class _Outside:
@@ -627,6 +630,20 @@ def _folder_if_relative(pipe: str, options: CheckOptions) -> str | None:
         return None
 
 
+def _planner_for(pipe: str, run_files: RunFiles, options: CheckOptions, cache: BudgetCache,
+                 ) -> tuple[type[_Planner], MappingSpec | None]:
+    """The planner of the file ``pipe`` and the ``prompt_mappings`` entry that reads it: a
+    prompt file's own planner (also for a mapped file), else a pipeline's."""
+    mapping = None if is_prompt_path(pipe) else \
+        mapping_for(pipe, RecordingFiles(run_files), options, cache)
+    if not is_prompt_path(pipe) and mapping is None:
+        return _Planner, None
+    # start-up speed: the format readers (Jinja2, Handlebars, mustache) load only when a
+    # prompt file is checked (docs/performance.md)
+    from budgetlens.contract.prompt_plan import _PromptPlanner
+    return _PromptPlanner, mapping
+
+
 def check_pipeline(path: Path | str, *, files: FileSource | None = None,
                    options: CheckOptions | None = None,
                    cache: BudgetCache | None = None,
@@ -664,14 +681,7 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     planned = False
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
-        planner: type[_Planner] = _Planner
-        mapping = None if is_prompt_path(pipe) else \
-            mapping_for(pipe, RecordingFiles(run_files), options, cache)
-        if is_prompt_path(pipe) or mapping is not None:
-            # start-up speed: the format readers (Jinja2, Handlebars, mustache) load only
-            # when a prompt file is checked (docs/performance.md)
-            from budgetlens.contract.prompt_plan import _PromptPlanner
-            planner = _PromptPlanner
+        planner, mapping = _planner_for(pipe, run_files, options, cache)
         made = planner(pipe, run_files, options, environ, cache,
                        previous if isinstance(previous, _Plan) else None, stop)
         made.mapping = mapping  # a file a config.json's prompt_mappings entry reads

@@ -36,6 +36,29 @@ class ServingLimits(BaseModel):
                           " default is small and silently truncates longer prompts).")
 
 
+class PromptMapping(BaseModel):
+    """One entry of ``prompt_mappings``: the files a glob matches are read as prompt files,
+    each value found at its dotted path (``model.max_tokens``). Unknown keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    glob: StrictStr | None = Field(
+        None, description="The files this mapping reads: a glob relative to config.json's"
+                          " folder (agents/*.yaml).")
+    model: StrictStr | None = Field(
+        None, description="Dotted path of the model's name in each file (model.name).")
+    output: StrictStr | None = Field(
+        None, description="Dotted path of the output limit in each file (model.max_tokens).")
+    system_text: StrictStr | None = Field(
+        None, description="Dotted path of the system prompt's text in each file.")
+    system_file: StrictStr | None = Field(
+        None, description="Dotted path of the system prompt's file name in each file"
+                          " (relative to the file's folder).")
+    template: StrictStr | None = Field(
+        None, description="Dotted path of the user message template (mustache, variables"
+                          " counted empty).")
+
+
 class WorkspaceConfig(BaseModel):
     """The workspace's ``config.json``. Unknown keys are kept."""
 
@@ -84,6 +107,10 @@ class WorkspaceConfig(BaseModel):
     targets: list[StrictStr] | None = Field(
         None, description="Registry models every step is also checked against (the"
                           " target matrix of budgetlens check --target).")
+    prompt_mappings: list[PromptMapping] | None = Field(
+        None, description="Simple YAML or JSON agent files checked as prompt files: each"
+                          " entry a glob and the dotted paths of model, output, system_text"
+                          " or system_file, and template (docs/prompt-formats.md).")
 
 
 class UserParts(BaseModel):

@@ -32,7 +32,7 @@ from pydantic import AliasChoices, BaseModel
 from budgetlens import codes
 from budgetlens.contract import config as config_module
 from budgetlens.contract import pipeline as pipeline_module
-from budgetlens.contract.config import ServingLimits, WorkspaceConfig, load_config
+from budgetlens.contract.config import PromptMapping, ServingLimits, WorkspaceConfig, load_config
 from budgetlens.contract.near_miss import model_keys
 from budgetlens.contract.pipeline import Pipeline, Settings, Step, UserParts, load_pipeline_text
 from budgetlens.contract.shapes import BOOL, INT, SHAPE, STR, STRS, Shape
@@ -42,7 +42,8 @@ from tests.core.contract import reference_models as ref
 from tests.core.contract.test_json_schema import CASES
 
 SHAPES_AND_REFERENCES: list[tuple[type[Shape], type[BaseModel]]] = [
-    (ServingLimits, ref.ServingLimits), (WorkspaceConfig, ref.WorkspaceConfig),
+    (ServingLimits, ref.ServingLimits), (PromptMapping, ref.PromptMapping),
+    (WorkspaceConfig, ref.WorkspaceConfig),
     (UserParts, ref.UserParts), (Step, ref.Step), (Settings, ref.Settings),
     (Pipeline, ref.Pipeline)]
 REFERENCE = {shape.__name__: model for shape, model in SHAPES_AND_REFERENCES}
@@ -289,7 +290,8 @@ def test_known_keys_written_out() -> None:
     assert model_keys(WorkspaceConfig) == (
         "model", "model_context_window", "model_max_tokens", "model_max_output_tokens",
         "prompts_dir", "development", "format_overhead_tokens", "tokenizer",
-        "min_context_tokens", "min_output_tokens", "serving", "targets", "developement")
+        "min_context_tokens", "min_output_tokens", "serving", "targets", "prompt_mappings",
+        "developement")
     assert model_keys(Settings, "injection") == (
         "max_context_tokens", "max_history_tokens", "budget_safety_margin_tokens",
         "min_context_tokens", "min_output_tokens", "injection")
