@@ -148,8 +148,9 @@ def _no_publish_json() -> None:
     _patch(protocol, "publish_json", lambda params: None)
 
 
-def _no_spliced_json() -> None:
-    """``--format json`` is ``json.dumps(json_output(...), indent=2)``."""
+def _no_raw_json() -> None:
+    """``--format json`` is ``json.dumps(json_output(...), indent=2)``: no step placed as
+    the JSON text rendered when it was checked (``serialize.RawJSON``)."""
     from budgetlens_cli import check_formats
 
     def json_text(results: Any, diagnostics: Any, matrices: Any) -> str:
@@ -209,7 +210,7 @@ PLAIN: dict[str, Callable[[], None]] = {
     "yaml-simple": _no_simple_reader,
     "range-memo": _no_range_memo,
     "publish-json": _no_publish_json,
-    "spliced-json": _no_spliced_json,
+    "raw-json": _no_raw_json,
     "result-cache": _no_result_cache,
     "gc-server": _default_gc,
     "json-plans": _no_json_plans,
@@ -575,7 +576,7 @@ CALL_ROWS = [
     Row("yaml-memos", "yaml-read"), Row("yaml-simple", "yaml-read"),
     Row("range-memo", "lsp-prompt"), Row("publish-json", "publish"),
     Row("gc-server", "lsp-edit"), Row("gc-server", "lsp-prompt"),
-    Row("spliced-json", "cli-json"), Row("result-cache", "cli-json"),
+    Row("raw-json", "cli-json"), Row("result-cache", "cli-json"),
     Row("json-plans", "cli-json-fresh"), Row("layout-memo", "contexts"),
 ]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from budgetlens import __version__, codes
 from budgetlens.contract import escape
 from budgetlens.rules import REPOSITORY_URL, help_uri
-from budgetlens.serialize import to_jsonable
+from budgetlens.serialize import RawJSON, dumps, to_jsonable
 from budgetlens.source import Diagnostic, Range, Severity
 from budgetlens_cli import ci_formats, lint_options
 from budgetlens_cli.check_text import write_text
@@ -117,22 +117,19 @@ def json_text(results: list[PipelineResult], diagnostics: list[Diagnostic],
               matrices: Sequence[TargetMatrix] = ()) -> str:
     """``json.dumps(json_output(...), indent=2, ensure_ascii=False)``, the same bytes, with
     the steps taken as each result keeps them: rendered once, when the pipeline was checked
-    (``check_run.pipeline_result``), then indented one level deeper.
+    (``check_run.pipeline_result``), and placed by ``serialize.dumps`` as :class:`RawJSON`.
 
-    A speed trick, measured: ``json.dumps`` with ``indent`` runs in pure Python. On 1,000
-    pipelines answered by the result cache, encoding the steps again took the run from
-    0.25 s to 0.64 s of CPU (floor_check.py: 0.45 s). tests/cli/test_json.py checks the two
-    give the same bytes."""
-    head = json.dumps({"version": JSON_SCHEMA_VERSION,
-                       "diagnostics": [_diagnostic_json(d) for d in diagnostics]},
-                      indent=2, ensure_ascii=False)
-    steps = [text.replace("\n", "\n    ") for r in results for text in r.fragments["steps"]]
-    listed = "[\n    " + ",\n    ".join(steps) + "\n  ]" if steps else "[]"
-    tail = ""
+    A speed trick, measured (docs/performance.md): ``json.dumps`` with ``indent`` runs in
+    pure Python. On 1,000 pipelines answered by the result cache, encoding the steps again
+    took the run from 0.25 s to 0.64 s of CPU. tests/cli/test_targets.py checks the two give
+    the same bytes."""
+    document: dict[str, Any] = {
+        "version": JSON_SCHEMA_VERSION,
+        "diagnostics": [_diagnostic_json(d) for d in diagnostics],
+        "steps": [RawJSON(text) for r in results for text in r.fragments["steps"]]}
     if matrices:
-        tail = ',\n  "targets": ' + json.dumps(to_jsonable(list(matrices)), indent=2,
-                                               ensure_ascii=False).replace("\n", "\n  ")
-    return head[:-2] + ',\n  "steps": ' + listed + tail + "\n}"
+        document["targets"] = to_jsonable(list(matrices))
+    return dumps(document)
 
 
 def _diagnostic_json(d: Diagnostic) -> dict[str, Any]:

@@ -12,12 +12,19 @@ and paths. A dataclass says how its JSON differs from its fields, and nothing mo
   it does not name, in field order; without ``...``, fields it does not name are left out.
 
 Result types need no hand-written ``to_dict``.
+
+:func:`dumps` writes JSON text as ``json.dumps(..., indent=2)`` does, and places a
+:class:`RawJSON` (JSON text rendered earlier, e.g. kept by a result cache) as it is, indented to
+where it stands. It is the one way to reuse rendered JSON: nobody splices JSON text by hand.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import PurePath
@@ -122,3 +129,44 @@ def _is_model(value: Any) -> bool:
         if module is not None and isinstance(value, getattr(module, class_name)):
             return True
     return False
+
+
+@dataclasses.dataclass(frozen=True)
+class RawJSON:
+    """JSON text rendered earlier with ``indent=2`` at the top level (``json.dumps(x,
+    indent=2, ensure_ascii=False)``): :func:`dumps` writes it as that value, unparsed."""
+
+    text: str
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=False)``, where each :class:`RawJSON`
+    stands for the value its text holds: the same bytes as dumping the parsed values.
+
+    Why: ``json.dumps`` with ``indent`` runs in pure Python, and a value rendered once (a
+    checked step, kept by the result cache) need not be encoded again. Each RawJSON is
+    written as a placeholder string with a fresh random mark, then replaced by its text,
+    each of its lines indented as deep as the placeholder's line. No other string can
+    carry the mark, so nothing in ``value`` can be taken for a fragment."""
+    raws: list[str] = []
+    mark = os.urandom(8).hex()
+
+    def placeholder(item: object) -> str:
+        if not isinstance(item, RawJSON):
+            raise TypeError(f"not JSON-serialisable: {type(item).__name__}")
+        raws.append(item.text)
+        return f"\0{mark}:{len(raws) - 1}"
+
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=placeholder)
+    if not raws:
+        return text
+    found = re.compile(rf'^( *)(.*)"\\u0000{mark}:(\d+)"', re.M)
+
+    def place(m: re.Match[str]) -> str:
+        indent = m.group(1)
+        return indent + m.group(2) + raws[int(m.group(3))].replace("\n", "\n" + indent)
+
+    text, count = found.subn(place, text)
+    if count != len(raws):  # never expected: every placeholder sits on a line of its own
+        raise AssertionError(f"placed {count} of {len(raws)} JSON fragments")
+    return text

@@ -172,10 +172,10 @@ def test_text_and_json_say_where_the_window_comes_from_and_mark_approximation(
         f" (registry {date}))")
 
 
-def test_the_spliced_json_text_is_the_json_of_its_data(
+def test_the_json_text_of_rendered_steps_is_the_json_of_its_data(
         ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``check_formats.json_text`` puts the steps rendered at check time together (a speed
-    trick); its bytes are those of ``json.dumps`` of the document as data."""
+    """``check_formats.json_text`` places the steps rendered at check time (``RawJSON``, a
+    speed trick); its bytes are those of ``json.dumps`` of the document as data."""
     code, out = _run(capsys, "check", ".", "--no-cache", "--format", "json", *TARGETS)
     assert code == 0 and '"targets"' in out
     pipelines = check_cmd.collect_pipelines(["."])

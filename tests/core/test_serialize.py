@@ -1,4 +1,4 @@
-"""budgetlens.serialize.to_jsonable: one serialisation for every result type."""
+"""budgetlens.serialize: one serialisation for every result type (to_jsonable, dumps)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from budgetlens.serialize import JSON_AS, JSON_KEY, OMIT, to_jsonable
+from budgetlens.serialize import JSON_AS, JSON_KEY, OMIT, RawJSON, dumps, to_jsonable
 
 
 class Kind(str, enum.Enum):
@@ -137,3 +137,42 @@ def test_no_core_type_has_a_hand_written_to_dict() -> None:
     found = [f"{path.relative_to(core)}: {name}" for path in sorted(core.rglob("*.py"))
              for name in _hand_written_serialisers(path.read_text("utf-8"))]
     assert found == []
+
+
+def _raw(value: object) -> RawJSON:
+    return RawJSON(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+STEP = {"step": "zażółć", "terms": {"fixed": {"value": 12, "source": "≈ line\n2"}},
+        "list": [1, [], {}, [2, {"a": None}]]}
+
+
+@pytest.mark.parametrize("document", [
+    {"version": 1, "steps": [STEP, STEP]},       # list items, two levels deep
+    {"a": {"b": {"c": STEP}}, "d": [[STEP]]},    # dict values and nested lists
+    STEP,                                        # the whole document
+    [STEP, "text", 3, {"inner": [STEP]}],
+    {"empty": [], "steps": []},                  # nothing to place
+])
+def test_dumps_places_raw_json_as_the_value_it_holds(document: object) -> None:
+    def raw(value: object) -> object:  # every STEP replaced by its rendered text
+        if value is STEP:
+            return _raw(STEP)
+        if isinstance(value, dict):
+            return {k: raw(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [raw(v) for v in value]
+        return value
+    assert dumps(raw(document)) == json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def test_a_string_cannot_pose_as_a_fragment() -> None:
+    """Strings that look like any placeholder stay strings: the mark is new at each call."""
+    posing = [f"\0{'0' * 16}:0", "\0:0", '"\\u0000x:0"']
+    document = {"s": posing, "raw": _raw([1])}
+    assert json.loads(dumps(document)) == {"s": posing, "raw": [1]}
+
+
+def test_dumps_refuses_what_json_cannot_write() -> None:
+    with pytest.raises(TypeError, match="not JSON-serialisable: object"):
+        dumps({"x": object()})
