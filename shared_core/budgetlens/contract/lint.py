@@ -209,14 +209,16 @@ class ConfigLint:
     nearest at or above the file's folder) under ``layer`` (the command line's), one per
     folder. ``text_of`` reads a config.json (None: unreadable, no block). A bad block raises
     ``LintError`` (``strict``), else counts as absent (the editor: the check reports the
-    file's own problems)."""
+    file's own problems). ``memo`` keeps each block read, for the next pass."""
 
     def __init__(self, text_of: Callable[[str], str | None], explicit: str | None = None,
-                 layer: Layer | None = None, strict: bool = True) -> None:
+                 layer: Layer | None = None, strict: bool = True,
+                 memo: LintMemo | None = None) -> None:
         self.text_of = text_of
         self.explicit = explicit
         self.layer = layer
         self.strict = strict
+        self.memo = memo if memo is not None else LintMemo()
         self._by_folder: dict[str, LintSettings] = {}
         self._by_path: dict[str, LintSettings] = {}
         #: Each config.json whose bad block counted as absent (not ``strict``): its error.
@@ -236,13 +238,8 @@ class ConfigLint:
         config = self.explicit or nearest_config(folder)
         settings = LintSettings(base=os.path.dirname(config) if config else "")
         if config is not None:
-            text = self.text_of(config)
             try:
-                data = json.loads(text) if text else None
-            except ValueError:  # the check reports it (BL011)
-                data = None
-            try:
-                settings = settings_from_config(data, config)
+                settings = self.memo.block(config, self.text_of(config))
             except LintError as exc:
                 if self.strict:
                     raise
@@ -254,6 +251,48 @@ class ConfigLint:
         and so was not applied (the editor; ``strict`` raises instead)."""
         return [block_diagnostic(path, self.text_of(path) or "", exc)
                 for path, exc in sorted(self.errors.items())]
+
+
+class LintMemo:
+    """What one lint pass read, kept for the next while each text is the same: the
+    suppression comments of each file and the ``lint`` block of each config.json. The
+    language server lints every file after each analysis, and most texts have not changed.
+    Entries of files a pass did not read are dropped, so it holds one workspace at most."""
+
+    def __init__(self) -> None:
+        self._comments: dict[str, tuple[str, list[Suppression]]] = {}
+        self._blocks: dict[str, tuple[str | None, LintSettings | LintError]] = {}
+
+    def comments(self, path: str, text: str) -> list[Suppression]:
+        """The suppression comments of ``path`` whose text is ``text``."""
+        got = self._comments.get(path)
+        if got is None or got[0] != text:
+            got = self._comments[path] = (text, suppressions(comment_text(path, text)))
+        return got[1]
+
+    def block(self, config: str, text: str | None) -> LintSettings:
+        """The settings of the ``lint`` block of ``config`` whose text is ``text`` (None:
+        unreadable); ``LintError`` for a bad block."""
+        got = self._blocks.get(config)
+        if got is None or got[0] != text:
+            try:
+                data = json.loads(text) if text else None
+            except ValueError:  # the check reports it (BL011)
+                data = None
+            try:
+                found: LintSettings | LintError = settings_from_config(data, config)
+            except LintError as exc:
+                found = exc
+            got = self._blocks[config] = (text, found)
+        if isinstance(got[1], LintError):
+            raise got[1]
+        return got[1]
+
+    def keep(self, paths: Iterable[str]) -> None:
+        """Drop the comments of every file but ``paths`` (those the last pass read)."""
+        kept = set(paths)
+        for path in [p for p in self._comments if p not in kept]:
+            del self._comments[path]
 
 
 def block_diagnostic(config_path: str, text: str, error: LintError) -> Diagnostic:
@@ -363,19 +402,21 @@ class _Used:
 
 
 def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], LintSettings],
-               text_of: Callable[[str], str | None], scanned: Iterable[str] = ()
-               ) -> list[Diagnostic]:
+               text_of: Callable[[str], str | None], scanned: Iterable[str] = (),
+               memo: LintMemo | None = None) -> list[Diagnostic]:
     """``diagnostics`` without those that are off (selection, per-file ignores) or
     suppressed by a comment on their line, then a BL080 warning for each comment of the
     files read (those of the diagnostics and ``scanned``) that suppressed nothing or named
     a code that suppressed nothing. ``settings_for(path)`` gives a file's settings,
-    ``text_of(path)`` its text (None when unreadable: no comments)."""
+    ``text_of(path)`` its text (None when unreadable: no comments). ``memo`` keeps the
+    comments read, for the next pass."""
     files: dict[str, _Used] = {}
+    read = memo if memo is not None else LintMemo()
 
     def comments(path: str) -> _Used:
         if path not in files:
             text = text_of(path) if reads_comments(path) else None
-            files[path] = _Used(suppressions(comment_text(path, text)) if text else [])
+            files[path] = _Used(read.comments(path, text) if text else [])
         return files[path]
 
     kept = [d for d in diagnostics if settings_for(d.file).enabled(d.code, d.file)
@@ -383,6 +424,7 @@ def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], 
     kept = _without_hidden_parents(diagnostics, kept)
     for path in scanned:
         comments(path)
+    read.keep(files)
     for path, used in files.items():
         if used.comments:
             kept.extend(_unused(path, used, settings_for(path)))
