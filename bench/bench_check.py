@@ -27,6 +27,8 @@ wall time.
 Start-up: ``python -c pass``, ``python -c "import budgetlens"`` and ``budgetlens --version``
 (best of 5). Every child runs with bytecode (``PYTHONDONTWRITEBYTECODE`` dropped from its
 environment, as an installed wheel has it), after one untimed run of each command.
+The rounds, the figures and the table rows are ``bench/process_timing.py``'s, shared
+with ``bench/bench_formats.py``.
 ``--quick``: sizes 100,200,400 (unless ``--sizes``), one round (unless ``--rounds``).
 ``--json FILE`` writes every figure. With an explicit ``--pipelines N`` (and no ``--sizes``)
 the command is timed at that size only.
@@ -57,7 +59,6 @@ import os
 import random
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -66,7 +67,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from machine import CpuTimes, cpu_times, fmt_steal, steal_percent
+from process_timing import (
+    CLI,
+    add_growth,
+    best_figures,
+    header_text,
+    jobs_shown,
+    measure_rounds,
+    rounds_shown,
+    row_text,
+    run_child,
+    steal_text,
+    usable_cpus,
+    warm_up,
+)
 
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, TokenCounter, check_pipeline
 from budgetlens.contract.discovery import find_pipelines
@@ -161,83 +175,17 @@ def timed(fn: Callable[..., T], *args: Any) -> tuple[float, T]:
 
 
 FLOOR = Path(__file__).resolve().parent / "floor_check.py"
-CLI = [sys.executable, "-m", "budgetlens_cli"]
-
-
-#: The children's environment: bytecode written and read (``PYTHONDONTWRITEBYTECODE``
-#: dropped), as an installed wheel has it; ``warm_up`` compiles it before anything is timed.
-CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def run_child(argv: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one child process; it must succeed."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, timeout=3600, env=CHILD_ENV)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}: {proc.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
 
 
 def measure_size(root: Path, size: int, bases: int, jobs: int | None,
                  rounds: int = 1) -> dict[str, Any]:
     """The floor, a first and a second ``budgetlens check -j 1`` of a new workspace of
-    ``size``, and a first run with the default jobs (``jobs``: that ``-j`` instead); each the
-    best (least wall time) of ``rounds`` rounds, the rounds interleaved (floor, first, second,
-    jobs; again), every first run with an empty cache. Noise from other work on the machine
-    only ever slows a run, so the best round is the figure; every round is kept as well."""
+    ``size`` pipelines, and a first run with the default jobs (``jobs``: that ``-j``
+    instead); each the best of ``rounds`` interleaved rounds (``process_timing``)."""
     ws = root / f"ws{size}"
     generate(ws, size, max(2, size // 2), bases)
-    cache, jobs_cache = root / f"cache{size}", root / f"cache{size}-jobs"
-    check = [*CLI, "check", ".", "--cache-dir", str(cache), "-j", "1"]
-    parallel = [*CLI, "check", ".", "--cache-dir", str(jobs_cache),
-                *(["-j", str(jobs)] if jobs else [])]
-    runs: dict[str, list[tuple[float, float]]] = {"floor": [], "first": [], "second": [],
-                                                  "jobs": []}
-    steal: dict[str, list[float | None]] = {name: [] for name in runs}
-    for _ in range(max(1, rounds)):
-        shutil.rmtree(cache, ignore_errors=True)
-        shutil.rmtree(jobs_cache, ignore_errors=True)
-        for name, command in (("floor", [sys.executable, str(FLOOR), "."]), ("first", check),
-                              ("second", check), ("jobs", parallel)):
-            before: CpuTimes | None = cpu_times()
-            runs[name].append(run_child(command, ws))
-            steal[name].append(steal_percent(before, cpu_times()))
-    shutil.rmtree(ws)
-    shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(jobs_cache, ignore_errors=True)
-    floor, first, second, many = (min(runs[k]) for k in ("floor", "first", "second", "jobs"))
-    return {"pipelines": size, "floor_s": floor[0], "floor_cpu_s": floor[1],
-            "first_s": first[0], "first_cpu_s": first[1],
-            "second_s": second[0], "second_cpu_s": second[1],
-            "jobs_s": many[0], "jobs_cpu_s": many[1],
-            "first_over_floor": first[0] / floor[0],
-            "first_over_floor_cpu": first[1] / floor[1],
-            "jobs_over_floor": many[0] / floor[0],
-            "jobs_over_floor_cpu": many[1] / floor[1],
-            "second_over_first": second[0] / first[0],
-            "second_over_first_cpu": second[1] / first[1],
-            "rounds": [{name: {"wall_s": r[i][0], "cpu_s": r[i][1],
-                               "steal_percent": steal[name][i]} for name, r in runs.items()}
-                       for i in range(len(runs["floor"]))],
-            "first_over_floor_per_round": [
-                f[0] / fl[0] for f, fl in zip(runs["first"], runs["floor"], strict=True)]}
-
-
-def warm_up(root: Path, bases: int) -> None:
-    """One untimed floor and ``check`` (one process, and workers) of a small workspace, so
-    the timed runs read bytecode (this machine may set ``PYTHONDONTWRITEBYTECODE``: every
-    start would compile our modules, 60-170 ms an installed wheel never pays)."""
-    ws = root / "warm-up"
-    generate(ws, 2 * 64, 64, bases)
-    run_child([sys.executable, str(FLOOR), "."], ws)
-    run_child([*CLI, "check", ".", "--no-cache", "-j", "1"], ws)
-    run_child([*CLI, "check", ".", "--no-cache", "-j", "2"], ws)
-    shutil.rmtree(ws)
+    measured = measure_rounds(ws, root / f"cache{size}", FLOOR, jobs, rounds)
+    return {"pipelines": size, **best_figures(measured)}
 
 
 def measure_startup(repeat: int = 5) -> dict[str, float]:
@@ -251,45 +199,23 @@ def measure_startup(repeat: int = 5) -> dict[str, float]:
 
 def command_figures(root: Path, sizes: list[int], bases: int,
                     jobs: int | None = None, rounds: int = 1) -> dict[str, Any]:
-    shown = f"-j {jobs}" if jobs else f"default jobs (-j {usable_cpus()})"
     print("budgetlens check as a process (wall s / CPU s; ratios on wall, CPU in brackets;"
-          f" each figure the best of {rounds} interleaved round{'s' if rounds != 1 else ''}):")
-    print(f"  floor: bench/floor_check.py, one process; -j 1: in one process; {shown}:"
+          f" {rounds_shown(rounds)}):")
+    print(f"  floor: bench/floor_check.py, one process; -j 1: in one process; {jobs_shown(jobs)}:"
           " worker processes (its CPU is the sum over them, so its CPU ratio is the work done,"
           " its wall ratio the wait)")
-    print(f"{'pipelines':>9} {'floor':>13} {'-j 1 first':>13} {'-j 1 second':>13}"
-          f" {'jobs first':>13} {'j1/floor':>14} {'jobs/floor':>14} {'second/first':>15}"
-          f" {'s/1k -j 1':>11} {'growth':>11}")
-    rows = []
-    warm_up(root, bases)
+    print(header_text("pipelines", 9))
+    rows: list[dict[str, Any]] = []
+    warm_up(root / "warm-up", lambda ws: generate(ws, 2 * 64, 64, bases), FLOOR)
     for size in sizes:
         row = measure_size(root, size, bases, jobs, rounds)
-        row["first_s_per_1000"] = row["first_s"] / size * 1000
-        row["first_cpu_s_per_1000"] = row["first_cpu_s"] / size * 1000
-        row["jobs_s_per_1000"] = row["jobs_s"] / size * 1000
-        base = rows[0] if rows else row
-        row["growth_vs_smallest"] = row["first_s_per_1000"] / base["first_s_per_1000"]
-        row["growth_vs_smallest_cpu"] = (row["first_cpu_s_per_1000"]
-                                         / base["first_cpu_s_per_1000"])
-        row["jobs_growth_vs_smallest"] = row["jobs_s_per_1000"] / base["jobs_s_per_1000"]
+        add_growth(row, size, rows[0] if rows else None)
         rows.append(row)
-        print(f"{size:>9} {row['floor_s']:6.2f}/{row['floor_cpu_s']:<6.2f}"
-              f" {row['first_s']:6.2f}/{row['first_cpu_s']:<6.2f}"
-              f" {row['second_s']:6.2f}/{row['second_cpu_s']:<6.2f}"
-              f" {row['jobs_s']:6.2f}/{row['jobs_cpu_s']:<6.2f}"
-              f" {row['first_over_floor']:5.2f}x ({row['first_over_floor_cpu']:4.2f}x)"
-              f" {row['jobs_over_floor']:5.2f}x ({row['jobs_over_floor_cpu']:4.2f}x)"
-              f" {row['second_over_first'] * 100:5.1f}%"
-              f" ({row['second_over_first_cpu'] * 100:4.1f}%)"
-              f" {row['first_s_per_1000']:5.2f}/{row['first_cpu_s_per_1000']:<5.2f}"
-              f" {row['growth_vs_smallest']:5.2f}/{row['growth_vs_smallest_cpu']:<5.2f}")
+        print(row_text(row, "pipelines", 9))
         if rounds > 1:
             print(f"{'':>9} -j 1 / floor by round (wall): "
                   + " ".join(f"{r:.2f}x" for r in row["first_over_floor_per_round"])
-                  + "; steal (floor/-j 1) by round: "
-                  + " ".join(f"{fmt_steal(r['floor']['steal_percent'])}/"
-                             f"{fmt_steal(r['first']['steal_percent'])}"
-                             for r in row["rounds"]))
+                  + steal_text(row))
     print("seconds per 1,000 pipelines (wall), -j 1 and jobs: "
           + ", ".join(f"{r['pipelines']}: {r['first_s_per_1000']:.2f} / {r['jobs_s_per_1000']:.2f}"
                       for r in rows))
@@ -300,12 +226,6 @@ def command_figures(root: Path, sizes: list[int], bases: int,
         print(f"  {name:<22} {seconds * 1e3:7.1f} ms  (+{extra * 1e3:.1f} ms over python -c pass)")
     return {"sizes": rows, "startup_s": startup, "jobs": jobs or usable_cpus(), "rounds": rounds,
             "load_average": os.getloadavg()}
-
-
-def usable_cpus() -> int:
-    from budgetlens_cli.workers import usable_cpus as cpus
-
-    return cpus()
 
 
 def in_process(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:

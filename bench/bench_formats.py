@@ -28,8 +28,9 @@ size's: about 1.0 is linear). Each figure is the best (least wall time) of ``--r
 rounds, interleaved (floor, first, second, jobs; then again), every first run with an empty
 cache; the ratio within every round and the steal of each run (``bench/machine.py``) are
 printed when there are several rounds. On a busy machine the CPU figures are the steadier
-ones. Every child runs with bytecode, after one untimed run of each command (as
-``bench/bench_check.py``). The first round's floor and check print their totals (files,
+ones. Every child runs with bytecode, after one untimed run of each command. The rounds,
+the figures and the table rows are ``bench/process_timing.py``'s, shared with
+``bench/bench_check.py``. The first round's floor and check print their totals (files,
 messages, tokens; pipelines, steps, diagnostics): both saw every file.
 
 ``--quick``: sizes 30,60 (unless ``--sizes``) and one round (unless ``--rounds``).
@@ -42,17 +43,24 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from bench_check import CHILD_ENV, CLI, _prose, usable_cpus
-from machine import cpu_times, fmt_steal, steal_percent
+from bench_check import _prose
+from process_timing import (
+    add_growth,
+    best_figures,
+    header_text,
+    jobs_shown,
+    measure_rounds,
+    rounds_shown,
+    row_text,
+    steal_text,
+    usable_cpus,
+    warm_up,
+)
 
 FLOOR = Path(__file__).resolve().parent / "floor_formats.py"
 PER_FOLDER = 25
@@ -160,90 +168,19 @@ def generate(root: Path, files: int, seed: int = 11) -> None:
         path.write_text(text, "utf-8")
 
 
-def run_child(argv: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Wall and CPU seconds (user + system, with its workers) of one child process, and the
-    last line of its output; it must succeed (a check's exit 1 is its findings)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=3600,
-                          env=CHILD_ENV)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}: {proc.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    lines = proc.stdout.strip().splitlines()
-    return wall, cpu, lines[-1] if lines else ""
-
-
-def commands(root: Path, size: int, jobs: int | None) -> dict[str, list[str]]:
-    cache, jobs_cache = root / f"cache{size}", root / f"cache{size}-jobs"
-    check = [*CLI, "check", ".", "--cache-dir", str(cache), "-j", "1"]
-    return {"floor": [sys.executable, str(FLOOR), "."], "first": check, "second": check,
-            "jobs": [*CLI, "check", ".", "--cache-dir", str(jobs_cache),
-                     *(["-j", str(jobs)] if jobs else [])]}
-
-
 def measure_size(root: Path, size: int, jobs: int | None, rounds: int) -> dict[str, Any]:
     """The floor, a first and a second ``check -j 1`` and a first run with the default jobs
-    of a new workspace of ``size`` files; each the best (least wall time) of ``rounds``
-    interleaved rounds, every first run with an empty cache. Every round is kept too."""
+    of a new workspace of ``size`` files; each the best of ``rounds`` interleaved rounds
+    (``process_timing``), with what the first round's floor and check saw."""
     ws = root / f"ws{size}"
     generate(ws, size)
-    argv = commands(root, size, jobs)
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in argv}
-    steal: dict[str, list[float | None]] = {name: [] for name in argv}
-    totals: dict[str, str] = {}
-    for _ in range(max(1, rounds)):
-        shutil.rmtree(root / f"cache{size}", ignore_errors=True)
-        shutil.rmtree(root / f"cache{size}-jobs", ignore_errors=True)
-        for name, command in argv.items():
-            before = cpu_times()
-            wall, cpu, last = run_child(command, ws)
-            runs[name].append((wall, cpu))
-            steal[name].append(steal_percent(before, cpu_times()))
-            totals.setdefault(name, last)
-    shutil.rmtree(ws)
-    floor, first, second, many = (min(runs[k]) for k in ("floor", "first", "second", "jobs"))
-    return {"files": size, "floor_totals": totals["floor"], "check_totals": totals["first"],
-            "floor_s": floor[0], "floor_cpu_s": floor[1],
-            "first_s": first[0], "first_cpu_s": first[1],
-            "second_s": second[0], "second_cpu_s": second[1],
-            "jobs_s": many[0], "jobs_cpu_s": many[1],
-            "first_over_floor": first[0] / floor[0], "first_over_floor_cpu": first[1] / floor[1],
-            "jobs_over_floor": many[0] / floor[0], "jobs_over_floor_cpu": many[1] / floor[1],
-            "second_over_first": second[0] / first[0],
-            "second_over_first_cpu": second[1] / first[1],
-            "rounds": [{name: {"wall_s": r[i][0], "cpu_s": r[i][1],
-                               "steal_percent": steal[name][i]} for name, r in runs.items()}
-                       for i in range(len(runs["floor"]))],
-            "first_over_floor_per_round": [
-                f[0] / fl[0] for f, fl in zip(runs["first"], runs["floor"], strict=True)],
+    measured = measure_rounds(ws, root / f"cache{size}", FLOOR, jobs, rounds,
+                              keep_output=True)
+    first, floor = measured.runs["first"], measured.runs["floor"]
+    return {"files": size, "floor_totals": measured.totals["floor"],
+            "check_totals": measured.totals["first"], **best_figures(measured),
             "first_over_floor_cpu_per_round": [
-                f[1] / fl[1] for f, fl in zip(runs["first"], runs["floor"], strict=True)]}
-
-
-def warm_up(root: Path) -> None:
-    """One untimed floor and ``check`` (one process, and workers: 64 files or more) of a
-    small workspace, so the timed runs read bytecode (see ``bench_check.warm_up``)."""
-    ws = root / "warm-up"
-    generate(ws, 66, seed=3)
-    run_child([sys.executable, str(FLOOR), "."], ws)
-    run_child([*CLI, "check", ".", "--no-cache", "-j", "1"], ws)
-    run_child([*CLI, "check", ".", "--no-cache", "-j", "2"], ws)
-    shutil.rmtree(ws)
-
-
-def _row_text(row: dict[str, Any]) -> str:
-    return (f"{row['files']:>6} {row['floor_s']:6.2f}/{row['floor_cpu_s']:<6.2f}"
-            f" {row['first_s']:6.2f}/{row['first_cpu_s']:<6.2f}"
-            f" {row['second_s']:6.2f}/{row['second_cpu_s']:<6.2f}"
-            f" {row['jobs_s']:6.2f}/{row['jobs_cpu_s']:<6.2f}"
-            f" {row['first_over_floor']:5.2f}x ({row['first_over_floor_cpu']:4.2f}x)"
-            f" {row['jobs_over_floor']:5.2f}x ({row['jobs_over_floor_cpu']:4.2f}x)"
-            f" {row['second_over_first'] * 100:5.1f}% ({row['second_over_first_cpu'] * 100:4.1f}%)"
-            f" {row['first_s_per_1000']:5.2f}/{row['first_cpu_s_per_1000']:<5.2f}"
-            f" {row['growth_vs_smallest']:5.2f}/{row['growth_vs_smallest_cpu']:<5.2f}")
+                f[1] / fl[1] for f, fl in zip(first, floor, strict=True)]}
 
 
 def _rounds_text(row: dict[str, Any]) -> str:
@@ -251,36 +188,24 @@ def _rounds_text(row: dict[str, Any]) -> str:
             + " ".join(f"{w:.2f}x/{c:.2f}x" for w, c in zip(
                 row["first_over_floor_per_round"], row["first_over_floor_cpu_per_round"],
                 strict=True))
-            + "; steal (floor/-j 1) by round: "
-            + " ".join(f"{fmt_steal(r['floor']['steal_percent'])}/"
-                       f"{fmt_steal(r['first']['steal_percent'])}" for r in row["rounds"]))
+            + steal_text(row))
 
 
 def command_figures(root: Path, sizes: list[int], jobs: int | None,
                     rounds: int) -> dict[str, Any]:
-    shown = f"-j {jobs}" if jobs else f"default jobs (-j {usable_cpus()})"
     print("budgetlens check on prompt files (GitHub Models, Prompty, Dotprompt), as a process"
-          " (wall s / CPU s; ratios on wall, CPU in brackets; each figure the best of"
-          f" {rounds} interleaved round{'s' if rounds != 1 else ''}):")
-    print(f"  floor: bench/floor_formats.py, one process; -j 1: in one process; {shown}:"
+          f" (wall s / CPU s; ratios on wall, CPU in brackets; {rounds_shown(rounds)}):")
+    print(f"  floor: bench/floor_formats.py, one process; -j 1: in one process; {jobs_shown(jobs)}:"
           " worker processes (its CPU is the sum over them)")
-    print(f"{'files':>6} {'floor':>13} {'-j 1 first':>13} {'-j 1 second':>13}"
-          f" {'jobs first':>13} {'j1/floor':>14} {'jobs/floor':>14} {'second/first':>15}"
-          f" {'s/1k -j 1':>11} {'growth':>11}")
+    print(header_text("files", 6))
     rows: list[dict[str, Any]] = []
-    warm_up(root)
+    # 64 files or more, so that -j 2 starts its workers
+    warm_up(root / "warm-up", lambda ws: generate(ws, 66, seed=3), FLOOR)
     for size in sizes:
         row = measure_size(root, size, jobs, rounds)
-        row["first_s_per_1000"] = row["first_s"] / size * 1000
-        row["first_cpu_s_per_1000"] = row["first_cpu_s"] / size * 1000
-        row["jobs_s_per_1000"] = row["jobs_s"] / size * 1000
-        base = rows[0] if rows else row
-        row["growth_vs_smallest"] = row["first_s_per_1000"] / base["first_s_per_1000"]
-        row["growth_vs_smallest_cpu"] = (row["first_cpu_s_per_1000"]
-                                         / base["first_cpu_s_per_1000"])
-        row["jobs_growth_vs_smallest"] = row["jobs_s_per_1000"] / base["jobs_s_per_1000"]
+        add_growth(row, size, rows[0] if rows else None)
         rows.append(row)
-        print(_row_text(row))
+        print(row_text(row, "files", 6))
         print(f"{'':>6} floor saw: {row['floor_totals']}; check saw: {row['check_totals']}")
         if rounds > 1:
             print(_rounds_text(row))
