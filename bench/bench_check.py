@@ -58,9 +58,7 @@ import json
 import os
 import random
 import resource
-import shutil
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -70,6 +68,7 @@ from typing import Any, TypeVar
 from process_timing import (
     CLI,
     add_growth,
+    add_round_options,
     best_figures,
     header_text,
     jobs_shown,
@@ -77,31 +76,19 @@ from process_timing import (
     rounds_shown,
     row_text,
     run_child,
+    scratch_folder,
     steal_text,
     usable_cpus,
     warm_up,
+    write_figures,
 )
+from workspaces import prose
 
 from budgetlens import BudgetCache, CheckOptions, DiskFiles, TokenCounter, check_pipeline
 from budgetlens.contract.discovery import find_pipelines
 from budgetlens.tokens.core import get_tokenizer
 
-_PROSE = ("the budget of every step must fit the context window so retrieval history and"
-          " output share what is left after the system prompt template overhead and safety"
-          " margin customer order refund shipping parcel tracking invoice policy answer question")
-WORDS = _PROSE.split(" ")
 T = TypeVar("T")
-
-EXTRA = ["予算", "トークン", "上下文", "🚀", "📦", "café", "naïve", "Größe"]
-
-
-def _prose(rng: random.Random, words: int) -> str:
-    out = []
-    for i in range(words):
-        out.append(rng.choice(EXTRA) if rng.random() < 0.03 else rng.choice(WORDS))
-        if i % 17 == 16:
-            out.append(".\n")
-    return " ".join(out) + "\n"
 
 
 def generate(root: Path, pipelines: int, prompts: int, bases: int, seed: int = 7) -> None:
@@ -112,7 +99,7 @@ def generate(root: Path, pipelines: int, prompts: int, bases: int, seed: int = 7
         "model_context_window": 16384, "model_max_tokens": 1024, "development": False,
         "format_overhead_tokens": 32}))
     for i in range(prompts):
-        (root / "prompts" / f"p{i:04d}.txt").write_text(_prose(rng, rng.randint(50, 1500)),
+        (root / "prompts" / f"p{i:04d}.txt").write_text(prose(rng, rng.randint(50, 1500)),
                                                          "utf-8")
     for b in range(bases):
         (root / "pipelines" / f"base{b:02d}.yaml").write_text(
@@ -288,11 +275,7 @@ def main() -> int:
     parser.add_argument("--pipelines", type=int)
     parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--bases", type=int, default=10)
-    parser.add_argument("--jobs", type=int, help="the -j of the parallel runs (default: none"
-                                                 " given, so budgetlens uses every usable CPU)")
-    parser.add_argument("--rounds", type=int,
-                        help="interleaved rounds per size; each figure is the best round"
-                             " (default 3; --quick: 1)")
+    add_round_options(parser)
     parser.add_argument("--no-in-process", action="store_true",
                         help="time the command only (skip the in-process figures)")
     args = parser.parse_args()
@@ -309,18 +292,12 @@ def main() -> int:
     if args.pipelines is None:
         args.pipelines = 200 if args.quick else 1000
         args.prompts = min(args.prompts, 2 * args.pipelines)
-    tmp = Path(tempfile.mkdtemp(prefix="budgetlens-bench-"))
     figures: dict[str, Any] = {}
-    try:
+    with scratch_folder("budgetlens-bench-") as tmp:
         if not args.no_in_process:
             figures["in_process"] = in_process(tmp / "in-process", args)
         figures["command"] = command_figures(tmp, sizes, args.bases, args.jobs, args.rounds)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    assert not os.path.exists(tmp)
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", "utf-8")
-        print(f"figures written to {args.json}")
+    write_figures(args.json, figures)
     return 0
 
 

@@ -40,27 +40,27 @@ messages, tokens; pipelines, steps, diagnostics): both saw every file.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_check import _prose
 from process_timing import (
     add_growth,
+    add_round_options,
     best_figures,
     header_text,
     jobs_shown,
     measure_rounds,
     rounds_shown,
     row_text,
+    scratch_folder,
     steal_text,
     usable_cpus,
     warm_up,
+    write_figures,
 )
+from workspaces import prose
 
 FLOOR = Path(__file__).resolve().parent / "floor_formats.py"
 PER_FOLDER = 25
@@ -79,7 +79,7 @@ PARTIALS = {"style": "Answer in a warm, plain tone. Keep sentences short.\n",
 
 def _text(rng: random.Random, words: int, indent: str = "") -> str:
     """Prose of ``words`` words, one sentence a line, each line indented by ``indent``."""
-    lines = [line.strip() for line in _prose(rng, words).splitlines() if line.strip()]
+    lines = [line.strip() for line in prose(rng, words).splitlines() if line.strip()]
     return "".join(f"{indent}{line}\n" for line in lines)
 
 
@@ -224,26 +224,16 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true",
                         help="sizes 30,60 and one round, unless given")
     parser.add_argument("--json", metavar="FILE", help="write every figure to FILE")
-    parser.add_argument("--jobs", type=int, help="the -j of the parallel runs (default: none"
-                                                 " given, so budgetlens uses every usable CPU)")
-    parser.add_argument("--rounds", type=int,
-                        help="interleaved rounds per size; each figure is the best round"
-                             " (default 3; --quick: 1)")
+    add_round_options(parser)
     args = parser.parse_args()
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
     else:
         sizes = [30, 60] if args.quick else [250, 500, 1000]
     rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
-    tmp = Path(tempfile.mkdtemp(prefix="budgetlens-bench-formats-"))
-    try:
+    with scratch_folder("budgetlens-bench-formats-") as tmp:
         figures = {"command": command_figures(tmp, sizes, args.jobs, rounds)}
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    assert not os.path.exists(tmp)
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", "utf-8")
-        print(f"figures written to {args.json}")
+    write_figures(args.json, figures)
     return 0
 
 

@@ -14,13 +14,17 @@ Every child runs with bytecode, after one untimed run of each command (``warm_up
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,3 +180,30 @@ def steal_text(row: dict[str, Any]) -> str:
     return "; steal (floor/-j 1) by round: " + " ".join(
         f"{fmt_steal(r['floor']['steal_percent'])}/{fmt_steal(r['first']['steal_percent'])}"
         for r in row["rounds"])
+
+
+def add_round_options(parser: argparse.ArgumentParser) -> None:
+    """``--jobs`` and ``--rounds``, as both benches take them."""
+    parser.add_argument("--jobs", type=int, help="the -j of the parallel runs (default: none"
+                                                 " given, so budgetlens uses every usable CPU)")
+    parser.add_argument("--rounds", type=int,
+                        help="interleaved rounds per size; each figure is the best round"
+                             " (default 3; --quick: 1)")
+
+
+@contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A new temporary folder, removed at the end, whatever happened."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert not tmp.exists()
+
+
+def write_figures(path: str | None, figures: dict[str, Any]) -> None:
+    """Every figure as JSON to ``path`` (``--json``), if given."""
+    if path:
+        Path(path).write_text(json.dumps(figures, indent=2) + "\n", "utf-8")
+        print(f"figures written to {path}")

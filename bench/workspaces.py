@@ -1,14 +1,32 @@
 """The generated pipelines the benchmarks share (bench_lsp, bench_engine, bench_yaml): one
-config.json, prompt files of made-up words, and ``call_model`` steps written the same way."""
+config.json, prompt files of made-up words, and ``call_model`` steps written the same way.
+Also the seeded prose of bench_check's prompt files and bench_formats' messages."""
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 WINDOW = 8192
 OUTPUT = 1024
 CONTEXT = 3000
+
+_PROSE = ("the budget of every step must fit the context window so retrieval history and"
+          " output share what is left after the system prompt template overhead and safety"
+          " margin customer order refund shipping parcel tracking invoice policy answer question")
+PROSE_WORDS = _PROSE.split(" ")
+EXTRA = ["予算", "トークン", "上下文", "🚀", "📦", "café", "naïve", "Größe"]
+
+
+def prose(rng: random.Random, words: int) -> str:
+    """``words`` words of English prose with some CJK and emoji, 17 to a sentence line."""
+    out = []
+    for i in range(words):
+        out.append(rng.choice(EXTRA) if rng.random() < 0.03 else rng.choice(PROSE_WORDS))
+        if i % 17 == 16:
+            out.append(".\n")
+    return " ".join(out) + "\n"
 
 
 def words(n: int, seed: int) -> str:

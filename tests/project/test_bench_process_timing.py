@@ -86,7 +86,8 @@ def test_the_process_benches_time_through_the_shared_module(bench: str) -> None:
     tree = ast.parse((BENCH / bench).read_text("utf-8"))
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     shared = {"run_child", "warm_up", "measure_rounds", "best_figures", "add_growth",
-              "header_text", "row_text", "steal_text", "usable_cpus"}
+              "header_text", "row_text", "steal_text", "usable_cpus", "scratch_folder",
+              "write_figures", "prose"}
     assert defined & shared == set()
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
