@@ -303,10 +303,8 @@ def _analysis(root: Path, path: Path, text_of: Callable[[int], str]
     return analyze, settle
 
 
-def lsp_edit(root: Path) -> Prepare:
-    big = make_big(root, STEPS)
-    text = big.read_text()
-    analyze, settle = _analysis(root, big, lambda v: text if v == 0 else _big_edit(text, v))
+def _each_version(analyze: Callable[[int], list[Any]], settle: Callable[[], None]) -> Prepare:
+    """Each call prepares the analysis of the next version, then its settling."""
     turn = [0]
 
     def prepare() -> Callable[[], object]:
@@ -314,6 +312,13 @@ def lsp_edit(root: Path) -> Prepare:
         v = turn[0]
         return lambda: (analyze(v), settle())
     return prepare
+
+
+def lsp_edit(root: Path) -> Prepare:
+    big = make_big(root, STEPS)
+    text = big.read_text()
+    return _each_version(*_analysis(root, big,
+                                    lambda v: text if v == 0 else _big_edit(text, v)))
 
 
 def _prompt_analysis(root: Path) -> tuple[Callable[[int], list[Any]], Callable[[], None]]:
@@ -327,14 +332,7 @@ def _prompt_analysis(root: Path) -> tuple[Callable[[int], list[Any]], Callable[[
 
 
 def lsp_prompt(root: Path) -> Prepare:
-    analyze, settle = _prompt_analysis(root)
-    turn = [0]
-
-    def prepare() -> Callable[[], object]:
-        turn[0] += 1
-        v = turn[0]
-        return lambda: (analyze(v), settle())
-    return prepare
+    return _each_version(*_prompt_analysis(root))
 
 
 def publish(root: Path) -> Prepare:
