@@ -28,38 +28,19 @@ from budgetlens_cli import cache as result_cache
 from budgetlens_cli import check_cmd, check_run
 from budgetlens_cli.main import RunStats
 from budgetlens_cli.main import run as run_cli
-from tests.cli.cache_helpers import IGNORED_NOTE, without_note
+from tests.cli.cache_helpers import IGNORED_NOTE, checked, clean_environment, without_note
 from tests.core.contract.helpers import make_workspace
 
 CACHE = Path(".budgetlens_cache")
 FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
 STEP = "steps:\n  - {{id: s, type: call_model, prompt_key: {}, max_output_tokens: 100}}\n"
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (POLICY_ENV, DEVELOPMENT_ENV, result_cache.CACHE_DIR_ENV,
-                 result_cache.NO_CACHE_ENV):
-        monkeypatch.delenv(name, raising=False)
+__all__ = ["checked", "clean_environment"]  # fixtures of cache_helpers used here
 
 
 @pytest.fixture
 def not_racy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Files written by the test just before a run count as settled (``RACY_NS``)."""
     monkeypatch.setattr(result_cache, "RACY_NS", 0)
-
-
-@pytest.fixture
-def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    calls: list[str] = []
-    real = check_run.check_pipeline
-
-    def counting(path: Path | str, **kwargs: Any) -> Any:
-        calls.append(Path(path).name)
-        return real(path, **kwargs)
-
-    monkeypatch.setattr(check_run, "check_pipeline", counting)
-    return calls
 
 
 @pytest.fixture

@@ -45,6 +45,27 @@ def make_workspace(root: Path, *, config: dict[str, Any] | str | None = None,
     return root
 
 
+#: One step reading prompts/sys.txt, context 1000, output 100 (base.yaml of a chain).
+ONE_STEP = """\
+settings:
+  max_context_tokens: 1000
+steps:
+  - id: s
+    type: call_model
+    prompt_key: sys
+    max_output_tokens: 100
+"""
+
+
+def chain_workspace(root: Path) -> Path:
+    """A two-file chain under ``root``: pipelines/child.yaml extends base.yaml
+    (:data:`ONE_STEP`), window 4096, prompts/sys.txt "one two three"."""
+    return make_workspace(root, config={"model_context_window": 4096},
+                          pipelines={"base.yaml": ONE_STEP,
+                                     "child.yaml": "extends: base.yaml\n"},
+                          prompts={"sys.txt": "one two three"})
+
+
 def check(path: Path, **options: Any) -> PipelineReport:
     environ = options.pop("environ", {})
     return check_pipeline(path, files=DiskFiles(),

@@ -9,25 +9,14 @@ from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.results import CheckOptions
 from budgetlens.files import DiskFiles, OverlayFiles
-from tests.core.contract.helpers import make_workspace, tokens
+from tests.core.contract.helpers import ONE_STEP as BASE
+from tests.core.contract.helpers import chain_workspace, tokens
 
-BASE = """\
-settings:
-  max_context_tokens: 1000
-steps:
-  - id: s
-    type: call_model
-    prompt_key: sys
-    max_output_tokens: 100
-"""
 OPTS = CheckOptions(environ={})
 
 
 def _ws(tmp_path: Path) -> Path:
-    make_workspace(tmp_path, config={"model_context_window": 4096},
-                   pipelines={"base.yaml": BASE, "child.yaml": "extends: base.yaml\n"},
-                   prompts={"sys.txt": "one two three"})
-    return tmp_path / "pipelines" / "child.yaml"
+    return chain_workspace(tmp_path) / "pipelines" / "child.yaml"
 
 
 def _touch(path: Path, text: str) -> None:

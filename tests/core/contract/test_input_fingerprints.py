@@ -18,17 +18,8 @@ from budgetlens.contract.check import check_pipeline
 from budgetlens.contract.results import CheckOptions
 from budgetlens.files import DiskFiles
 from budgetlens.serialize import to_jsonable
-from tests.core.contract.helpers import make_workspace
+from tests.core.contract.helpers import chain_workspace
 
-BASE = """\
-settings:
-  max_context_tokens: 1000
-steps:
-  - id: s
-    type: call_model
-    prompt_key: sys
-    max_output_tokens: 100
-"""
 OPTS = CheckOptions(environ={})
 
 
@@ -38,10 +29,7 @@ def _stat(path: Path) -> str:
 
 
 def _ws(tmp_path: Path) -> Path:
-    make_workspace(tmp_path / "ws", config={"model_context_window": 4096},
-                   pipelines={"base.yaml": BASE, "child.yaml": "extends: base.yaml\n"},
-                   prompts={"sys.txt": "one two three"})
-    return tmp_path / "ws"
+    return chain_workspace(tmp_path / "ws")
 
 
 def test_a_report_carries_the_fingerprint_of_every_file_it_read(tmp_path: Path) -> None:

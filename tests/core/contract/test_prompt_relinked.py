@@ -12,19 +12,11 @@ import pytest
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.check import CheckOptions, check_pipeline
 from budgetlens.files import DiskFiles, OverlayFiles
+from tests.core.contract.helpers import ONE_STEP as PIPELINE
 from tests.core.contract.helpers import codes_of, make_workspace
 from tests.outside_links import relink
 
 CONFIG = {"model_context_window": 8192, "model_max_tokens": 512, "prompts_dir": "prompts"}
-PIPELINE = """\
-settings:
-  max_context_tokens: 1000
-steps:
-  - id: s
-    type: call_model
-    prompt_key: sys
-    max_output_tokens: 100
-"""
 TEXT = "the same words on both sides of the workspace's edge\n"
 
 
