@@ -11,31 +11,19 @@ from pathlib import Path
 import pytest
 
 from budgetlens_cli.main import main
-from tests.core.contract.helpers import make_workspace
+from tests.workspaces.models import ANSWER_PIPELINE as PIPELINE
+from tests.workspaces.models import enter, model_workspace
 
 RAW = json.loads(resources.files("budgetlens.models").joinpath("registry.json")
                  .read_text("utf-8"))
-PIPELINE = """\
-settings:
-  max_context_tokens: 1000
-  budget_safety_margin_tokens: 90
-steps:
-  - id: answer
-    type: call_model
-    prompt_key: sys
-    max_output_tokens: 500
-"""
 
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    make_workspace(tmp_path / "ws", config={"model": "gpt-4o", "format_overhead_tokens": 10},
-                   pipelines={"p.yaml": PIPELINE}, prompts={"sys.txt": ""})
-    monkeypatch.chdir(tmp_path / "ws")
+    model_workspace(tmp_path / "ws", {"model": "gpt-4o", "format_overhead_tokens": 10},
+                    PIPELINE)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user models.json
-    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
-    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    return tmp_path / "ws"
+    return enter(tmp_path / "ws", monkeypatch)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

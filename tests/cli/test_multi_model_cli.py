@@ -13,6 +13,7 @@ import pytest
 
 from budgetlens_cli.main import main
 from tests.core.contract.helpers import make_workspace
+from tests.workspaces.models import enter, model_workspace
 
 CONFIG = {"model": "gpt-4o", "format_overhead_tokens": 10, "gateway": "github-models",
           "serving": {"llama3.1:8b": {"num_ctx": 8192}}}
@@ -38,12 +39,8 @@ SOURCE = "https://github.com/actions/ai-inference/issues/128"
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    make_workspace(tmp_path, config=CONFIG, pipelines={"p.yaml": PIPELINE},
-                   prompts={"sys.txt": ""})
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
-    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    return tmp_path
+    model_workspace(tmp_path, CONFIG, PIPELINE)
+    return enter(tmp_path, monkeypatch)
 
 
 def test_text_names_each_steps_window_and_the_gateway_cap(

@@ -17,16 +17,11 @@ import pytest
 
 from budgetlens_cli.main import main
 from tests.core.contract.test_request_terms import cookbook_function, n
+from tests.workspaces.prompt_files import clean_env
+
+__all__ = ["clean_env"]  # the autouse fixture of tests/workspaces/prompt_files.py
 
 MARGIN = 128
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
-    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    monkeypatch.setenv("BUDGETLENS_NO_CACHE", "1")
-    monkeypatch.chdir(tmp_path)
 
 
 def _check(capsys: pytest.CaptureFixture[str], name: str, text: str,

@@ -25,6 +25,9 @@ from tiktoken.load import load_tiktoken_bpe
 
 from budgetlens_cli.main import main
 from tests.core.formats.helpers import _ENCODINGS, CORPUS, REPO, corpus, tokens
+from tests.workspaces.prompt_files import clean_env
+
+__all__ = ["clean_env"]  # the autouse fixture of tests/workspaces/prompt_files.py
 
 GPT4O_MINI_WINDOW, GPT4_WINDOW = 128_000, 8_192  # the registry's, as OpenAI publishes them
 MARGIN = 128  # the default safety margin
@@ -108,14 +111,6 @@ CASES = {
     "prompty": ("support.prompty", PROMPTY, PROMPTY_FIXED, 1500, GPT4_WINDOW),
     "dotprompt": ("haiku.prompt", DOTPROMPT, DOTPROMPT_FIXED, 800, GPT4O_MINI_WINDOW),
 }
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
-    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    monkeypatch.setenv("BUDGETLENS_NO_CACHE", "1")
-    monkeypatch.chdir(tmp_path)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -13,6 +13,9 @@ import pytest
 
 from budgetlens.models.registry import Registry
 from budgetlens_cli.main import main
+from tests.workspaces.prompt_files import clean_env
+
+__all__ = ["clean_env"]  # the autouse fixture of tests/workspaces/prompt_files.py
 
 GITHUB = """\
 name: Bug summarizer
@@ -25,14 +28,6 @@ messages:
   - role: user
     content: 'Summarize this report: {{{{input}}}}'
 """
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
-    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    monkeypatch.setenv("BUDGETLENS_NO_CACHE", "1")
-    monkeypatch.chdir(tmp_path)
 
 
 def _suggestions(monkeypatch: pytest.MonkeyPatch) -> list[str]:

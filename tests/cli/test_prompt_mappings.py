@@ -16,6 +16,9 @@ import pytest
 from budgetlens_cli.main import main
 from tests.cli.test_prompt_files import cl100k, framed
 from tests.core.formats.helpers import tokens
+from tests.workspaces.prompt_files import clean_env
+
+__all__ = ["clean_env"]  # the autouse fixture of tests/workspaces/prompt_files.py
 
 MARGIN = 128  # the default safety margin
 OVERHEAD = 32  # config.json's format_overhead_tokens default, added to a step's fixed cost
@@ -33,14 +36,6 @@ instructions:
   file: a.md
 """
 INSTRUCTIONS = "You triage incoming support tickets.\nAnswer with one label only.\n"
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
-    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    monkeypatch.setenv("BUDGETLENS_NO_CACHE", "1")
-    monkeypatch.chdir(tmp_path)
 
 
 def _workspace(agent: str = AGENT, config: object = CONFIG) -> None:

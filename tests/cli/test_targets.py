@@ -15,7 +15,7 @@ from budgetlens.models import load_registry
 from budgetlens.source import unique_diagnostics
 from budgetlens_cli import check_cmd, check_formats, check_run
 from budgetlens_cli.main import main
-from tests.core.contract.helpers import make_workspace
+from tests.workspaces.models import enter, model_workspace
 
 PIPELINE = """\
 settings:
@@ -36,12 +36,8 @@ TARGETS = ("--target", "gpt-4o", "--target", "gpt-4", "--target", "claude-sonnet
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    make_workspace(tmp_path, config={"model": "gpt-4o", "format_overhead_tokens": 10},
-                   pipelines={"p.yaml": PIPELINE}, prompts={"sys.txt": ""})
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIPELINE_LIMITS_POLICY", raising=False)
-    monkeypatch.delenv("APP_DEVELOPMENT", raising=False)
-    return tmp_path
+    model_workspace(tmp_path, {"model": "gpt-4o", "format_overhead_tokens": 10}, PIPELINE)
+    return enter(tmp_path, monkeypatch)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

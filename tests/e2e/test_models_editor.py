@@ -5,7 +5,6 @@ empty prompt, format overhead 10, context 7000, margin 90, so ``small`` totals 7
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,6 +12,7 @@ import pytest_asyncio
 from lsprotocol import types
 
 from budgetlens.models import load_registry
+from tests.workspaces.models import model_workspace
 
 from .harness import Editor, caps, find, running_server, td
 
@@ -39,12 +39,7 @@ CONFIG = {"model": "gpt-4o", "format_overhead_tokens": 10,
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
-    root = tmp_path_factory.mktemp("models")
-    (root / "pipelines").mkdir()
-    (root / "prompts").mkdir()
-    (root / "config.json").write_text(json.dumps(CONFIG, indent=2), "utf-8")
-    (root / "pipelines/p.yaml").write_text(PIPELINE, "utf-8")
-    (root / "prompts/sys.txt").write_text("", "utf-8")
+    root = model_workspace(tmp_path_factory.mktemp("models"), CONFIG, PIPELINE)
     async with running_server(root, capabilities=caps()) as editor:
         yield editor
 

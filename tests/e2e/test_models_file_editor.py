@@ -12,33 +12,21 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 
+from tests.workspaces.models import ANSWER_PIPELINE as PIPELINE
+from tests.workspaces.models import model_workspace
+
 from .harness import Editor, caps, codes_of, find, running_server, td
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-PIPELINE = """\
-settings:
-  max_context_tokens: 1000
-  budget_safety_margin_tokens: 90
-steps:
-  - id: answer
-    type: call_model
-    prompt_key: sys
-    max_output_tokens: 500
-"""
 LOWERED = '{"models": {\n  "gpt-4o": {"window": 1500}\n}}\n'
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ed(tmp_path_factory: pytest.TempPathFactory,
              ) -> AsyncIterator[Editor]:
-    root = tmp_path_factory.mktemp("models_file")
-    (root / "pipelines").mkdir()
-    (root / "prompts").mkdir()
-    (root / "config.json").write_text(json.dumps(
-        {"model": "gpt-4o", "format_overhead_tokens": 10, "development": True}), "utf-8")
-    (root / "pipelines/p.yaml").write_text(PIPELINE, "utf-8")
-    (root / "prompts/sys.txt").write_text("", "utf-8")
+    root = model_workspace(tmp_path_factory.mktemp("models_file"), json.dumps(
+        {"model": "gpt-4o", "format_overhead_tokens": 10, "development": True}), PIPELINE)
     async with running_server(root, capabilities=caps()) as editor:
         yield editor
 

@@ -6,12 +6,13 @@ answer step has its own context 9,000 behind GitHub Models' 8,000-token cap for 
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 from lsprotocol import types
+
+from tests.workspaces.models import model_workspace
 
 from .harness import Editor, caps, find, running_server, td
 
@@ -41,12 +42,7 @@ CONFIG = {"model": "gpt-4o", "format_overhead_tokens": 10, "gateway": "github-mo
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
-    root = tmp_path_factory.mktemp("multi")
-    (root / "pipelines").mkdir()
-    (root / "prompts").mkdir()
-    (root / "config.json").write_text(json.dumps(CONFIG, indent=2), "utf-8")
-    (root / "pipelines/p.yaml").write_text(PIPELINE, "utf-8")
-    (root / "prompts/sys.txt").write_text("", "utf-8")
+    root = model_workspace(tmp_path_factory.mktemp("multi"), CONFIG, PIPELINE)
     async with running_server(root, capabilities=caps()) as editor:
         yield editor
 
