@@ -51,6 +51,26 @@ def copy_examples(tmp_path: Path) -> Path:
     return workspace
 
 
+def prompt_workspace(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A folder ``repo`` under ``tmp_path`` holding ``files`` (name to text), no config.json."""
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    for name, text in files.items():
+        (workspace / name).write_text(text, "utf-8")
+    return workspace
+
+
+def emacs_command(script: Path) -> list[str]:
+    """Emacs in batch mode, loading the test script ``script``."""
+    return [system_tool("emacs"), "--batch", "-l", str(script)]
+
+
+def vim_command(folder: Path, script: str) -> list[str]:
+    """Vim in silent Ex mode with ``folder``/vimrc, sourcing ``folder``/``script``."""
+    return [system_tool("vim"), "-N", "-u", str(folder / "vimrc"), "-i", "NONE", "-n", "-es",
+            "-S", str(folder / script)]
+
+
 def views(tmp: str | Path) -> list[Path]:
     """The files the server generated for command results in its per-user cache folder
     (``$XDG_CACHE_HOME/budgetlens/views``; :func:`run_editor` puts XDG_CACHE_HOME under
@@ -70,18 +90,26 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def editor_env(home: Path, results: Path, workspace: Path) -> dict[str, str]:
-    """An environment with this venv's ``budgetlens`` first on PATH and a private HOME."""
+def private_dirs(home: Path) -> dict[str, str]:
+    """Make config, data, state and cache folders under ``home``; the XDG variables naming
+    them, with this venv's ``budgetlens`` first on PATH."""
     for sub in ("config", "data", "state", "cache"):
         (home / sub).mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env.update({
-        "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
-        "HOME": str(home),
+    return {
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_DATA_HOME": str(home / "data"),
         "XDG_STATE_HOME": str(home / "state"),
         "XDG_CACHE_HOME": str(home / "cache"),
+    }
+
+
+def editor_env(home: Path, results: Path, workspace: Path) -> dict[str, str]:
+    """An environment with this venv's ``budgetlens`` first on PATH and a private HOME."""
+    env = dict(os.environ)
+    env.update(private_dirs(home))
+    env.update({
+        "HOME": str(home),
         "BUDGETLENS_RESULTS": str(results),
         "BUDGETLENS_WORKSPACE": str(workspace),
         "BUDGETLENS_REPO": str(REPO),
@@ -125,4 +153,16 @@ def run_editor(command: list[str], *, tmp_path: Path, workspace: Path,
         pytest.fail(f"{command[0]} timed out after {timeout}s; {detail}")
     if data.get("error") or not data.get("done"):
         pytest.fail(f"{command[0]} (exit {proc.returncode}) did not finish its script; {detail}")
+    return data
+
+
+def run_in_examples(tmp_path_factory: pytest.TempPathFactory, name: str, command: list[str],
+                    *, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """:func:`run_editor` in a private copy of the example workspace, under a new folder
+    ``name``; the results also hold that copy's path (``workspace``) and the folder (``tmp``)."""
+    tmp = tmp_path_factory.mktemp(name)
+    workspace = copy_examples(tmp)
+    data = run_editor(command, tmp_path=tmp, workspace=workspace, extra_env=extra_env)
+    data["workspace"] = str(workspace)
+    data["tmp"] = str(tmp)
     return data

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.editors import copy_examples, run_editor, system_tool, views
+from tests.clients.editors import emacs_command, run_in_examples, views
 from tests.clients.nvim.nvim_harness import write_report_budget
 
 HERE = Path(__file__).resolve().parent
@@ -23,25 +23,15 @@ MARKER = "<<<CUT>>>"
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("emacs-eglot")
-    workspace = copy_examples(tmp)
-    command = [system_tool("emacs"), "--batch", "-l", str(HERE / "eglot_flow.el")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace)
-    data["workspace"] = str(workspace)
-    data["tmp"] = str(tmp)
-    return data
+    return run_in_examples(tmp_path_factory, "emacs-eglot", emacs_command(HERE / "eglot_flow.el"))
 
 
 @pytest.fixture(scope="module")
 def eglot_root(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """eglot without the project rule of budgetlens-eglot.el: it roots at the file's folder."""
-    tmp = tmp_path_factory.mktemp("emacs-eglot-root")
-    workspace = copy_examples(tmp)
-    command = [system_tool("emacs"), "--batch", "-l", str(HERE / "eglot_flow.el")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace,
-                      extra_env={"BUDGETLENS_EGLOT_NO_PROJECT_RULE": "1"})
-    data["workspace"] = str(workspace)
-    return data
+    return run_in_examples(tmp_path_factory, "emacs-eglot-root",
+                           emacs_command(HERE / "eglot_flow.el"),
+                           extra_env={"BUDGETLENS_EGLOT_NO_PROJECT_RULE": "1"})
 
 
 def ok(results: dict[str, Any], section: str) -> None:

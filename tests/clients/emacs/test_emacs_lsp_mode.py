@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.editors import copy_examples, run_editor, system_tool, views
+from tests.clients.editors import emacs_command, run_in_examples, views
 from tests.clients.nvim.nvim_harness import write_report_budget
 
 from .test_emacs_eglot import MARKER, ok, step_line
@@ -23,13 +23,8 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("emacs-lsp-mode")
-    workspace = copy_examples(tmp)
-    command = [system_tool("emacs"), "--batch", "-l", str(HERE / "lsp_mode_flow.el")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace)
-    data["workspace"] = str(workspace)
-    data["tmp"] = str(tmp)
-    return data
+    return run_in_examples(tmp_path_factory, "emacs-lsp-mode",
+                           emacs_command(HERE / "lsp_mode_flow.el"))
 
 
 @pytest.mark.nvim

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.editors import run_editor, system_tool
+from tests.clients.editors import emacs_command, prompt_workspace, run_editor
 from tests.clients.vim.test_vim_ale_prompts import FILES
 
 HERE = Path(__file__).resolve().parent
@@ -21,12 +21,9 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.mark.nvim
 def test_each_prompt_file_gets_bl070_from_lsp_mode(tmp_path: Path) -> None:
-    workspace = tmp_path / "repo"
-    workspace.mkdir()
-    for name, text in FILES.items():
-        (workspace / name).write_text(text, "utf-8")
-    command = [system_tool("emacs"), "--batch", "-l", str(HERE / "lsp_mode_prompt_flow.el")]
-    data = run_editor(command, tmp_path=tmp_path, workspace=workspace,
+    workspace = prompt_workspace(tmp_path, FILES)
+    data = run_editor(emacs_command(HERE / "lsp_mode_prompt_flow.el"), tmp_path=tmp_path,
+                      workspace=workspace,
                       extra_env={"BUDGETLENS_PROMPT_FILES": ",".join(FILES)})
     assert not data.get("errors"), data["errors"]
     for name in FILES:

@@ -8,27 +8,23 @@ Debian's neovim).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from budgetlens.tokens.core import get_tokenizer
+from tests.clients.editors import EXAMPLES, REPO, copy_examples, kill_pid, private_dirs
 from tests.waiting import ANSWER_GUARD, HANG_GUARD
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
-EXAMPLES = REPO / "examples"
 PLUGIN_DIR = REPO / "editor-clients" / "nvim"
 LUA_DIR = HERE / "lua"
-VENV_BIN = Path(sys.executable).parent
+__all__ = ["copy_examples"]  # of tests/clients/editors.py, imported from here by the tests
 
 
 def nvim_binary() -> str:
@@ -36,20 +32,6 @@ def nvim_binary() -> str:
     if nvim is None:
         pytest.fail("nvim is not installed: run scripts/run_tests.sh (it installs Debian's neovim)")
     return nvim
-
-
-def copy_examples(tmp_path: Path) -> Path:
-    """A private copy of the example workspace (tests edit and save files in it)."""
-    if not (EXAMPLES / "config.json").is_file():
-        pytest.fail(f"the example workspace is missing: {EXAMPLES / 'config.json'}")
-    workspace = tmp_path / "workspace"
-    shutil.copytree(EXAMPLES, workspace)
-    return workspace
-
-
-def _kill_pid(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
 
 
 def run_nvim_script(
@@ -70,16 +52,10 @@ def run_nvim_script(
     """
     results = tmp_path / "nvim-results.json"
     home = tmp_path / "nvim-home"
-    for sub in ("config", "data", "state", "cache"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
+    env.update(private_dirs(home))
     env.update(
         {
-            "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
-            "XDG_CONFIG_HOME": str(home / "config"),
-            "XDG_DATA_HOME": str(home / "data"),
-            "XDG_STATE_HOME": str(home / "state"),
-            "XDG_CACHE_HOME": str(home / "cache"),
             "NVIM_LOG_FILE": str(home / "nvim.log"),
             "BUDGETLENS_NVIM_RESULTS": str(results),
             "BUDGETLENS_NVIM_WORKSPACE": str(workspace),
@@ -102,7 +78,7 @@ def run_nvim_script(
         stdout, stderr = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        _kill_pid(proc.pid)
+        kill_pid(proc.pid)
         stdout, stderr = proc.communicate()
         timed_out = True
     data: dict[str, Any] = {}
@@ -110,7 +86,7 @@ def run_nvim_script(
         data = json.loads(results.read_text(encoding="utf-8"))
     server_pid = data.get("server_pid")
     if isinstance(server_pid, int):
-        _kill_pid(server_pid)  # normally already gone: nvim stops its clients on exit
+        kill_pid(server_pid)  # normally already gone: nvim stops its clients on exit
     if timed_out:
         pytest.fail(
             f"nvim timed out after {timeout}s; steps done: {data.get('steps')}\n"

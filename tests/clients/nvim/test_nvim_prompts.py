@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.clients.editors import prompt_workspace
+
 from .nvim_harness import HERE, run_nvim_script
 
 FILES = {
@@ -21,10 +23,7 @@ FILES = {
 
 @pytest.mark.nvim
 def test_each_prompt_file_gets_its_diagnostic(tmp_path: Path) -> None:
-    workspace = tmp_path / "repo"
-    workspace.mkdir()
-    for name, text in FILES.items():
-        (workspace / name).write_text(text, "utf-8")
+    workspace = prompt_workspace(tmp_path, FILES)
     data = run_nvim_script(
         HERE / "prompt_flow.lua", workspace=workspace, tmp_path=tmp_path,
         init=str(HERE / "plugin_init.lua"),

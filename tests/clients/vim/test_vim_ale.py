@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.editors import copy_examples, run_editor, system_tool, views
+from tests.clients.editors import run_in_examples, views, vim_command
 from tests.clients.nvim.nvim_harness import write_report_budget
 
 HERE = Path(__file__).resolve().parent
@@ -22,14 +22,7 @@ MARKER = "<<<CUT>>>"
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("vim-ale")
-    workspace = copy_examples(tmp)
-    command = [system_tool("vim"), "-N", "-u", str(HERE / "vimrc"), "-i", "NONE", "-n", "-es",
-               "-S", str(HERE / "flow.vim")]
-    data = run_editor(command, tmp_path=tmp, workspace=workspace)
-    data["workspace"] = str(workspace)
-    data["tmp"] = str(tmp)
-    return data
+    return run_in_examples(tmp_path_factory, "vim-ale", vim_command(HERE, "flow.vim"))
 
 
 def _ok(results: dict[str, Any], section: str) -> None:

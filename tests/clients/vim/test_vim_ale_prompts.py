@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.editors import run_editor, system_tool
+from tests.clients.editors import prompt_workspace, run_editor, vim_command
 
 HERE = Path(__file__).resolve().parent
 FILES = {
@@ -30,13 +30,9 @@ FILETYPES = {"support.prompty": "prompty", "bugs.prompt.yml": "yaml",
 
 @pytest.mark.nvim
 def test_each_prompt_file_gets_bl070_from_ale(tmp_path: Path) -> None:
-    workspace = tmp_path / "repo"
-    workspace.mkdir()
-    for name, text in FILES.items():
-        (workspace / name).write_text(text, "utf-8")
-    command = [system_tool("vim"), "-N", "-u", str(HERE / "vimrc"), "-i", "NONE", "-n", "-es",
-               "-S", str(HERE / "prompt_flow.vim")]
-    data = run_editor(command, tmp_path=tmp_path, workspace=workspace,
+    workspace = prompt_workspace(tmp_path, FILES)
+    data = run_editor(vim_command(HERE, "prompt_flow.vim"), tmp_path=tmp_path,
+                      workspace=workspace,
                       extra_env={"BUDGETLENS_PROMPT_FILES": ",".join(FILES)})
     assert data["errors"] == {}, data["errors"]
     shown = data["prompt_files"]
