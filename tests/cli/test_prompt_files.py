@@ -25,24 +25,18 @@ from tiktoken.load import load_tiktoken_bpe
 
 from budgetlens_cli.main import main
 from tests.core.formats.helpers import _ENCODINGS, CORPUS, REPO, corpus, tokens
-from tests.workspaces.prompt_files import clean_env
+from tests.workspaces.prompt_files import (
+    DOTPROMPT,
+    DOTPROMPT_UNSET,
+    GITHUB,
+    GITHUB_UNSET,
+    clean_env,
+)
 
 __all__ = ["clean_env"]  # the autouse fixture of tests/workspaces/prompt_files.py
 
 GPT4O_MINI_WINDOW, GPT4_WINDOW = 128_000, 8_192  # the registry's, as OpenAI publishes them
 MARGIN = 128  # the default safety margin
-
-GITHUB = """\
-name: Bug summarizer
-model: openai/gpt-4o-mini
-modelParameters:
-  max_tokens: 2000
-messages:
-  - role: system
-    content: You summarize bug reports in three sentences.
-  - role: user
-    content: 'Summarize this report: {{input}}'
-"""
 
 PROMPTY = """\
 ---
@@ -63,21 +57,6 @@ You answer questions about our product, politely and briefly.
 
 user:
 {{question}}
-"""
-
-DOTPROMPT = """\
----
-model: openai/gpt-4o-mini
-config:
-  maxOutputTokens: 800
-input:
-  schema:
-    topic: string
----
-{{role "system"}}
-You write haiku.
-{{role "user"}}
-Write a haiku about {{topic}}.
 """
 
 
@@ -424,9 +403,7 @@ def test_clamp_lowers_the_limit_in_place_in_each_format(
     assert code == 0 and all(s["fits"] for s in json.loads(out)["steps"])
 
 
-GITHUB_UNSET = GITHUB.replace("modelParameters:\n  max_tokens: 2000\n", "")
 PROMPTY_UNSET = PROMPTY.replace("  parameters:\n    max_tokens: 1500\n", "")
-DOTPROMPT_UNSET = DOTPROMPT.replace("config:\n  maxOutputTokens: 800\n", "")
 
 
 @pytest.mark.parametrize(("name", "unset", "expected"), [

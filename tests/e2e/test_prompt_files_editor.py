@@ -15,17 +15,11 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from tests.workspaces.prompt_files import DOTPROMPT_UNSET as DOTPROMPT
+from tests.workspaces.prompt_files import GITHUB_UNSET as GITHUB
+
 from .harness import Editor, codes_of, running_server, td
 
-GITHUB = """\
-name: Bug summarizer
-model: openai/gpt-4o-mini
-messages:
-  - role: system
-    content: You summarize bug reports in three sentences.
-  - role: user
-    content: 'Summarize this report: {{input}}'
-"""
 PROMPTY = """\
 ---
 name: Support answer
@@ -40,18 +34,6 @@ You answer questions about our product.
 
 user:
 {{question}}
-"""
-DOTPROMPT = """\
----
-model: openai/gpt-4o-mini
-input:
-  schema:
-    topic: string
----
-{{role "system"}}
-You write haiku.
-{{role "user"}}
-Write a haiku about {{topic}}.
 """
 # file, text, the variable, the text after the quick-fix
 CASES = {

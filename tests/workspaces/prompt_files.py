@@ -1,4 +1,5 @@
-"""What the CLI tests of prompt files share: each runs in its own empty folder.
+"""What the tests of prompt files share: two files as a user keeps them, and (on the command
+line) a run in an empty folder of its own.
 
 Import :func:`clean_env` into a test module (and name it in ``__all__``) to use it there.
 """
@@ -8,6 +9,39 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+#: A GitHub Models prompt file: gpt-4o-mini, output limit 2000, one variable ``input``.
+GITHUB = """\
+name: Bug summarizer
+model: openai/gpt-4o-mini
+modelParameters:
+  max_tokens: 2000
+messages:
+  - role: system
+    content: You summarize bug reports in three sentences.
+  - role: user
+    content: 'Summarize this report: {{input}}'
+"""
+
+#: A Dotprompt file: gpt-4o-mini, output limit 800, one variable ``topic``.
+DOTPROMPT = """\
+---
+model: openai/gpt-4o-mini
+config:
+  maxOutputTokens: 800
+input:
+  schema:
+    topic: string
+---
+{{role "system"}}
+You write haiku.
+{{role "user"}}
+Write a haiku about {{topic}}.
+"""
+
+#: The same two files with no output limit.
+GITHUB_UNSET = GITHUB.replace("modelParameters:\n  max_tokens: 2000\n", "")
+DOTPROMPT_UNSET = DOTPROMPT.replace("config:\n  maxOutputTokens: 800\n", "")
 
 
 @pytest.fixture(autouse=True)
