@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,23 @@ def editor_env(home: Path, results: Path, workspace: Path) -> dict[str, str]:
     return env
 
 
+def wait_for(proc: subprocess.Popen[str], results: Path, timeout: float,
+             kill: Callable[[int], None]) -> tuple[str, str, bool, dict[str, Any]]:
+    """Wait for ``proc`` with a hang guard (``kill`` its pid on timeout). Its standard output
+    and error, whether it timed out, and the JSON results it wrote (``{}`` for none)."""
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        kill(proc.pid)
+        stdout, stderr = proc.communicate()
+        timed_out = True
+    data: dict[str, Any] = {}
+    if results.is_file():
+        data = json.loads(results.read_text(encoding="utf-8"))
+    return stdout, stderr, timed_out, data
+
+
 def run_editor(command: list[str], *, tmp_path: Path, workspace: Path,
                timeout: float = HANG_GUARD,
                extra_env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -136,16 +154,7 @@ def run_editor(command: list[str], *, tmp_path: Path, workspace: Path,
     proc = subprocess.Popen(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_group(proc.pid)
-        stdout, stderr = proc.communicate()
-        timed_out = True
-    data: dict[str, Any] = {}
-    if results.is_file():
-        data = json.loads(results.read_text(encoding="utf-8"))
+    stdout, stderr, timed_out, data = wait_for(proc, results, timeout, kill_group)
     kill_group(proc.pid)  # a server left behind by the editor (normally already gone)
     detail = (f"steps done: {data.get('steps')}\nerror: {data.get('error')}\n"
               f"stderr: {stderr[-4000:]}\nstdout: {stdout[-2000:]}")

@@ -3,12 +3,7 @@
 ;; M-x eglot, hover, pick quick-fixes from `eglot-code-actions' (its completing-read menu
 ;; answered here), run the JSON quick-fix.  eglot has no code lenses.
 
-(package-initialize)
-(require 'yaml-mode)
-(load (expand-file-name "editor-clients/emacs/budgetlens-eglot.el" (getenv "BUDGETLENS_REPO")))
-(add-to-list 'load-path (file-name-directory load-file-name))
-(require 'harness)
-(setq eglot-sync-connect t eglot-autoreconnect nil)
+(load (expand-file-name "eglot_setup.el" (file-name-directory load-file-name)) nil t)
 
 (defun bl-diags ()
   (mapcar (lambda (d)

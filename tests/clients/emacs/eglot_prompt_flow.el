@@ -3,12 +3,7 @@
 ;; named in $BUDGETLENS_PROMPT_FILES (comma-separated) in a folder without config.json,
 ;; M-x eglot, and record its major mode and flymake's diagnostics once BL070 arrives.
 
-(package-initialize)
-(require 'yaml-mode)
-(load (expand-file-name "editor-clients/emacs/budgetlens-eglot.el" (getenv "BUDGETLENS_REPO")))
-(add-to-list 'load-path (file-name-directory load-file-name))
-(require 'harness)
-(setq eglot-sync-connect t eglot-autoreconnect nil)
+(load (expand-file-name "eglot_setup.el" (file-name-directory load-file-name)) nil t)
 
 (defun bl-codes ()
   (mapcar (lambda (d) (plist-get (cdr (assoc 'eglot-lsp-diag (eglot--diag-data d))) :code))

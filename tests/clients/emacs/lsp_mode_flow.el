@@ -4,21 +4,9 @@
 ;; (M-x lsp-describe-thing-at-point), quick-fixes from M-x lsp-execute-code-action (its
 ;; completing-read menu answered here), the JSON quick-fix.
 
-(package-initialize)
-(require 'yaml-mode)
-(setq lsp-session-file (expand-file-name "lsp-session" (getenv "HOME"))
-      lsp-enable-file-watchers nil
-      lsp-headerline-breadcrumb-enable nil
-      lsp-modeline-code-actions-enable nil
-      lsp-modeline-diagnostics-enable nil
-      lsp-diagnostics-provider :flymake
-      lsp-lens-enable t
-      lsp-restart 'ignore
-      lsp-enable-snippet nil
+(setq lsp-lens-enable t
       lsp-auto-execute-action nil)  ; show the menu even for one action (recorded here)
-(load (expand-file-name "editor-clients/emacs/budgetlens-lsp-mode.el" (getenv "BUDGETLENS_REPO")))
-(add-to-list 'load-path (file-name-directory load-file-name))
-(require 'harness)
+(load (expand-file-name "lsp_mode_setup.el" (file-name-directory load-file-name)) nil t)
 
 (defun bl-code-of (flymake-diag)
   "The LSP code of FLYMAKE-DIAG (lsp-mode shows only the message in flymake)."

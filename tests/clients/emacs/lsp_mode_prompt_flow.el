@@ -4,19 +4,7 @@
 ;; in $BUDGETLENS_PROMPT_FILES (comma-separated) opened, M-x lsp, and its major mode and
 ;; diagnostics recorded once BL070 arrives.
 
-(package-initialize)
-(require 'yaml-mode)
-(setq lsp-session-file (expand-file-name "lsp-session" (getenv "HOME"))
-      lsp-enable-file-watchers nil
-      lsp-headerline-breadcrumb-enable nil
-      lsp-modeline-code-actions-enable nil
-      lsp-modeline-diagnostics-enable nil
-      lsp-diagnostics-provider :flymake
-      lsp-restart 'ignore
-      lsp-enable-snippet nil)
-(load (expand-file-name "editor-clients/emacs/budgetlens-lsp-mode.el" (getenv "BUDGETLENS_REPO")))
-(add-to-list 'load-path (file-name-directory load-file-name))
-(require 'harness)
+(load (expand-file-name "lsp_mode_setup.el" (file-name-directory load-file-name)) nil t)
 
 (defun bl-codes ()
   (mapcar (lambda (d) (lsp:diagnostic-code? d))

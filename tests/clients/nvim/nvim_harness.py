@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from budgetlens.tokens.core import get_tokenizer
-from tests.clients.editors import EXAMPLES, REPO, copy_examples, kill_pid, private_dirs
+from tests.clients.editors import EXAMPLES, REPO, copy_examples, kill_pid, private_dirs, wait_for
 from tests.waiting import ANSWER_GUARD, HANG_GUARD
 
 HERE = Path(__file__).resolve().parent
@@ -74,16 +74,7 @@ def run_nvim_script(
         command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_pid(proc.pid)
-        stdout, stderr = proc.communicate()
-        timed_out = True
-    data: dict[str, Any] = {}
-    if results.is_file():
-        data = json.loads(results.read_text(encoding="utf-8"))
+    stdout, stderr, timed_out, data = wait_for(proc, results, timeout, kill_pid)
     server_pid = data.get("server_pid")
     if isinstance(server_pid, int):
         kill_pid(server_pid)  # normally already gone: nvim stops its clients on exit
@@ -116,3 +107,13 @@ def write_report_budget() -> dict[str, int]:
     total = fixed + context + output + margin
     return {"fixed": fixed, "context": context, "output": output, "margin": margin,
             "total": total, "window": window}
+
+
+def run_in_examples(tmp_path_factory: pytest.TempPathFactory, name: str, script: Path,
+                    **options: Any) -> dict[str, Any]:
+    """:func:`run_nvim_script` in a private copy of the example workspace, under a new folder
+    ``name`` (``options`` go to it); the results also hold that copy's path (``workspace``)."""
+    tmp = tmp_path_factory.mktemp(name)
+    workspace = copy_examples(tmp)
+    return run_nvim_script(script, workspace=workspace, tmp_path=tmp, **options) | {
+        "workspace": str(workspace)}

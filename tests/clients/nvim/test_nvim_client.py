@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .nvim_harness import HERE, copy_examples, run_nvim_script, write_report_budget
+from .nvim_harness import HERE, run_in_examples, write_report_budget
 
 PIPELINE = "pipelines/long_report.yaml"
 TRUNCATED = "responses/truncated.json"
@@ -23,12 +23,9 @@ TRUNCATED = "responses/truncated.json"
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("nvim-client")
-    workspace = copy_examples(tmp)
-    return run_nvim_script(
-        HERE / "client_flow.lua", workspace=workspace, tmp_path=tmp,
-        extra_env={"BUDGETLENS_NVIM_PIPELINE": PIPELINE, "BUDGETLENS_NVIM_TRUNCATED": TRUNCATED},
-    ) | {"workspace": str(workspace)}
+    return run_in_examples(
+        tmp_path_factory, "nvim-client", HERE / "client_flow.lua",
+        extra_env={"BUDGETLENS_NVIM_PIPELINE": PIPELINE, "BUDGETLENS_NVIM_TRUNCATED": TRUNCATED})
 
 
 @pytest.mark.nvim

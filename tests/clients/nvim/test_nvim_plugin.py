@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .nvim_harness import HERE, copy_examples, run_nvim_script, write_report_budget
+from .nvim_harness import HERE, copy_examples, run_in_examples, run_nvim_script, write_report_budget
 
 PIPELINE = "pipelines/long_report.yaml"
 OTHER = "pipelines/chat.yaml"
@@ -23,16 +23,11 @@ MARKER = "<<<CUT>>>"
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("nvim-plugin")
-    workspace = copy_examples(tmp)
-    data = run_nvim_script(
-        HERE / "plugin_flow.lua", workspace=workspace, tmp_path=tmp,
+    return run_in_examples(
+        tmp_path_factory, "nvim-plugin", HERE / "plugin_flow.lua",
         init=str(HERE / "plugin_init.lua"),
         extra_env={"BUDGETLENS_NVIM_PIPELINE": PIPELINE, "BUDGETLENS_NVIM_OTHER_PIPELINE": OTHER,
-                   "BUDGETLENS_NVIM_PROMPT": PROMPT, "BUDGETLENS_NVIM_TRUNCATED": TRUNCATED},
-    )
-    data["workspace"] = str(workspace)
-    return data
+                   "BUDGETLENS_NVIM_PROMPT": PROMPT, "BUDGETLENS_NVIM_TRUNCATED": TRUNCATED})
 
 
 @pytest.mark.nvim
