@@ -34,14 +34,18 @@ def _gone(diags: list[types.Diagnostic]) -> bool:
     return "BL050" not in codes_of(diags)
 
 
+async def _open_over(ed: Editor, path: str) -> tuple[str, str, types.Diagnostic]:
+    """Open ``path``: its URI, its text as opened, and its BL050 once published."""
+    uri = ed.open(path)
+    return uri, ed.texts[uri], await _bl050(ed, uri)
+
+
 async def test_clamp_context_in_this_file_removes_the_diagnostic(
         recorded: RecordedClient, workspace: Path) -> None:
     b = expected.write_report(workspace)
     new_context = expected.WINDOW - (b.fixed + b.history + b.output + b.margin)
     async with running_server(workspace, recorded=recorded) as ed:
-        uri = ed.open("pipelines/long_report.yaml")
-        before = ed.texts[uri]
-        diag = await _bl050(ed, uri)
+        uri, before, diag = await _open_over(ed, "pipelines/long_report.yaml")
         actions = await _actions(ed, uri, diag)
         [fix] = [a for a in actions if "max_context_tokens" in a.title
                  and a.kind == types.CodeActionKind.QuickFix]
@@ -58,9 +62,7 @@ async def test_clamp_this_steps_output_removes_the_diagnostic(
     b = expected.write_report(workspace)
     new_output = b.output + b.headroom
     async with running_server(workspace, recorded=recorded) as ed:
-        uri = ed.open("pipelines/long_report.yaml")
-        before = ed.texts[uri]
-        diag = await _bl050(ed, uri)
+        uri, before, diag = await _open_over(ed, "pipelines/long_report.yaml")
         [fix] = [a for a in await _actions(ed, uri, diag, only=["quickfix"])
                  if "write_report" in a.title]
         assert f"2048 → {new_output}" in fix.title
@@ -69,6 +71,12 @@ async def test_clamp_this_steps_output_removes_the_diagnostic(
         assert ed.texts[uri] == before.replace("max_output_tokens: 2048",
                                                f"max_output_tokens: {new_output}")
         await ed.wait_diagnostics(uri, _gone)
+
+
+def _overflow_support(workspace: Path) -> None:
+    path = workspace / "pipelines/support.yaml"
+    path.write_text(path.read_text("utf-8").replace("max_context_tokens: 3072",
+                                                    "max_context_tokens: 7000"), "utf-8")
 
 
 def _overflow_multilingual(workspace: Path) -> None:
@@ -84,9 +92,7 @@ async def test_inherited_context_is_overridden_in_the_child(
     assert b.headroom < 0
     new_context = expected.WINDOW - (b.fixed + b.output + b.margin)
     async with running_server(workspace, recorded=recorded) as ed:
-        uri = ed.open("pipelines/multilingual.yaml")
-        before = ed.texts[uri]
-        diag = await _bl050(ed, uri)
+        uri, before, diag = await _open_over(ed, "pipelines/multilingual.yaml")
         [fix] = [a for a in await _actions(ed, uri, diag) if "override here" in a.title]
         assert fix.edit is not None
         ed.apply(fix.edit)
@@ -148,9 +154,7 @@ async def test_inherited_context_in_a_closed_parent_uses_a_plain_changes_map(
 
 async def test_inherited_step_output_is_clamped_by_copying_the_steps_or_in_the_parent(
         recorded: RecordedClient, workspace: Path) -> None:
-    support = workspace / "pipelines/support.yaml"
-    support.write_text(support.read_text("utf-8").replace("max_context_tokens: 3072",
-                                                          "max_context_tokens: 7000"), "utf-8")
+    _overflow_support(workspace)
     b = expected.answer(workspace, context=7000)
     new_output = b.output + b.headroom
     async with running_server(workspace, recorded=recorded) as ed:
@@ -176,9 +180,7 @@ async def test_fix_all_applies_the_whole_plan(
     b = expected.write_report(workspace)
     new_context = expected.WINDOW - (b.fixed + b.history + b.output + b.margin)
     async with running_server(workspace, recorded=recorded) as ed:
-        uri = ed.open("pipelines/long_report.yaml")
-        before = ed.texts[uri]
-        diag = await _bl050(ed, uri)
+        uri, before, diag = await _open_over(ed, "pipelines/long_report.yaml")
         actions = await _actions(ed, uri, diag, only=["source.fixAll.budgetlens"])
         [fix] = actions
         assert fix.kind == "source.fixAll.budgetlens" and fix.edit is not None
@@ -203,15 +205,11 @@ async def test_inherited_step_output_fixed_in_the_parent(
         recorded: RecordedClient, workspace: Path) -> None:
     (workspace.parent / "original-base.yaml").write_text(
         (workspace / "pipelines/base.yaml").read_text("utf-8"), "utf-8")
-    support = workspace / "pipelines/support.yaml"
-    support.write_text(support.read_text("utf-8").replace("max_context_tokens: 3072",
-                                                          "max_context_tokens: 7000"), "utf-8")
+    _overflow_support(workspace)
     b = expected.answer(workspace, context=7000)
     new_output = b.output + b.headroom
     async with running_server(workspace, recorded=recorded) as ed:
-        uri = ed.open("pipelines/support.yaml")
-        before = ed.texts[uri]
-        diag = await _bl050(ed, uri)
+        uri, before, diag = await _open_over(ed, "pipelines/support.yaml")
         [fix] = [a for a in await _actions(ed, uri, diag)
                  if "of step 'answer'" in a.title and "in base.yaml" in a.title]
         assert fix.edit is not None
