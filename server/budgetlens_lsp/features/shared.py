@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
 from budgetlens.contract.results import StepBudget
+from budgetlens.contract.step_text import SumStyle, sum_text
 from budgetlens.files import is_inside
 from budgetlens_lsp.convert import format_int, path_from_uri
 from budgetlens_lsp.features.state import ServerState
@@ -118,25 +119,8 @@ def headroom_text(step: StepBudget) -> str:
 
 
 def budget_sum(step: StepBudget) -> str:
+    """A lens's and a hover's sum of ``step``: ``≈ fixed 950 (tools 98) + ... = 5,000 /
+    8192 (3,192 free)`` (the terms and their rules: ``contract/step_text.py``)."""
     approx = "≈ " if step.approximate else ""  # the model's tokenizer is approximated
-    return (f"{approx}fixed {step.fixed.value}{_fixed_parts(step)} + history"
-            f" {step.history.value} + context {step.context.value} + output"
-            f" {step.output.value}{_reasoning_part(step)} + margin {step.margin.value}"
-            f" = {step.total} / {step.window.value} ({headroom_text(step)})")
-
-
-def _fixed_parts(step: StepBudget) -> str:
-    """`` (tools 57, response_schema ≈22)`` for a step with request terms."""
-    parts = [f"{name} {'≈' if t.source.startswith('≈') else ''}{t.value}" for name, t in
-             (("tools", step.tools), ("response_schema", step.response_schema))
-             if t is not None]
-    return f" ({', '.join(parts)})" if parts else ""
-
-
-def _reasoning_part(step: StepBudget) -> str:
-    """`` + reasoning 4000``, or `` (reasoning 2048 inside)`` for Claude's thinking."""
-    if step.reasoning is None:
-        return ""
-    if step.reasoning_in_output:
-        return f" (reasoning {step.reasoning.value} inside)"
-    return f" + reasoning {step.reasoning.value}"
+    return (f"{approx}{sum_text(step, SumStyle.LENS)} / {step.window.value}"
+            f" ({headroom_text(step)})")

@@ -18,7 +18,8 @@ tell the user to change), ``clamp`` (the clamp arithmetic and shared floors), ``
 clamp plan as text edits), ``injection_settings`` (the ``settings.injection`` block),
 ``config``, ``pipeline`` (their fields declared once in ``shapes``), ``template``,
 ``policy``, ``validation``, ``near_miss``, ``cache``, ``json_schema``, ``report_text`` (the
-step table both adapters print: ``budget_table``), ``escape`` (each output format's rule for
+step table both adapters print: ``budget_table``), ``step_text`` (a step's sum as one line,
+in a diagnostic and in a lens), ``escape`` (each output format's rule for
 strings from files), ``diff`` (``budget_diff`` of two sides), ``limits`` (the window,
 ceiling and tokenizer from config.json, the registry and ``serving``), ``models_file`` (the
 workspace's and user's ``models.json`` over the registry), ``targets`` (the target matrix)

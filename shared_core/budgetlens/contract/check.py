@@ -79,9 +79,9 @@ from budgetlens.contract.step_plan import (
     CheckStopped as CheckStopped,  # part of this module's interface
 )
 from budgetlens.contract.step_plan import _poll, _Shared, _StepPlan
+from budgetlens.contract.step_text import SumStyle, sum_text
 from budgetlens.contract.terms import (
     TermSpec,
-    approximate,
     framing_for,
     load_json,
     reasoning_problems,
@@ -577,30 +577,8 @@ def _violation_data(s: StepBudget) -> ClampFix:
 
 
 def _violation(label: str, s: StepBudget, window: Term) -> str:
-    arithmetic = (f"fixed {s.fixed.value} (system prompt {s.system_prompt.value}"
-                  f" + template {s.template.value} + format overhead"
-                  f" {s.format_overhead.value}{_request_parts(s)}) + history"
-                  f" {s.history.value} + context {s.context.value} + output"
-                  f" {s.output.value}{_reasoning_part(s)} + margin {s.margin.value} ="
-                  f" {s.total}")
-    return (f"{label} does not fit the context window: {arithmetic} >"
+    return (f"{label} does not fit the context window: {sum_text(s, SumStyle.MESSAGE)} >"
             f" {window.value} (over by {-s.headroom})")
-
-
-def _request_parts(s: StepBudget) -> str:
-    """`` + tools 88 + response_schema ≈40`` for a step with those terms."""
-    return "".join(f" + {name} {'≈' if approximate(t) else ''}{t.value}"
-                   for name, t in (("tools", s.tools), ("response_schema", s.response_schema))
-                   if t is not None)
-
-
-def _reasoning_part(s: StepBudget) -> str:
-    """`` + reasoning 4000``, or `` (reasoning 4000 inside it)`` for Claude's."""
-    if s.reasoning is None:
-        return ""
-    if s.reasoning_in_output:
-        return f" (reasoning {s.reasoning.value} inside it)"
-    return f" + reasoning {s.reasoning.value}"
 
 
 def _clamp_text(index: int, clamp: ClampValues) -> str:

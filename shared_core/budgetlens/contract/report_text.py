@@ -102,8 +102,8 @@ def _term_notes(report: PipelineReport, names: list[str]) -> list[str]:
     holds besides the prompts, its thinking budget and its model's input limit."""
     out = []
     for s, name in zip(report.steps, names, strict=True):
-        parts = [f"{label} {t.value:,} ({escape.text(t.source)})" for label, t in
-                 (("tools", s.tools), ("response_schema", s.response_schema)) if t is not None]
+        parts = [f"{label} {t.value:,} ({escape.text(t.source)})"
+                 for label, t in s.request_terms()]
         if s.reasoning is not None:
             where = "inside the output" if s.reasoning_in_output else "added to the total"
             parts.append(f"reasoning {s.reasoning.value:,} {where}"

@@ -134,6 +134,13 @@ class StepBudget:
     max_input: Term | None = None
     """The model's input limit, when it is below the window."""
 
+    def request_terms(self) -> list[tuple[str, Term]]:
+        """The request terms in the fixed part, named as the texts show them: ``tools``,
+        then ``response_schema``, those the step has."""
+        return [(name, term) for name, term in (("tools", self.tools),
+                                                ("response_schema", self.response_schema))
+                if term is not None]
+
     @property
     def reasoning_added(self) -> int:
         """The tokens the thinking budget adds to the request beside the output limit."""
