@@ -50,14 +50,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from budgetlens import codes
 from budgetlens.contract.advice import floor_related, inherited_suffix, largest_term, unfit_message
 from budgetlens.contract.cache import BudgetCache, RecordingFiles, with_places
 from budgetlens.contract.clamp import compute_clamp
 from budgetlens.contract.config import LoadedConfig
-from budgetlens.contract.discovery import is_prompt_path, mapping_for
+from budgetlens.contract.discovery import is_prompt_path, mapping_in
 from budgetlens.contract.enums import (
     OutputSource,
     TermSource,
@@ -66,7 +66,7 @@ from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.injection_settings import check_injection
 from budgetlens.contract.limits import ModelLimits
 from budgetlens.contract.margin import step_margin
-from budgetlens.contract.planner import _Plan, _Planner
+from budgetlens.contract.planner import _ConfigLookup, _Plan, _Planner
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import (
     CheckOptions,
@@ -110,9 +110,6 @@ from budgetlens.tokens.core import (
     tokenizer_path,
 )
 from budgetlens.tokens.families import is_exact
-
-if TYPE_CHECKING:  # the reader's type only: the readers load when a prompt file is checked
-    from budgetlens.formats.mapping import MappingSpec
 
 
 class _Outside:
@@ -609,17 +606,23 @@ def _folder_if_relative(pipe: str, options: CheckOptions) -> str | None:
 
 
 def _planner_for(pipe: str, run_files: RunFiles, options: CheckOptions, cache: BudgetCache,
-                 ) -> tuple[type[_Planner], MappingSpec | None]:
-    """The planner of the file ``pipe`` and the ``prompt_mappings`` entry that reads it: a
-    prompt file's own planner (also for a mapped file), else a pipeline's."""
-    mapping = None if is_prompt_path(pipe) else \
-        mapping_for(pipe, RecordingFiles(run_files), options, cache)
-    if not is_prompt_path(pipe) and mapping is None:
-        return _Planner, None
+                 environ: Mapping[str, str], previous: _Plan | None,
+                 stop: Callable[[], bool] | None) -> _Planner:
+    """The planner of the file ``pipe``: a prompt file's own (also for a file a config.json
+    ``prompt_mappings`` entry reads: its ``mapping``), else a pipeline's.
+
+    A pipeline's config.json is looked up once: the lookup that looks for a mapping is the
+    one the planner plans with, and its fingerprints are the plan's."""
+    lookup = None if is_prompt_path(pipe) else _ConfigLookup.of(pipe, run_files, options, cache)
+    mapping = mapping_in(pipe, lookup.config) if lookup is not None else None
+    if lookup is not None and mapping is None:
+        return _Planner(pipe, run_files, options, environ, cache, previous, stop, lookup)
     # start-up speed: the format readers (Jinja2, Handlebars, mustache) load only when a
     # prompt file is checked (docs/performance.md)
     from budgetlens.contract.prompt_plan import _PromptPlanner
-    return _PromptPlanner, mapping
+    planner = _PromptPlanner(pipe, run_files, options, environ, cache, previous, stop, lookup)
+    planner.mapping = mapping  # set before ``plan``
+    return planner
 
 
 def check_pipeline(path: Path | str, *, files: FileSource | None = None,
@@ -659,11 +662,8 @@ def check_pipeline(path: Path | str, *, files: FileSource | None = None,
     planned = False
     if not isinstance(plan, _Plan):
         previous = cache.stale_structure(structure_key)
-        planner, mapping = _planner_for(pipe, run_files, options, cache)
-        made = planner(pipe, run_files, options, environ, cache,
-                       previous if isinstance(previous, _Plan) else None, stop)
-        made.mapping = mapping  # a file a config.json's prompt_mappings entry reads
-        plan = made.plan()
+        plan = _planner_for(pipe, run_files, options, cache, environ,
+                            previous if isinstance(previous, _Plan) else None, stop).plan()
         planned = True
     checker = _PipelineCheck(pipe, plan, run_files, options, cache, stop)
     report = checker.run()

@@ -229,15 +229,6 @@ def mapped_files(folder: str) -> list[Path]:
     return out
 
 
-def mapping_for(pipe: str, files: RecordingFiles, options: CheckOptions,
-                cache: BudgetCache) -> MappingSpec | None:
-    """The ``prompt_mappings`` entry of ``pipe``'s config.json whose glob (relative to
-    config.json's folder) matches it, as the reader's ``MappingSpec``; ``None`` when none
-    does (the file is then a pipeline)."""
-    config, _ = pipeline_config(pipe, files, options, cache)
-    return mapping_in(pipe, config)
-
-
 def mapping_in(pipe: str, config: LoadedConfig | None) -> MappingSpec | None:
     """The first ``prompt_mappings`` entry of ``config`` whose glob matches ``pipe``."""
     if config is None or config.config is None or not config.config.prompt_mappings:

@@ -250,6 +250,23 @@ class _Plan:
 
 
 
+@dataclass(frozen=True)
+class _ConfigLookup:
+    """config.json of a file as ``pipeline_config`` found it (``config`` None: none found),
+    and the ``files`` it was looked up through: they hold the fingerprint of every place
+    probed, which become the first entries of the plan's ``deps``."""
+
+    files: RecordingFiles
+    config: LoadedConfig | None
+    path: str | None
+
+    @staticmethod
+    def of(pipe: str, run_files: RunFiles, options: CheckOptions,
+           cache: BudgetCache) -> _ConfigLookup:
+        files = RecordingFiles(run_files)
+        return _ConfigLookup(files, *pipeline_config(pipe, files, options, cache))
+
+
 class _Planner(_StepPlanner):
     """Builds the ``_Plan`` of a pipeline: reads and parses the pipeline, its extends chain
     and config.json, merges the settings, then plans every step (``_StepPlanner``)."""
@@ -261,13 +278,16 @@ class _Planner(_StepPlanner):
     def __init__(self, pipeline: str, files: RunFiles, options: CheckOptions,
                  environ: Mapping[str, str], cache: BudgetCache,
                  previous: _Plan | None = None,
-                 stop: Callable[[], bool] | None = None) -> None:
+                 stop: Callable[[], bool] | None = None,
+                 lookup: _ConfigLookup | None = None) -> None:
         super().__init__(pipeline, cache, stop)
         #: the plan of an earlier version of the pipeline (or None): its steps that are the
         #: same are taken over (``_Reuse``)
         self.previous = previous
         self.run_files = files
-        self.files = RecordingFiles(files)
+        #: config.json as the check looked it up to choose this planner (``config``)
+        self.lookup = lookup
+        self.files = lookup.files if lookup is not None else RecordingFiles(files)
         self.options = options
         self.environ = environ
 
@@ -280,9 +300,16 @@ class _Planner(_StepPlanner):
         return self.cache.parsed("pipeline", path, self.files,
                                  lambda: read_pipeline(path, self.files))
 
+    def config(self) -> tuple[LoadedConfig | None, str | None]:
+        """config.json and its path: the check's ``lookup``, else looked up now (once)."""
+        if self.lookup is None:
+            self.lookup = _ConfigLookup(self.files, *pipeline_config(
+                self.pipe, self.files, self.options, self.cache))
+        return self.lookup.config, self.lookup.path
+
     # ------------------------------------------------------------- the pipeline as a whole
     def plan(self) -> _Plan:
-        config, config_path = pipeline_config(self.pipe, self.files, self.options, self.cache)
+        config, config_path = self.config()
         if config_path:
             self.inputs.add(config_path)
         root = self.root(config)

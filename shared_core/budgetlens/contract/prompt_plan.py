@@ -37,7 +37,6 @@ from typing import Any
 from budgetlens import codes
 from budgetlens.contract.cache import RecordingFiles
 from budgetlens.contract.config import LoadedConfig, load_config
-from budgetlens.contract.discovery import pipeline_config
 from budgetlens.contract.enums import OutputSource, PolicySource, TermSource
 from budgetlens.contract.limits import (
     ModelLimits,
@@ -190,7 +189,7 @@ class _PromptPlanner(_Planner):
     reader_kinds: frozenset[ProblemKind] = frozenset()  # the kinds of the reader's problems
 
     def plan(self) -> _Plan:
-        config, config_path = pipeline_config(self.pipe, self.files, self.options, self.cache)
+        config, config_path = self.config()
         if config is None and self.options.config_path is None:
             root = self.options.workspace_root
             config = pyproject_config(self.files, os.path.dirname(self.pipe),
