@@ -16,7 +16,7 @@ import functools
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lsprotocol import types
@@ -215,26 +215,29 @@ def _register_requests(server: BudgetLensServer, ctx: ServerState) -> None:
         return await actions.on_code_action(ctx, params)
 
 
+#: A command's handler: the server state and the command's arguments in, its result out.
+CommandHandler = Callable[[ServerState, tuple[Any, ...]], Awaitable[dict[str, Any]]]
+
+
 def _register_commands(server: BudgetLensServer, ctx: ServerState) -> None:
-    @server.command(commands.SHOW_HIERARCHY)
-    async def show_hierarchy(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
-        return await commands.on_show_hierarchy(ctx, args)
+    handlers: dict[str, CommandHandler] = {
+        commands.SHOW_HIERARCHY: commands.on_show_hierarchy,
+        commands.SHOW_REPORT: commands.on_show_report,
+        commands.CLAMP_ALL: commands.on_clamp_all,
+        commands.APPLY_FIX: commands.on_apply_fix,
+        commands.SHOW_LOCATION: commands.on_show_location,
+    }
+    for name, handler in handlers.items():
+        server.command(name)(_command(ctx, handler))
 
-    @server.command(commands.SHOW_REPORT)
-    async def show_report(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
-        return await commands.on_show_report(ctx, args)
 
-    @server.command(commands.CLAMP_ALL)
-    async def clamp_all(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
-        return await commands.on_clamp_all(ctx, args)
-
-    @server.command(commands.APPLY_FIX)
-    async def apply_fix(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
-        return await commands.on_apply_fix(ctx, args)
-
-    @server.command(commands.SHOW_LOCATION)
-    async def show_location(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
-        return await commands.on_show_location(ctx, args)
+def _command(ctx: ServerState, handler: CommandHandler,
+             ) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The function pygls runs for a command: its arguments, as the client sent them, go
+    to ``handler``. (pygls reads the signature: ``ls`` first, then ``*args`` untouched.)"""
+    async def run(ls: BudgetLensServer, *args: Any) -> dict[str, Any]:
+        return await handler(ctx, args)
+    return run
 
 
 __all__ = ["BudgetLensServer", "create_server"]
