@@ -336,8 +336,7 @@ class _StepPlanner:
         """The step's own context: 0 with ``use_context: false``, its own
         ``max_context_tokens`` (the pipeline's is not charged to it); ``None``: the
         pipeline's. A wrong value is BL005 and the pipeline's is used."""
-        extra = at.step.model_extra or {}
-        use, own = extra.get("use_context"), extra.get("max_context_tokens")
+        use = (at.step.model_extra or {}).get("use_context")
         if use is not None and type(use) is not bool:
             self.add(at.location("use_context"), Severity.ERROR, codes.INVALID_VALUE,
                      f"use_context of step {at.name!r} must be true or false, got {use!r};"
@@ -345,28 +344,25 @@ class _StepPlanner:
             use = None
         if use is False:
             return Term(0, TermSource.CONTEXT_OFF, shared.inherited, at.location("use_context"))
-        if own is None:
-            return None
-        if type(own) is not int or own < 0:
-            self.add(at.location("max_context_tokens"), Severity.ERROR, codes.INVALID_VALUE,
-                     f"max_context_tokens of step {at.name!r} must be an integer >= 0, got"
-                     f" {own!r}; the pipeline's settings.max_context_tokens is used", at.name)
-            return None
-        return Term(own, f"steps[{at.index}].max_context_tokens", shared.inherited,
-                    at.location("max_context_tokens"))
+        return self.own_tokens(at, shared, "max_context_tokens",
+                               "the pipeline's settings.max_context_tokens")
 
     def own_history(self, at: _At, shared: _Shared) -> Term | None:
         """The step's own ``max_history_tokens`` (for a use_history step), else None."""
-        own = (at.step.model_extra or {}).get("max_history_tokens")
+        return self.own_tokens(at, shared, "max_history_tokens", "settings.max_history_tokens")
+
+    def own_tokens(self, at: _At, shared: _Shared, key: str, fallback: str) -> Term | None:
+        """The step's own ``key``, a token count, as a term; None when unset, or when not an
+        integer >= 0 (BL005 at the value, saying ``fallback`` is used)."""
+        own = (at.step.model_extra or {}).get(key)
         if own is None:
             return None
         if type(own) is not int or own < 0:
-            self.add(at.location("max_history_tokens"), Severity.ERROR, codes.INVALID_VALUE,
-                     f"max_history_tokens of step {at.name!r} must be an integer >= 0, got"
-                     f" {own!r}; settings.max_history_tokens is used", at.name)
+            self.add(at.location(key), Severity.ERROR, codes.INVALID_VALUE,
+                     f"{key} of step {at.name!r} must be an integer >= 0, got {own!r};"
+                     f" {fallback} is used", at.name)
             return None
-        return Term(own, f"steps[{at.index}].max_history_tokens", shared.inherited,
-                    at.location("max_history_tokens"))
+        return Term(own, f"steps[{at.index}].{key}", shared.inherited, at.location(key))
 
     def prompt_term(self, at: _At, shared: _Shared,
                     ) -> tuple[str | None, Term, Location | None]:
