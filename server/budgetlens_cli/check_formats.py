@@ -60,7 +60,7 @@ def write_output(out: TextIO, args: argparse.Namespace, results: list[PipelineRe
         out.write(escape.json_text(json_text(results, diagnostics, matrices)) + "\n")
     else:
         document = json_document(args.format, diagnostics, matrices)
-        out.write(escape.json_text(json.dumps(document, indent=2, ensure_ascii=False)) + "\n")
+        out.write(escape.json_text(dumps(document)) + "\n")
 
 
 def junit_text(args: argparse.Namespace, results: list[PipelineResult],

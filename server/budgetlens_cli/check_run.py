@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from budgetlens.contract.cache import BudgetCache
 from budgetlens.contract.policy import DEVELOPMENT_ENV, POLICY_ENV
 from budgetlens.files import DiskFiles, FileSource, RunFiles
+from budgetlens.serialize import dumps
 from budgetlens.tokens.core import SHIPPED_ENCODINGS
 from budgetlens_cli import cache as result_cache
 from budgetlens_cli import ci_formats
@@ -66,8 +66,7 @@ def pipeline_result(report: PipelineReport, piece: str | None) -> PipelineResult
     if piece == "tables":
         result.fragments[piece] = table_text(report)
     elif piece == "steps":
-        result.fragments[piece] = [json.dumps(step_json(report, i), indent=2,
-                                              ensure_ascii=False)
+        result.fragments[piece] = [dumps(step_json(report, i))
                                    for i in range(len(report.steps))]
     elif piece == "junit":
         result.fragments[piece] = ci_formats.junit_steps(report)

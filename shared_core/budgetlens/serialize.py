@@ -23,8 +23,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import os
-import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import PurePath
@@ -144,29 +142,52 @@ def dumps(value: Any) -> str:
     stands for the value its text holds: the same bytes as dumping the parsed values.
 
     Why: ``json.dumps`` with ``indent`` runs in pure Python, and a value rendered once (a
-    checked step, kept by the result cache) need not be encoded again. Each RawJSON is
-    written as a placeholder string with a fresh random mark, then replaced by its text,
-    each of its lines indented as deep as the placeholder's line. No other string can
-    carry the mark, so nothing in ``value`` can be taken for a fragment."""
-    raws: list[str] = []
-    mark = os.urandom(8).hex()
+    checked step, kept by the result cache) need not be encoded again. This walks the
+    containers as ``json.dumps`` lays them out, and writes a RawJSON's text with each of its
+    lines indented to where it stands; scalars are ``json.dumps``'s own."""
+    out: list[str] = []
+    _write(value, "\n", out)
+    return "".join(out)
 
-    def placeholder(item: object) -> str:
-        if not isinstance(item, RawJSON):
-            raise TypeError(f"not JSON-serialisable: {type(item).__name__}")
-        raws.append(item.text)
-        return f"\0{mark}:{len(raws) - 1}"
 
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=placeholder)
-    if not raws:
-        return text
-    found = re.compile(rf'^( *)(.*)"\\u0000{mark}:(\d+)"', re.M)
+#: A scalar's JSON (str, int, float, bool, None and their subclasses, as ``json.dumps``).
+_SCALAR = json.JSONEncoder(ensure_ascii=False).encode
 
-    def place(m: re.Match[str]) -> str:
-        indent = m.group(1)
-        return indent + m.group(2) + raws[int(m.group(3))].replace("\n", "\n" + indent)
 
-    text, count = found.subn(place, text)
-    if count != len(raws):  # never expected: every placeholder sits on a line of its own
-        raise AssertionError(f"placed {count} of {len(raws)} JSON fragments")
-    return text
+def _write(value: Any, newline: str, out: list[str]) -> None:
+    """``value``'s JSON at the depth whose line break (with its indent) is ``newline``."""
+    if type(value) is RawJSON:
+        out.append(value.text.replace("\n", newline))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner, sep = newline + "  ", "{"
+        for key, item in value.items():
+            out.append(f"{sep}{inner}{_key(key)}: ")
+            _write(item, inner, out)
+            sep = ","
+        out.append(newline + "}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        inner, sep = newline + "  ", "["
+        for item in value:
+            out.append(sep + inner)
+            _write(item, inner, out)
+            sep = ","
+        out.append(newline + "]")
+    elif value is None or isinstance(value, (str, int, float)):
+        out.append(_SCALAR(value))
+    else:
+        raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def _key(key: object) -> str:
+    """A dict key as ``json.dumps`` writes it (a non-string key becomes a string)."""
+    if isinstance(key, str):
+        return _SCALAR(key)
+    if key is None or isinstance(key, (int, float)):  # bool is an int: "true"
+        return _SCALAR(_SCALAR(key))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
