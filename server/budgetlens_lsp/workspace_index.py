@@ -58,6 +58,7 @@ from budgetlens.contract.discovery import (
     find_pipelines,
     project_root,
 )
+from budgetlens.contract.lint import LintMemo
 from budgetlens.contract.results import CheckOptions, PipelineReport, StepBudget
 from budgetlens.files import DiskFiles, FileSource, OverlayFiles, RunFiles
 from budgetlens_lsp.convert import UTF16, Converter, RangeMemo
@@ -241,6 +242,8 @@ class WorkspaceIndex:
         self._disk_texts: dict[str, tuple[tuple[int, ...], str]] = {}
         #: LSP ranges converted by earlier converters, per file and text
         self._ranges = RangeMemo(MAX_KEPT_TEXTS)
+        #: the suppression comments and lint blocks the last lint pass read
+        self.lint_memo = LintMemo()
 
     # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:

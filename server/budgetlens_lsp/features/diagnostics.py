@@ -37,7 +37,7 @@ import attrs
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.contract.lint import ConfigLint, LintMemo, apply_lint, reads_comments
+from budgetlens.contract.lint import ConfigLint, apply_lint, reads_comments
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import (
@@ -140,16 +140,14 @@ def failure_diagnostic(index: WorkspaceIndex, failure: Failure) -> Diagnostic:
                       " log", data=FailureStage(failure.stage))
 
 
-def collect(index: WorkspaceIndex, memo: LintMemo | None = None
-            ) -> dict[str, list[Diagnostic]]:
-    """Every file's diagnostics as they should be shown now (``memo``: what the last lint
-    pass read)."""
+def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
+    """Every file's diagnostics as they should be shown now."""
     out: dict[str, list[Diagnostic]] = {}
     for path, failure in sorted(index.failures.items()):
         out.setdefault(path, []).append(failure_diagnostic(index, failure))
     reported = unique_diagnostics(d for pipeline in sorted(index.reports)
                                   for d in index.reports[pipeline].diagnostics)
-    shown = linted(index, reported, memo)
+    shown = linted(index, reported)
     for d in shown:
         path = os.path.normpath(d.file)
         if _enabled(index, path):
@@ -169,13 +167,13 @@ def collect(index: WorkspaceIndex, memo: LintMemo | None = None
     return out
 
 
-def linted(index: WorkspaceIndex, reported: list[Diagnostic], memo: LintMemo | None = None
-           ) -> list[Diagnostic]:
+def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic]:
     """The core's diagnostics as ``budgetlens check`` shows them (``contract.lint``): the
     ``lint`` block of config.json and the suppression comments of the buffers applied, a
     BL080 for each comment of a pipeline (open or not) that suppresses nothing, a BL013 at a
     bad ``lint`` block (not applied; ``budgetlens check`` stops with bad usage on it).
-    ``memo`` keeps the comments and blocks read, for the next analysis."""
+    ``index.lint_memo`` keeps the comments and blocks read, for the next analysis."""
+    memo = index.lint_memo
     settings = ConfigLint(index.text_of, strict=False, memo=memo)
     # every pipeline, open or not (each file's text is kept while its stat is the same)
     scanned = sorted({p for p in (*index.snapshot.overlay, *index.pipelines)
@@ -292,7 +290,7 @@ def _failed(analysis: Analysis, paths: tuple[str, ...]) -> Results:
 def _refresh(analysis: Analysis, always: tuple[str, ...]) -> dict[str, list[Diagnostic]]:
     """Diagnostics of every file whose set changed, plus the buffers ``always`` (their text
     moved, so the same code-point ranges may be other LSP columns)."""
-    current = collect(analysis.index, analysis.lint)
+    current = collect(analysis.index)
     changed: dict[str, list[Diagnostic]] = {p: current.get(p, []) for p in always}
     for path in set(current) | set(analysis.shown):
         new = current.get(path, [])

@@ -14,7 +14,6 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from budgetlens.contract.lint import LintMemo
 from budgetlens.source import Diagnostic
 from budgetlens_lsp.scheduling import HoldState
 from budgetlens_lsp.session import Session
@@ -80,8 +79,6 @@ class Analysis(HoldState):
     shown: dict[str, list[Diagnostic]] = field(default_factory=dict)  # by path, non-empty
     #: buffers to publish whatever their diagnostics, from analyses not delivered
     republish: set[str] = field(default_factory=set)
-    #: the suppression comments and lint blocks read by the last analysis
-    lint: LintMemo = field(default_factory=LintMemo)
 
 
 @dataclass
