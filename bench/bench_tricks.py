@@ -35,7 +35,14 @@ Workloads (generated in a temporary folder, ``bench/workspaces.py``):
 - ``cli-json``: ``budgetlens check --format json`` of 80 pipelines in process, the result
   cache warm (the answer replay off: output captured in memory);
 - ``cli-json-fresh``: ``budgetlens check --no-cache --format json`` of the same, in process;
-- ``contexts``: ``get_contexts`` of 5 cuts of bench_json.py's 50K ``report`` document.
+- ``contexts``: ``get_contexts`` of 5 cuts of bench_json.py's 50K ``report`` document;
+- ``prompty``: ``budgetlens check --no-cache`` of 6 Prompty files (bench_formats.py's), in
+  process, the Jinja bodies' memo emptied before each run;
+- ``fit``: ``fit_request`` of a new 400-token conversation to ``gpt-4o`` and to
+  ``groq/llama-3.1-8b-instant`` (its Llama 3 chat template rendered);
+- ``cli-check``: ``budgetlens check --no-cache`` (text) of 80 pipelines, in process, the
+  YAML readings of the run before forgotten;
+- ``pack``: ``pack_context`` of 12 small documents with the shipped intent map.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ CHILD = "--child"
 WARM_UP = 2
 PIPELINES = 80
 STEPS = 150
+PROMPTY_FILES = 6
 
 Prepare = Callable[[], Callable[[], object]]
 """A workload: called once per run, it does any uncounted preparation and returns the call
@@ -196,6 +204,86 @@ def _no_layout_memo() -> None:
     _patch(pretty, "_LAYOUTS", _Forgetful())
 
 
+def _no_light_shapes() -> None:
+    """Every shape is validated by its pydantic model, valid or not (``Shape.light_validate``
+    asks pydantic; its result is converted back to the shape, as for an invalid file)."""
+    from budgetlens.contract.shapes import Shape
+
+    def light_validate(cls: Any, data: Any) -> Any:
+        from pydantic import ValidationError
+
+        try:
+            return cls.from_pydantic(cls.pydantic().model_validate(data))
+        except ValidationError:
+            return None
+    _patch(Shape, "light_validate", classmethod(light_validate))
+
+
+def _no_jinja_memo() -> None:
+    """A Prompty body is parsed for its variables at every ask (the reader asks twice)."""
+    from budgetlens.formats import templates
+
+    _patch(templates, "_jinja_variables", templates._jinja_variables.__wrapped__)
+
+
+def _no_limits_memo() -> None:
+    """What a model's name decides is looked up again at every request."""
+    from budgetlens.request import limits
+
+    _patch(limits, "_model_limits", limits._model_limits.__wrapped__)
+
+
+def _no_template_memo() -> None:
+    """A family's chat template is compiled, and its special-token pattern made, at every
+    request."""
+    from budgetlens.request import chat_template
+
+    _patch(chat_template, "_compiled", chat_template._compiled.__wrapped__)
+    _patch(chat_template, "_special_split", chat_template._special_split.__wrapped__)
+
+
+def _buffered_reads() -> None:
+    """``DiskFiles`` opens a file buffered and reads it with one ``read(cap + 1)``."""
+    import builtins
+
+    from budgetlens import files
+
+    if "buffering=0" not in Path(files.__file__).read_text("utf-8"):
+        raise AttributeError("files.py opens no file unbuffered: bench_tricks needs updating")
+
+    def buffered(path: Any, mode: str, buffering: int = -1, opener: Any = None) -> Any:
+        return builtins.open(path, mode, opener=opener)  # the caller closes it
+    _patch(files, "read_capped", lambda fh, size, cap: fh.read(cap + 1))
+    files.open = buffered  # type: ignore[attr-defined] # the builtin, shadowed in files.py
+
+
+def _eager_lines() -> None:
+    """A ``LineIndex`` finds its line starts when it is made."""
+    from budgetlens.source import LineIndex
+
+    real = LineIndex.__init__
+
+    def __init__(self: Any, text: str) -> None:
+        real(self, text)
+        _ = self._starts
+    _patch(LineIndex, "__init__", __init__)
+
+
+def _no_one_reading() -> None:
+    """A ``check`` leaves the YAML re-reading on (``yamldoc.incremental``)."""
+    from budgetlens_cli import check_run
+
+    _patch(check_run, "one_reading_per_file",
+           contextlib.contextmanager(lambda checking: iter([None])))
+
+
+def _no_intent_map_memo() -> None:
+    """The shipped intent map is read and validated at every ``pack_context``."""
+    from budgetlens.assembly import packer
+
+    _patch(packer, "default_intent_map", packer.default_intent_map.__wrapped__)
+
+
 def _default_gc() -> None:
     """The analysis runs with the collector's default thresholds, on, nothing frozen."""
     os.environ["BENCH_TRICKS_DEFAULT_GC"] = "1"
@@ -215,6 +303,14 @@ PLAIN: dict[str, Callable[[], None]] = {
     "gc-server": _default_gc,
     "json-plans": _no_json_plans,
     "layout-memo": _no_layout_memo,
+    "light-shapes": _no_light_shapes,
+    "jinja-memo": _no_jinja_memo,
+    "limits-memo": _no_limits_memo,
+    "template-memo": _no_template_memo,
+    "read-capped": _buffered_reads,
+    "lazy-lines": _eager_lines,
+    "one-reading": _no_one_reading,
+    "intent-map-memo": _no_intent_map_memo,
 }
 
 
@@ -427,12 +523,85 @@ def contexts(root: Path) -> Prepare:
     return lambda: run
 
 
+def prompty(root: Path) -> Prepare:
+    """``budgetlens check --no-cache`` of 6 Prompty files (bench_formats.py's), in process;
+    the memo of Jinja bodies emptied before each run (a first reading)."""
+    import random
+
+    from bench_formats import VARIABLES, prompty_file
+
+    from budgetlens.formats import templates
+    from budgetlens_cli.main import main
+
+    rng = random.Random(11)
+    (root / "prompts").mkdir(parents=True)
+    for i in range(PROMPTY_FILES):
+        text = prompty_file(rng, i, rng.sample(VARIABLES, rng.randint(1, 3)))
+        (root / "prompts" / f"support{i}.prompty").write_text(text, "utf-8")
+    argv = ["check", str(root), "--no-cache", "--jobs", "1"]
+
+    def run() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(argv)
+
+    def prepare() -> Callable[[], object]:
+        clear = getattr(templates._jinja_variables, "cache_clear", None)
+        if clear is not None:  # the memo (absent in the plain version)
+            clear()
+        return run
+    return prepare
+
+
+def fit(root: Path) -> Prepare:
+    """``fit_request`` of a new short conversation (about 400 tokens) to ``gpt-4o`` and to
+    ``groq/llama-3.1-8b-instant`` (counted by the Llama 3 chat template), as an
+    application asks before each request."""
+    from bench_runtime import conversation
+
+    from budgetlens import fit_request
+
+    turn = [0]
+
+    def prepare() -> Callable[[], object]:
+        turn[0] += 1
+        messages = conversation(400, seed=turn[0])
+
+        def run() -> None:
+            fit_request("gpt-4o", messages, max_tokens=1000, margin=0)
+            fit_request("groq/llama-3.1-8b-instant", messages, max_tokens=1000, margin=0)
+        return run
+    return prepare
+
+
+def cli_check(root: Path) -> Prepare:
+    """``budgetlens check --no-cache`` (text) of 80 pipelines in process, the YAML readings
+    of the run before forgotten (a new process remembers none)."""
+    from budgetlens.yamldoc import incremental
+
+    run = cli_text(root)()
+
+    def prepare() -> Callable[[], object]:
+        incremental.clear()
+        return run
+    return prepare
+
+
+def pack(root: Path) -> Prepare:
+    """``pack_context`` of 12 small documents with the shipped intent map."""
+    from budgetlens import pack_context
+
+    docs = [{"id": f"d{i}", "schema_type": ("idea", "setting", "synopsis")[i % 3],
+             "data": {"v": f"document {i} " * 20}, "is_leaf": i % 2 == 0} for i in range(12)]
+    return lambda: lambda: pack_context(docs, "general")
+
+
 WORKLOADS: dict[str, Callable[[Path], Prepare]] = {
     "core-check": core_check, "core-edit": core_edit, "lsp-edit": lsp_edit,
     "lsp-prompt": lsp_prompt, "publish": publish, "yaml-read": yaml_read,
     "yaml-edit": yaml_edit, "yaml-csafe": yaml_csafe, "cli-json": cli_json,
     "cli-json-fresh": lambda root: cli_text(root, "json"),
-    "contexts": contexts,
+    "contexts": contexts, "prompty": prompty, "fit": fit, "cli-check": cli_check,
+    "pack": pack,
 }
 
 
@@ -483,6 +652,13 @@ _MAIN = ("import sys; from budgetlens_cli.main import main; sys.argv = ['budgetl
          " sys.exit(main())")
 _GC_OFF = ("import gc; gc.disable = lambda: None; gc.freeze = lambda: None; ")
 _REPLAY_OFF = "import budgetlens_cli.cache as c; c.replay = lambda *a: None; "
+_PYDANTIC_SHAPES = (  # _no_light_shapes, for a whole process
+    "from budgetlens.contract.shapes import Shape\n"
+    "def _pydantic(cls, data):\n"
+    "    from pydantic import ValidationError\n"
+    "    try: return cls.from_pydantic(cls.pydantic().model_validate(data))\n"
+    "    except ValidationError: return None\n"
+    "Shape.light_validate = classmethod(_pydantic)\n")
 _SERVER = "from budgetlens_lsp.server import create_server; create_server()"
 _ALL_EXPORTS = ("import importlib, budgetlens; "
                 "[importlib.import_module(m) for m in set(budgetlens._EXPORTS.values())]")
@@ -559,6 +735,9 @@ def process_rows(ws: Path, tiny: Path) -> list[Row]:
             (PY, "-c", warm), env_without=(("BUDGETLENS_NO_CACHE", "1"),)),
         Row("gc-cli", f"check ({PIPELINES} pipelines, --no-cache)", _cli(check),
             _cli(check, _GC_OFF)),
+        Row("light-shapes", "check (1 pipeline, --no-cache)",
+            _cli(["check", str(tiny), "--no-cache"]),
+            _cli(["check", str(tiny), "--no-cache"], _PYDANTIC_SHAPES)),
         Row("gc-serve-start", "the server made (serve.run)",
             (PY, "-c", "import gc; gc.disable(); " + _SERVER + "; gc.freeze(); gc.enable()"),
             (PY, "-c", _SERVER)),
@@ -576,6 +755,11 @@ CALL_ROWS = [
     Row("gc-server", "lsp-edit"), Row("gc-server", "lsp-prompt"),
     Row("raw-json", "cli-json"), Row("result-cache", "cli-json"),
     Row("json-plans", "cli-json-fresh"), Row("layout-memo", "contexts"),
+    Row("light-shapes", "core-check"), Row("light-shapes", "core-edit"),
+    Row("jinja-memo", "prompty"), Row("limits-memo", "fit"), Row("template-memo", "fit"),
+    Row("read-capped", "core-check"), Row("lazy-lines", "core-check"),
+    Row("lazy-lines", "core-edit"), Row("one-reading", "cli-check"),
+    Row("intent-map-memo", "pack"),
 ]
 
 
