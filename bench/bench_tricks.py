@@ -226,13 +226,6 @@ def _no_jinja_memo() -> None:
     _patch(templates, "_jinja_variables", templates._jinja_variables.__wrapped__)
 
 
-def _no_limits_memo() -> None:
-    """What a model's name decides is looked up again at every request."""
-    from budgetlens.request import limits
-
-    _patch(limits, "_model_limits", limits._model_limits.__wrapped__)
-
-
 def _no_template_memo() -> None:
     """A family's chat template is compiled, and its special-token pattern made, at every
     request."""
@@ -305,7 +298,6 @@ PLAIN: dict[str, Callable[[], None]] = {
     "layout-memo": _no_layout_memo,
     "light-shapes": _no_light_shapes,
     "jinja-memo": _no_jinja_memo,
-    "limits-memo": _no_limits_memo,
     "template-memo": _no_template_memo,
     "read-capped": _buffered_reads,
     "lazy-lines": _eager_lines,
@@ -756,7 +748,7 @@ CALL_ROWS = [
     Row("raw-json", "cli-json"), Row("result-cache", "cli-json"),
     Row("json-plans", "cli-json-fresh"), Row("layout-memo", "contexts"),
     Row("light-shapes", "core-check"), Row("light-shapes", "core-edit"),
-    Row("jinja-memo", "prompty"), Row("limits-memo", "fit"), Row("template-memo", "fit"),
+    Row("jinja-memo", "prompty"), Row("template-memo", "fit"),
     Row("read-capped", "core-check"), Row("lazy-lines", "core-check"),
     Row("lazy-lines", "core-edit"), Row("one-reading", "cli-check"),
     Row("intent-map-memo", "pack"),

@@ -25,7 +25,6 @@ the margin, and the name of the output-limit parameter.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -178,11 +177,10 @@ def _tokenizer_of(model: str, info: ModelInfo | None, given: str | None) -> tupl
     return tok.name, is_exact(tok)
 
 
-@functools.lru_cache(maxsize=256)
 def _model_limits(model: str, tokenizer: str | None) -> tuple[
         ModelInfo | None, str, bool, Framing, str]:
-    """What a model's name decides (the registry read once per name: a memo, as in
-    ``models.registry``): its entry, tokenizer and exactness, framing, output parameter."""
+    """What a model's name decides: its entry, tokenizer and exactness, framing, output
+    parameter."""
     info = _lookup(model)
     name, exact = _tokenizer_of(model, info, tokenizer)
     return (info, name, exact, _framing(model, info, name),
