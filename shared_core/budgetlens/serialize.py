@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import sys
 from collections.abc import Callable, Mapping
+from json.encoder import encode_basestring as _string  # json's own (C when built)
 from pathlib import PurePath
 from typing import Any
 
@@ -150,25 +150,50 @@ def dumps(value: Any) -> str:
     return "".join(out)
 
 
-#: A scalar's JSON (str, int, float, bool, None and their subclasses, as ``json.dumps``).
-_SCALAR = json.JSONEncoder(ensure_ascii=False).encode
+def _scalar(value: Any) -> str:
+    """A scalar's JSON as ``json.dumps`` writes it (str, int, float, bool, None and their
+    subclasses; a float that is not finite as ``NaN``/``Infinity``)."""
+    if isinstance(value, str):
+        return _string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (_INF, -_INF):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+_INF = float("inf")
 
 
 def _write(value: Any, newline: str, out: list[str]) -> None:
     """``value``'s JSON at the depth whose line break (with its indent) is ``newline``."""
-    if type(value) is RawJSON:
-        out.append(value.text.replace("\n", newline))
-    elif isinstance(value, dict):
+    cls = type(value)
+    if cls is str:  # the common leaves first, by exact type
+        out.append(_string(value))
+    elif cls is int:
+        out.append(int.__repr__(value))
+    elif cls is dict or isinstance(value, dict):
         if not value:
             out.append("{}")
             return
         inner, sep = newline + "  ", "{"
         for key, item in value.items():
-            out.append(f"{sep}{inner}{_key(key)}: ")
+            name = _string(key) if type(key) is str else _key(key)
+            out.append(f"{sep}{inner}{name}: ")
             _write(item, inner, out)
             sep = ","
         out.append(newline + "}")
-    elif isinstance(value, (list, tuple)):
+    elif cls is list or cls is tuple or isinstance(value, (list, tuple)):
         if not value:
             out.append("[]")
             return
@@ -178,16 +203,16 @@ def _write(value: Any, newline: str, out: list[str]) -> None:
             _write(item, inner, out)
             sep = ","
         out.append(newline + "]")
-    elif value is None or isinstance(value, (str, int, float)):
-        out.append(_SCALAR(value))
+    elif cls is RawJSON:
+        out.append(value.text.replace("\n", newline))
     else:
-        raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+        out.append(_scalar(value))
 
 
 def _key(key: object) -> str:
     """A dict key as ``json.dumps`` writes it (a non-string key becomes a string)."""
     if isinstance(key, str):
-        return _SCALAR(key)
+        return _string(key)
     if key is None or isinstance(key, (int, float)):  # bool is an int: "true"
-        return _SCALAR(_SCALAR(key))
+        return _string(_scalar(key))
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
