@@ -33,6 +33,7 @@ from budgetlens.files import (
     OUTSIDE_FINGERPRINT,
     DiskFiles,
     Unreadable,
+    read_capped,
     stat_fingerprint,
 )
 
@@ -96,8 +97,8 @@ def _read_fingerprint(path: str) -> str:
     if st.st_size > MAX_FILE_BYTES:
         return _large_fingerprint(path, st)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        with open(path, "rb", buffering=0) as fh:  # unbuffered: see read_capped
+            data = read_capped(fh, st.st_size, MAX_FILE_BYTES)
     except OSError:
         return UNCACHEABLE
     return _bytes_fingerprint(len(data), hashlib.blake2b(data, digest_size=16).hexdigest())

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable, Hashable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -139,6 +139,29 @@ def read_text_utf8(files: FileSource, path: Path) -> tuple[str, bytes | None]:
         return files.read_text(path), None
     got: tuple[str, bytes | None] = reader(path)
     return got
+
+
+def read_capped(fh: BinaryIO, size: int, cap: int) -> bytes:
+    """The bytes of ``fh`` up to ``cap + 1`` (one more than ``cap`` says it is too large),
+    asked for in a read of the size ``stat`` gave (``size``) and one more byte: a read of
+    ``cap + 1`` bytes would allocate that much for every small file. A file that grew since
+    its ``stat`` is read on to the same cap.
+
+    ``fh`` may be unbuffered (``open(path, "rb", buffering=0)``, as ``DiskFiles`` opens a
+    file: one ``read`` system call for a file, where a buffered reader makes four, with a
+    buffer of its own): a read that stops short of what was asked is read on to the end,
+    except when it has the whole size ``stat`` gave (a buffered reader would ask once more
+    only to be told the file ends there)."""
+    first = min(size, cap) + 1
+    data = fh.read(first)
+    while len(data) < first and len(data) != size:
+        more = fh.read(first - len(data))
+        if not more:
+            break
+        data += more
+    if len(data) == first and first <= cap:
+        data += fh.read(cap + 1 - first)
+    return data
 
 
 def within(path: str, root: str) -> bool:
@@ -270,11 +293,11 @@ class DiskFiles:
                    after: bool) -> tuple[bytes, os.stat_result | None]:
         """The bytes of ``path`` (``stat`` said ``st``) and, with ``after``, the open file's
         ``fstat`` once read; ``_Replaced`` when the file opened is not a regular one."""
-        # an open that never blocks (a FIFO); one byte over the cap says it is too large
-        with open(path, "rb", opener=_open_nonblocking) as fh:
+        # unbuffered (see read_capped), and an open that never blocks (a FIFO)
+        with open(path, "rb", buffering=0, opener=_open_nonblocking) as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise _Replaced
-            data = fh.read(self.max_bytes + 1)
+            data = read_capped(fh, st.st_size, self.max_bytes)
             return data, (os.fstat(fh.fileno()) if after else None)
 
     def fingerprint(self, path: Path | str) -> str:

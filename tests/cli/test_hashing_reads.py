@@ -8,12 +8,11 @@ are counted, files are changed at set points of a read."""
 
 from __future__ import annotations
 
-import io
 import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
@@ -99,17 +98,15 @@ def test_a_stat_of_another_path_is_not_taken_for_this_one(
 
 def test_a_file_written_while_it_is_read_is_not_recorded(
         prompt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    class WrittenMeanwhile(io.BufferedReader):
-        def read(self, size: int | None = -1) -> bytes:
-            data = super().read(size)
-            with open(prompt, "a", encoding="utf-8") as out:
-                out.write("appended while read\n")
-            return data
+    real = files_module.read_capped
 
-    def opening(path: Any, mode: str, opener: Any = None) -> WrittenMeanwhile:
-        return WrittenMeanwhile(io.FileIO(path, mode, opener=opener))
+    def written_meanwhile(fh: BinaryIO, size: int, cap: int) -> bytes:
+        data = real(fh, size, cap)
+        with open(prompt, "a", encoding="utf-8") as out:
+            out.write("appended while read\n")
+        return data
 
-    monkeypatch.setattr(files_module, "open", opening, raising=False)
+    monkeypatch.setattr(files_module, "read_capped", written_meanwhile)
     hashes, source = _source()
     assert source.read_text(prompt) == "the first text\n"
     assert hashes.known(str(prompt)) is None

@@ -3,11 +3,12 @@
 ``RunFiles(resolve_by_folder=True)`` (the CLI's) answers what ``os.path.realpath`` answers,
 with one ``lstat`` per file and the folder resolved once; expected values come from
 ``os.path.realpath`` itself, on a tree with symbolic links to files and folders, dangling
-and looping links, ``..`` and missing files.
+and looping links, ``..`` and missing files. ``read_capped`` reads what ``read()`` reads.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from collections import Counter
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from budgetlens.files import DiskFiles, FileTooLarge, RunFiles
+from budgetlens.files import DiskFiles, FileTooLarge, RunFiles, read_capped
 
 
 @pytest.fixture
@@ -101,9 +102,98 @@ def test_is_inside_takes_each_absolute_path_once(tree: Path,
     assert calls["real"] == 1 and max(calls.values()) == 1, calls
 
 
+@pytest.mark.parametrize("size", [0, 1, 5, 99, 100, 101, 4096, 10_000])
+def test_a_capped_read_reads_what_read_reads(size: int) -> None:
+    data = bytes(range(256)) * (size // 256 + 1)
+    data = data[:size]
+    for told in (size, 0, max(0, size - 7), size + 3):  # stat's size, or one gone stale
+        got = read_capped(io.BytesIO(data), told, 100)
+        assert got == data[:101], (size, told)
+
+
+class _Reads(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.asked: list[int] = []
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.asked.append(-1 if size is None else size)
+        return super().read(size)
+
+
+def test_a_capped_read_asks_for_the_stat_size_not_the_cap() -> None:
+    small = _Reads(b"x" * 300)
+    assert read_capped(small, 300, 8 * 1024 * 1024) == b"x" * 300
+    assert small.asked == [301]  # not 8 MiB + 1: no 8 MiB buffer for a 300-byte file
+    grown = _Reads(b"x" * 500)
+    assert read_capped(grown, 300, 8 * 1024 * 1024) == b"x" * 500  # grew since its stat
+    assert grown.asked == [301, 8 * 1024 * 1024 + 1 - 301]
+
+
 def test_disk_files_still_refuse_a_file_above_the_cap(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_bytes(b"y" * 1001)
     with pytest.raises(FileTooLarge):
         DiskFiles(max_bytes=1000).read_text(path)
     assert DiskFiles(max_bytes=1001).read_text(path) == "y" * 1001
+
+
+class _RawReads(io.RawIOBase):
+    """An unbuffered file whose reads stop short at ``step`` bytes (a raw read may)."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.at, self.step = data, 0, step
+        self.asked: list[int] = []
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        self.asked.append(size)
+        got = self.data[self.at:self.at + min(size, self.step)]
+        self.at += len(got)
+        return got
+
+
+def test_a_capped_read_reads_on_after_a_short_raw_read() -> None:
+    short = _RawReads(b"x" * 300, step=120)
+    assert read_capped(short, 300, 8 * 1024 * 1024) == b"x" * 300  # type: ignore[arg-type]
+    assert short.asked == [301, 181, 61]  # on to the size stat gave, no read to be told EOF
+    stale = _RawReads(b"x" * 300, step=1000)
+    assert read_capped(stale, 400, 8 * 1024 * 1024) == b"x" * 300  # type: ignore[arg-type]
+    assert stale.asked == [401, 101]  # shorter than stat said: read on until the end
+
+
+def test_disk_files_read_a_file_in_one_unbuffered_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DiskFiles`` opens a file unbuffered: no buffer of its own, and one ``read`` for a
+    file as large as its ``stat`` says (a buffered reader asks twice, the second time only
+    to be told the file ends; it also asks whether the file is a terminal and where it is)."""
+    import builtins
+
+    from budgetlens import files as files_module
+
+    path = tmp_path / "p.txt"
+    path.write_bytes(b"z" * 5000)
+    opened: list[Any] = []
+    real_open = builtins.open
+
+    class Counting(io.FileIO):
+        reads = 0
+
+        def read(self, size: int = -1) -> bytes:
+            Counting.reads += 1
+            return super().read(size)
+
+    def spy(file: Any, mode: str = "r", buffering: int = -1, *args: Any, **kw: Any) -> Any:
+        handle = real_open(file, mode, buffering, *args, **kw)
+        opened.append(handle)
+        if isinstance(handle, io.FileIO):
+            handle.close()
+            return Counting(file, mode)
+        return handle
+
+    monkeypatch.setattr(files_module, "open", spy, raising=False)
+    assert DiskFiles().read_bytes(path) == b"z" * 5000
+    assert [type(h) for h in opened] == [io.FileIO]
+    assert Counting.reads == 1
