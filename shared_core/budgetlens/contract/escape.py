@@ -84,8 +84,10 @@ def github_property(value: str) -> str:
 
 
 # ---------------------------------------------------------------------------- XML
-#: What XML 1.0 does not allow (its ``Char`` production) and ``visible`` let through.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: What XML 1.0 does not allow (its ``Char`` production) and ``visible`` let through,
+#: written as the forbidden ranges: the negated class of the allowed ones took 4.6 ms to
+#: compile, in every process that imports this module.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def xml_text(value: str, keep: str = "") -> str:

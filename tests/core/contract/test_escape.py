@@ -51,3 +51,16 @@ def test_json_text_writes_lone_surrogates_visibly() -> None:
     shown = escape.json_text(document)
     shown.encode("utf-8")
     assert json.loads(shown) == {"file": "b\\xfe.yaml"}
+
+
+def test_xml_text_escapes_exactly_what_xml_1_0_forbids() -> None:
+    """XML 1.0's ``Char``: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
+    [#x10000-#x10FFFF]. Every other code point is escaped, and no allowed one."""
+    allowed = [(0x9, 0x9), (0xA, 0xA), (0xD, 0xD), (0x20, 0xD7FF), (0xE000, 0xFFFD),
+               (0x10000, 0x10FFFF)]
+
+    def is_char(code: int) -> bool:
+        return any(lo <= code <= hi for lo, hi in allowed)
+    wrong = [code for code in range(0x110000)
+             if (escape._NOT_XML.fullmatch(chr(code)) is None) != is_char(code)]
+    assert wrong == []
