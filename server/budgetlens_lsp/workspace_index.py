@@ -244,6 +244,9 @@ class WorkspaceIndex:
         self._ranges = RangeMemo(MAX_KEPT_TEXTS)
         #: the suppression comments and lint blocks the last lint pass read
         self.lint_memo = LintMemo()
+        #: each checked pipeline's text as the lint pass last read it, with the report it
+        #: read it for: read again only once the pipeline is checked again
+        self._lint_texts: dict[str, tuple[PipelineReport, str | None]] = {}
 
     # --- reading ---------------------------------------------------------------------------
     def text_of(self, path: str) -> str | None:
@@ -254,6 +257,22 @@ class WorkspaceIndex:
         if text is not None:
             return text
         return self._disk_text(path)
+
+    def lint_text(self, path: str) -> str | None:
+        """:meth:`text_of` for the lint pass, which reads every checked pipeline after each
+        analysis: a pipeline not open is read (stat'ed) again only once it was checked
+        again (a new report), since a change on disk is what has it checked again."""
+        report = self.reports.get(path)
+        if report is None or path in self.snapshot.overlay or path in self.links.aliased:
+            return self.text_of(path)
+        kept = self._lint_texts.get(path)
+        if kept is not None and kept[0] is report:
+            return kept[1]
+        text = self.text_of(path)
+        self._lint_texts[path] = (report, text)
+        if len(self._lint_texts) > 2 * len(self.reports) + 64:  # pipelines gone
+            self._lint_texts = {p: k for p, k in self._lint_texts.items() if p in self.reports}
+        return text
 
     def _disk_text(self, path: str) -> str | None:
         """The text of a file on disk, kept while its stat fingerprint (the one the core's

@@ -170,17 +170,18 @@ def collect(index: WorkspaceIndex) -> dict[str, list[Diagnostic]]:
 def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic]:
     """The core's diagnostics as ``budgetlens check`` shows them (``contract.lint``): the
     ``lint`` block of config.json and the suppression comments of the buffers applied, a
-    BL080 for each comment of a pipeline (open or not) that suppresses nothing, a BL013 at a
-    bad ``lint`` block (not applied; ``budgetlens check`` stops with bad usage on it).
-    ``index.lint_memo`` keeps the comments and blocks read, for the next analysis."""
+    BL080 for each comment of a checked pipeline (open or not) that suppresses nothing, a
+    BL013 at a bad ``lint`` block (not applied; ``budgetlens check`` stops with bad usage
+    on it). A pipeline the background index has not checked yet is read once it is: its
+    comments have nothing to suppress before. ``index.lint_memo`` keeps the comments and
+    blocks read, for the next analysis."""
     memo = index.lint_memo
     settings = ConfigLint(index.text_of, strict=False, memo=memo)
-    # every pipeline, open or not (each file's text is kept while its stat is the same)
-    scanned = sorted({p for p in (*index.snapshot.overlay, *index.pipelines)
+    scanned = sorted({p for p in (*index.snapshot.overlay, *index.reports)
                       if reads_comments(p)})
-    shown = apply_lint(reported, settings, index.text_of, scanned, memo)
-    for pipeline in index.pipelines:  # a bad lint block is shown even with nothing to filter
-        settings(pipeline)
+    shown = apply_lint(reported, settings, index.lint_text, scanned, memo)
+    for folder in {os.path.dirname(p) for p in index.pipelines}:  # a bad lint block is
+        settings.in_folder(folder)  # shown even with nothing to filter
     return shown + settings.problems()
 
 

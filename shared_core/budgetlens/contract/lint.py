@@ -227,11 +227,14 @@ class ConfigLint:
     def __call__(self, path: str) -> LintSettings:
         got = self._by_path.get(path)
         if got is None:
-            folder = os.path.dirname(os.path.abspath(path))
-            got = self._by_folder.get(folder)
-            if got is None:
-                got = self._by_folder[folder] = self._of(folder)
-            self._by_path[path] = got
+            got = self._by_path[path] = self.in_folder(os.path.dirname(os.path.abspath(path)))
+        return got
+
+    def in_folder(self, folder: str) -> LintSettings:
+        """The settings of the files of ``folder`` (an absolute path)."""
+        got = self._by_folder.get(folder)
+        if got is None:
+            got = self._by_folder[folder] = self._of(folder)
         return got
 
     def _of(self, folder: str) -> LintSettings:
