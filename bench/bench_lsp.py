@@ -830,7 +830,16 @@ def main() -> None:
                              + " (default: all)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the generated workspaces and logs (bench/.work/lsp-PID)")
+    parser.add_argument("--default-switch-interval", action="store_true",
+                        help="start the logged server (the typing rows') with Python's thread"
+                             " switch interval, not session.SWITCH_INTERVAL_S: the ledger's"
+                             " plain version of that trick (docs/performance.md)")
     args = parser.parse_args()
+    if args.default_switch_interval:
+        global LOGGED_SERVE
+        LOGGED_SERVE = ("import budgetlens_lsp.session as _session\n"
+                        "_session.SWITCH_INTERVAL_S = 0.005  # Python's default\n"
+                        + LOGGED_SERVE)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = sorted(set(rows) - set(ROWS))
     if unknown or not rows:
