@@ -309,3 +309,21 @@ def test_the_text_kept_stays_under_its_cap(loader: Any) -> None:
     assert len(incremental._READS) == incremental.MAX_KEPT_CHARS // len(big)
     parse_yaml("x" * (incremental.MAX_KEPT_CHARS + 1))  # longer than the cap: not kept
     assert all(len(t) <= incremental.MAX_KEPT_CHARS for t in incremental._READS)
+
+
+def test_a_quoted_scalar_is_re_read_in_place_only_with_printable_characters() -> None:
+    """The quoted shapes take exactly the characters that keep a scalar on its line: tab,
+    \\x20-\\x7e, \\xa0-\\u2027, \\u202a-\\ud7ff, \\ue000-\\ufefe, \\uff00-\\ufffd and the astral
+    planes (YAML's printable set without line breaks and the BOM), checked on every code
+    point in both quote styles."""
+    allowed = [(0x9, 0x9), (0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE),
+               (0xFF00, 0xFFFD), (0x10000, 0x10FFFF)]
+
+    def printable(code: int) -> bool:
+        return any(lo <= code <= hi for lo, hi in allowed)
+    for quote in ("'", '"'):
+        shape = incremental._SHAPES[quote]
+        wrong = [code for code in range(0x110000)
+                 if chr(code) not in (quote, "\\")
+                 and (shape.match(f"{quote}{chr(code)}{quote}") is not None) != printable(code)]
+        assert wrong == [], quote
