@@ -17,8 +17,8 @@ import argparse
 import fnmatch
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from budgetlens import codes
@@ -31,7 +31,6 @@ from budgetlens.contract.lint import (
     check_selectors,
     split_codes,
 )
-from budgetlens.files import DiskFiles, SourceError
 from budgetlens.source import Diagnostic, Severity
 from budgetlens_cli.main import UsageError
 
@@ -98,14 +97,27 @@ def cli_layer(args: argparse.Namespace) -> Layer:
         raise UsageError(str(exc)) from None
 
 
+#: The largest YAML file read for its comments (as the check reads a pipeline: 8 MiB).
+MAX_COMMENTED_BYTES = 8 * 1024 * 1024
+
+
 def text_of(path: str) -> str | None:
-    """A YAML file's text for its suppression comments, read as the check reads a file
-    (``DiskFiles``: a regular file, opened without waiting on a FIFO, at most 8 MiB, UTF-8,
-    its BOM dropped); None when it cannot be read so."""
+    """A YAML file's text for its suppression comments; None when it is not a regular file
+    (a FIFO is never waited on), larger than ``MAX_COMMENTED_BYTES`` or not UTF-8."""
     try:
-        return DiskFiles().read_text(Path(path))
-    except SourceError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
         return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_COMMENTED_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def apply(args: argparse.Namespace, results: Sequence[PipelineResult],
