@@ -35,6 +35,8 @@ from budgetlens.source import Diagnostic, Severity
 from budgetlens_cli.main import UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from budgetlens_cli.check_result import PipelineResult
 
 #: The folders the search skips by default (``--exclude`` replaces them): hidden ones and
@@ -170,6 +172,14 @@ class Exclusion:
         if any(glob_matches(g, path) for g in (self.globs if is_dir else self.file_globs)):
             return True
         return self.gitignore and self._ignored(path, is_dir)
+
+    def keep_files(self, folder: str, paths: list[Path]) -> list[Path]:
+        """The files of ``paths`` (each directly in ``folder``) it keeps: the globs judge
+        each file, git's rules are found once for the folder."""
+        if self.file_globs:
+            paths = [p for p in paths
+                     if not any(glob_matches(g, str(p)) for g in self.file_globs)]
+        return self._ignored.keep_files(folder, paths) if self.gitignore else paths
 
 
 def glob_matches(glob: str, path: str) -> bool:

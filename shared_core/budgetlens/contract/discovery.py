@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.files import MISSING_FINGERPRINT, RunFiles, SourceError
@@ -86,45 +86,88 @@ class GitIgnored:
     """``excluded(path, is_dir)`` for what git ignores: the ``.gitignore`` files of the
     folder and its parents up to the repository's root (the folder holding ``.git``), and
     ``.git/info/exclude``. git is not run: the files are read with ``pathspec`` (the global
-    excludes file is not read). Each file is read once per instance."""
+    excludes file is not read). Each file is read once per instance, and each folder's
+    rules are found once."""
 
     def __init__(self) -> None:
         self._specs: dict[str, Any] = {}
-        self._chains: dict[str, list[str]] = {}
+        #: per folder: the (folder, spec) pairs that apply to its entries, in git's order
+        self._rules: dict[str, list[tuple[str, Any]]] = {}
 
     def __call__(self, path: str, is_dir: bool) -> bool:
         path = os.path.abspath(path)
-        verdict: bool | None = None
-        parent = os.path.dirname(path)
-        chain = self._chains.get(parent)
-        if chain is None:  # each folder's once (5,000 pipelines of one folder: one walk up)
-            chain = self._chains[parent] = ignore_folders(parent)
-        for folder in chain:
-            rel = os.path.relpath(path, folder).replace(os.sep, "/") + ("/" if is_dir else "")
-            for name in ignore_files(folder, chain[0]):
-                spec = self._specs.get(name, False)
-                if spec is False:
-                    spec = self._specs[name] = read_gitignore(name)
-                if spec is None:
-                    continue
-                include = spec.check_file(rel).include
-                if include is not None:
-                    verdict = include
-        return bool(verdict)
+        return _ignores(self._rules_of(os.path.dirname(path)), path, is_dir)
+
+    def keep_files(self, folder: str, paths: list[Path]) -> list[Path]:
+        """The files of ``paths`` (each directly in ``folder``) git does not ignore. A
+        folder no ignore file applies to costs one look-up, not one per file."""
+        rules = self._rules_of(os.path.abspath(folder))
+        if not rules:
+            return paths
+        return [p for p in paths if not _ignores(rules, os.path.abspath(p), False)]
+
+    def _rules_of(self, parent: str) -> list[tuple[str, Any]]:
+        rules = self._rules.get(parent)
+        if rules is None:  # each folder's once (5,000 pipelines of one folder: one walk up)
+            chain = ignore_folders(parent)
+            rules = self._rules[parent] = [
+                (folder, spec) for folder in chain for name in ignore_files(folder, chain[0])
+                if (spec := self._spec(name)) is not None]
+        return rules
+
+    def _spec(self, name: str) -> Any:
+        spec = self._specs.get(name, False)
+        if spec is False:
+            spec = self._specs[name] = read_gitignore(name)
+        return spec
 
 
-def default_excluded() -> Excluded:
+def _ignores(rules: list[tuple[str, Any]], path: str, is_dir: bool) -> bool:
+    """git's verdict on the absolute ``path``: the last rule that matches it decides."""
+    verdict: bool | None = None
+    for folder, spec in rules:
+        rel = os.path.relpath(path, folder).replace(os.sep, "/") + ("/" if is_dir else "")
+        include = spec.check_file(rel).include
+        if include is not None:
+            verdict = include
+    return bool(verdict)
+
+
+@runtime_checkable
+class KeepsFiles(Protocol):
+    """An ``Excluded`` that can judge a folder's files at once (``GitIgnored.keep_files``)."""
+
+    def keep_files(self, folder: str, paths: list[Path]) -> list[Path]: ...
+
+
+class DefaultExcluded:
     """What the search skips with no option given (the editor's search, and the CLI's with
     its defaults): hidden and dependency folders (``SKIP_DIRS``) and what git ignores."""
-    ignored = GitIgnored()
 
-    def excluded(path: str, is_dir: bool) -> bool:
+    def __init__(self) -> None:
+        self.ignored = GitIgnored()
+
+    def __call__(self, path: str, is_dir: bool) -> bool:
         if is_dir:
             name = os.path.basename(os.path.normpath(path))
             if name.startswith(".") or name in SKIP_DIRS:
                 return True
-        return ignored(path, is_dir)
-    return excluded
+        return self.ignored(path, is_dir)
+
+    def keep_files(self, folder: str, paths: list[Path]) -> list[Path]:
+        return self.ignored.keep_files(folder, paths)
+
+
+def default_excluded() -> Excluded:
+    """``DefaultExcluded()``: what the search skips with no option given."""
+    return DefaultExcluded()
+
+
+def kept_files(excluded: Excluded, folder: str, paths: list[Path]) -> list[Path]:
+    """The files of ``paths`` (each directly in ``folder``) ``excluded`` keeps."""
+    if isinstance(excluded, KeepsFiles):
+        return excluded.keep_files(folder, paths)
+    return [p for p in paths if not excluded(str(p), False)]
 
 
 def for_root(root: Path | str, excluded: Excluded | None) -> Excluded | None:
@@ -164,20 +207,21 @@ def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[P
     root = Path(root)
     if not root.is_dir():
         return [root]
+    kept = for_root(root, excluded)
     found: list[Path] = []
+
+    def add(folder: str, paths: list[Path]) -> None:
+        found.extend(paths if kept is None else kept_files(kept, folder, paths))
+
     if os.path.basename(os.path.abspath(root)) == "pipelines":
-        for pattern in PIPELINE_GLOBS:
-            found.extend(root.glob(pattern))
+        add(str(root), [p for pattern in PIPELINE_GLOBS for p in root.glob(pattern)])
     for dirpath, dirnames in search_walk(root, excluded):
-        found.extend(prompt_files(dirpath))
-        found.extend(mapped_files(dirpath))
+        add(dirpath, prompt_files(dirpath))
+        mapped = mapped_files(dirpath)  # below the folder too: judged one by one
+        found.extend(mapped if kept is None else [p for p in mapped if not kept(str(p), False)])
         if "pipelines" in dirnames:
             folder = Path(dirpath) / "pipelines"
-            for pattern in PIPELINE_GLOBS:
-                found.extend(folder.glob(pattern))
-    kept = for_root(root, excluded)
-    if kept is not None:
-        found = [p for p in found if not kept(str(p), False)]
+            add(str(folder), [p for pattern in PIPELINE_GLOBS for p in folder.glob(pattern)])
     return sorted_paths(set(found))
 
 

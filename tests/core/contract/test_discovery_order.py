@@ -55,3 +55,24 @@ def test_the_parts_are_taken_once_per_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert sorted_paths(paths) == sorted(paths)
     if os.name == "posix":
         assert len(calls) == len(paths)
+
+
+def test_a_folder_no_ignore_file_applies_to_is_judged_once_not_per_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a repository no .gitignore applies: the search asks git's rules once per
+    folder, not once per pipeline (1,000 pipelines: 1,000 path look-ups saved at open)."""
+    folder = tmp_path / "ws" / "pipelines"
+    folder.mkdir(parents=True)
+    for i in range(50):
+        (folder / f"p{i:02d}.yaml").write_text("steps: []\n", "utf-8")
+    judged: list[tuple[str, bool]] = []
+    plain = discovery.GitIgnored.__call__
+
+    def spy(self: discovery.GitIgnored, path: str, is_dir: bool) -> bool:
+        judged.append((path, is_dir))
+        return plain(self, path, is_dir)
+
+    monkeypatch.setattr(discovery.GitIgnored, "__call__", spy)
+    found = discovery.find_pipelines(tmp_path / "ws", discovery.default_excluded())
+    assert [p.name for p in found] == [f"p{i:02d}.yaml" for i in range(50)]
+    assert [path for path, is_dir in judged if not is_dir] == []
