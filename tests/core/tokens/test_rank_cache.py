@@ -124,3 +124,36 @@ def test_counts_from_a_cached_load_equal_tiktoken_in_a_fresh_process(tmp_path: P
     # hand-written ids (as in test_tokens.py); two parses the first time, none the second
     assert runs[0].stdout == "2 [15339, 1917] [24912, 2375]\n"
     assert runs[1].stdout == "0 [15339, 1917] [24912, 2375]\n"
+
+
+@pytest.mark.parametrize("table", [
+    "str keys", "tuple keys", "float ranks", "string ranks", "no ranks", "a float among ints"])
+def test_a_sealed_file_that_is_not_a_table_of_ranks_is_parsed_again(
+        parses: list[int], tmp_path: Path, table: str) -> None:
+    """A file sealed with this user's key (so not planted) whose marshalled table holds the
+    wrong types (another version's bug, say) is not used: the text is parsed again and the
+    ranks are the text's."""
+    import marshal
+
+    from budgetlens import usercache
+
+    reference = _reference("cl100k_base")
+    _load("cl100k_base")
+    file = _cache_file(tmp_path, "cl100k_base")
+    items = list(reference.items())
+    wrong = {
+        "str keys": {k.decode("latin-1"): v for k, v in items},
+        "tuple keys": {tuple(k): v for k, v in items},
+        "float ranks": {k: float(v) for k, v in items},
+        "string ranks": {k: str(v) for k, v in items},
+        "no ranks": {k: None for k, _ in items},
+        "a float among ints": {**reference, items[7][0]: 7.5},
+    }[table]
+    assert len(wrong) == len(reference)
+    key = usercache.user_key()
+    assert key is not None
+    file.write_bytes(usercache.sealed(key, core._RANK_PURPOSE, core._RANK_MAGIC,
+                                      marshal.dumps(wrong)))
+    assert core._cached_ranks(file, len(reference)) is None
+    assert _load("cl100k_base") == reference
+    assert len(parses) == 2
