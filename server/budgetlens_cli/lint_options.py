@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from budgetlens import codes
-from budgetlens.contract.discovery import GitIgnored
+from budgetlens.contract.discovery import FolderExcluded, GitIgnored
 from budgetlens.contract.lint import (
     ConfigLint,
     Layer,
@@ -149,7 +149,7 @@ def exit_status(args: argparse.Namespace, diagnostics: Iterable[Diagnostic]) -> 
 
 
 # ---------------------------------------------------------------------------- exclusion
-class Exclusion:
+class Exclusion(FolderExcluded):
     """What the search for pipelines skips: the ``--exclude`` globs (else the defaults), the
     ``--extend-exclude`` ones, and, unless ``--no-respect-gitignore``, what the
     ``.gitignore`` files of the folder and its parents (up to the repository's root, the

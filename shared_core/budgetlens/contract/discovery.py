@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.cache import BudgetCache, RecordingFiles
 from budgetlens.files import MISSING_FINGERPRINT, RunFiles, SourceError
@@ -133,14 +133,19 @@ def _ignores(rules: list[tuple[str, Any]], path: str, is_dir: bool) -> bool:
     return bool(verdict)
 
 
-@runtime_checkable
-class KeepsFiles(Protocol):
-    """An ``Excluded`` that can judge a folder's files at once (``GitIgnored.keep_files``)."""
+class FolderExcluded:
+    """An ``Excluded`` that also judges a folder's files at once (``keep_files``): the
+    search asks it once per folder, not once per file."""
 
-    def keep_files(self, folder: str, paths: list[Path]) -> list[Path]: ...
+    def __call__(self, path: str, is_dir: bool) -> bool:
+        raise NotImplementedError
+
+    def keep_files(self, folder: str, paths: list[Path]) -> list[Path]:
+        """The files of ``paths`` (each directly in ``folder``) it keeps."""
+        return [p for p in paths if not self(str(p), False)]
 
 
-class DefaultExcluded:
+class DefaultExcluded(FolderExcluded):
     """What the search skips with no option given (the editor's search, and the CLI's with
     its defaults): hidden and dependency folders (``SKIP_DIRS``) and what git ignores."""
 
@@ -165,7 +170,7 @@ def default_excluded() -> Excluded:
 
 def kept_files(excluded: Excluded, folder: str, paths: list[Path]) -> list[Path]:
     """The files of ``paths`` (each directly in ``folder``) ``excluded`` keeps."""
-    if isinstance(excluded, KeepsFiles):
+    if isinstance(excluded, FolderExcluded):
         return excluded.keep_files(folder, paths)
     return [p for p in paths if not excluded(str(p), False)]
 
@@ -189,14 +194,21 @@ def search_walk(root: Path | str, excluded: Excluded | None = None,
     entered, as ``os.walk`` does): ``find_pipelines``, and what must hold still for its
     result to (the CLI's recorded answers fingerprint these folders). ``excluded`` is
     taken through ``for_root``."""
+    for dirpath, dirnames, _ in _walk(root, excluded):
+        yield dirpath, dirnames
+
+
+def _walk(root: Path | str, excluded: Excluded | None,
+          ) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``search_walk`` with each folder's other entries (``os.walk``'s file names)."""
     excluded = for_root(root, excluded)
-    for dirpath, dirnames, _ in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):
         if excluded is None:
             kept = (d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
         else:
             kept = (d for d in dirnames if not excluded(os.path.join(dirpath, d), True))
         dirnames[:] = sorted(kept)
-        yield dirpath, dirnames
+        yield dirpath, dirnames, filenames
 
 
 def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[Path]:
@@ -215,8 +227,8 @@ def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[P
 
     if os.path.basename(os.path.abspath(root)) == "pipelines":
         add(str(root), [p for pattern in PIPELINE_GLOBS for p in root.glob(pattern)])
-    for dirpath, dirnames in search_walk(root, excluded):
-        add(dirpath, prompt_files(dirpath))
+    for dirpath, dirnames, filenames in _walk(root, excluded):
+        add(dirpath, prompt_files(dirpath, filenames))
         mapped = mapped_files(dirpath)  # below the folder too: judged one by one
         found.extend(mapped if kept is None else [p for p in mapped if not kept(str(p), False)])
         if "pipelines" in dirnames:
@@ -225,12 +237,15 @@ def find_pipelines(root: Path | str, excluded: Excluded | None = None) -> list[P
     return sorted_paths(set(found))
 
 
-def prompt_files(folder: str) -> list[Path]:
-    """The prompt files of ``folder`` itself (``PROMPT_SUFFIXES``, partials left out)."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
+def prompt_files(folder: str, names: list[str] | None = None) -> list[Path]:
+    """The prompt files of ``folder`` itself (``PROMPT_SUFFIXES``, partials left out).
+    ``names``: its entries other than folders, when the caller listed it already (a walk
+    of 1,000 pipelines need not list their folder twice)."""
+    if names is None:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
     return [Path(folder) / n for n in names
             if n.endswith(PROMPT_SUFFIXES) and not (n.startswith("_") and n.endswith(".prompt"))
             and os.path.isfile(os.path.join(folder, n))]
