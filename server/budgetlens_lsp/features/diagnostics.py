@@ -177,8 +177,8 @@ def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic
     blocks read, for the next analysis."""
     memo = index.lint_memo
     settings = ConfigLint(index.text_of, strict=False, memo=memo)
-    scanned = sorted({p for p in (*index.snapshot.overlay, *index.reports)
-                      if reads_comments(p)})
+    # unsorted: each file's warnings come out together, and ``collect`` groups by file
+    scanned = {p for p in (*index.snapshot.overlay, *index.reports) if reads_comments(p)}
     shown = apply_lint(reported, settings, index.lint_text, scanned, memo)
     for folder in {os.path.dirname(p) for p in index.pipelines}:  # a bad lint block is
         settings.in_folder(folder)  # shown even with nothing to filter

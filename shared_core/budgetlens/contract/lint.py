@@ -417,10 +417,12 @@ def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], 
     read = memo if memo is not None else LintMemo()
 
     def comments(path: str) -> _Used:
-        if path not in files:
+        used = files.get(path)
+        if used is None:
             text = text_of(path) if reads_comments(path) else None
-            files[path] = _Used(read.comments(path, text) if text else [])
-        return files[path]
+            found = read.comments(path, text) if text else []
+            used = files[path] = _Used(found) if found else _NO_COMMENTS
+        return used
 
     kept = [d for d in diagnostics if settings_for(d.file).enabled(d.code, d.file)
             and not comments(d.file).suppress(d)]
@@ -434,10 +436,16 @@ def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], 
     return kept
 
 
+#: The comments of a file with none: shared, since nothing is ever marked used in it.
+_NO_COMMENTS = _Used([])
+
+
 def _without_hidden_parents(diagnostics: Sequence[Diagnostic], kept: list[Diagnostic],
                             ) -> list[Diagnostic]:
     """``kept`` without a child's BL023 whose parent errors (its related places) are all
     hidden: the parent has no error left to point at."""
+    if not any(d.code == codes.EXTENDS_PARENT_BROKEN for d in kept):
+        return kept  # the usual case: no set of places to build (a hash of each range)
     shown = {(d.file, d.range) for d in kept}
     hidden = {(d.file, d.range) for d in diagnostics} - shown
     return [d for d in kept if d.code != codes.EXTENDS_PARENT_BROKEN or not d.related
