@@ -644,6 +644,9 @@ _MAIN = ("import sys; from budgetlens_cli.main import main; sys.argv = ['budgetl
          " sys.exit(main())")
 _GC_OFF = ("import gc; gc.disable = lambda: None; gc.freeze = lambda: None; ")
 _REPLAY_OFF = "import budgetlens_cli.cache as c; c.replay = lambda *a: None; "
+#: No persistent count: the check builds its encoding, as a first check does.
+_NO_COUNTS = "import os; os.environ['BUDGETLENS_NO_CACHE'] = '1'; "
+_KEEP_OFF = _NO_COUNTS + "import budgetlens_cli.main as m; m._kept_tokenizers = lambda: []; "
 _PYDANTIC_SHAPES = (  # _no_light_shapes, for a whole process
     "from budgetlens.contract.shapes import Shape\n"
     "def _pydantic(cls, data):\n"
@@ -730,6 +733,9 @@ def process_rows(ws: Path, tiny: Path) -> list[Row]:
         Row("light-shapes", "check (1 pipeline, --no-cache)",
             _cli(["check", str(tiny), "--no-cache"]),
             _cli(["check", str(tiny), "--no-cache"], _PYDANTIC_SHAPES)),
+        Row("keep-encodings", "check (1 pipeline, no count kept, --no-cache)",
+            _cli(["check", str(tiny), "--no-cache"], _NO_COUNTS),
+            _cli(["check", str(tiny), "--no-cache"], _KEEP_OFF)),
         Row("gc-serve-start", "the server made (serve.run)",
             (PY, "-c", "import gc; gc.disable(); " + _SERVER + "; gc.freeze(); gc.enable()"),
             (PY, "-c", _SERVER)),

@@ -156,3 +156,42 @@ def test_the_chosen_subcommand_is_the_first_word() -> None:
     assert chosen_subcommand(["-h", "clamp"]) == "clamp"
     assert chosen_subcommand(["nope"]) == ""
     assert chosen_subcommand([]) == ""
+
+
+_EXIT_WATCH = """
+import gc, os, sys, weakref
+from budgetlens_cli import main as cli
+{patch}
+sys.argv = ["budgetlens", "check", "ws"]
+code = cli.main()  # the process's own command line: what is alive is frozen for the exit
+from budgetlens.tokens import core
+tokenizer = core.get_tokenizer("cl100k_base")
+assert tokenizer.loaded, "the check built no encoding"
+def freed(ref, write=os.write):
+    write(2, b"encoding freed\\n")
+watch = [weakref.ref(tokenizer._built, freed)]  # the weakref lives on, frozen, to see it
+watch.append(watch)
+del tokenizer
+gc.freeze()
+print("exit", code)
+"""
+
+
+def _exit_watched(ws_parent: Path, patch: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    env["BUDGETLENS_NO_CACHE"] = "1"  # no count kept from an earlier run: the encoding builds
+    return subprocess.run([sys.executable, "-c", _EXIT_WATCH.format(patch=patch)],
+                          capture_output=True, text=True, cwd=ws_parent, env=env, timeout=120)
+
+
+def test_a_built_encoding_is_not_freed_one_rank_at_a_time_at_exit(tmp_path: Path) -> None:
+    # freeing cl100k_base's 100,000 ranks as the modules are cleared costs about 19 ms of a
+    # one-pipeline check (docs/performance.md): the process ends with the encoding alive
+    shutil.copytree(EXAMPLES, tmp_path / "ws")
+    kept = _exit_watched(tmp_path)
+    assert kept.stdout.splitlines()[-1] == "exit 1", kept.stderr  # the examples have an error
+    assert "encoding freed" not in kept.stderr
+    # the watch sees a freed encoding: with nothing kept, clearing the modules frees it
+    plain = _exit_watched(tmp_path, "cli._kept_tokenizers = lambda: []")
+    assert plain.stdout.splitlines()[-1] == "exit 1", plain.stderr
+    assert "encoding freed" in plain.stderr
