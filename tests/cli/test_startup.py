@@ -195,3 +195,19 @@ def test_a_built_encoding_is_not_freed_one_rank_at_a_time_at_exit(tmp_path: Path
     plain = _exit_watched(tmp_path, "cli._kept_tokenizers = lambda: []")
     assert plain.stdout.splitlines()[-1] == "exit 1", plain.stderr
     assert "encoding freed" in plain.stderr
+
+
+def test_a_check_without_a_model_or_target_reads_no_registry(tmp_path: Path) -> None:
+    # the bundled registry (and corrections.json) is read on first use: about 25 M
+    # instructions of a one-pipeline check (docs/performance.md)
+    shutil.copytree(EXAMPLES, tmp_path / "ws")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n"
+           "    code = main(['check', 'ws', '--no-cache'])\n"
+           "from budgetlens.models import registry\n"
+           "print(code, registry.load_registry.cache_info().currsize)\n")
+    assert _modules_after(run, cwd=tmp_path, env=env)["printed"] == ["1 0"]
+    config = tmp_path / "ws" / "config.json"
+    config.write_text(config.read_text("utf-8").replace("{", '{"model": "gpt-4o",', 1), "utf-8")
+    assert _modules_after(run, cwd=tmp_path, env=env)["printed"] == ["1 1"]

@@ -267,8 +267,9 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
     if config is None or config.config is None:
         return ModelLimits()
     cfg = config.config
-    registry = registry or load_registry()
+    # the registry is read on first use (a few ms): a config.json without a model needs none
     if target is not None:
+        registry = registry or load_registry()
         info = registry.get(target)
         if info is None:
             return ModelLimits(name=target)
@@ -280,7 +281,7 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
     window, ceiling = _typed(config, "model_context_window"), _typed(
         config, "model_max_output_tokens")
     out: list[Diagnostic] = []
-    info = registry.get(cfg.model) if cfg.model else None
+    info = (registry or load_registry()).get(cfg.model) if cfg.model else None
     model_loc = config.location("model")
     if cfg.model and info is None:
         out.append(_diag(model_loc, Severity.WARNING, codes.MODEL_UNKNOWN, unknown_model_message(

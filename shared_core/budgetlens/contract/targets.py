@@ -138,12 +138,11 @@ def target_matrix(path: Path | str, targets: Sequence[str] | None = None, *,
     if targets is None:
         found, where = config_targets(pipe, files, options, cache)
         targets = found
-    registry = load_registry()
     diagnostics: list[Diagnostic] = []
     fits: list[TargetFit] = []
     known: list[str] = []
-    for target in targets:
-        info = registry.get(target)
+    for target in targets:  # the registry is read once, on first use: no target needs none
+        info = load_registry().get(target)
         if info is None:
             loc = where or Location(pipe, Range.at(0, 0))
             diagnostics.append(Diagnostic(loc.file, loc.range, Severity.WARNING,
