@@ -211,3 +211,25 @@ def test_a_check_without_a_model_or_target_reads_no_registry(tmp_path: Path) -> 
     config = tmp_path / "ws" / "config.json"
     config.write_text(config.read_text("utf-8").replace("{", '{"model": "gpt-4o",', 1), "utf-8")
     assert _modules_after(run, cwd=tmp_path, env=env)["printed"] == ["1 1"]
+
+
+def test_a_check_without_tools_or_a_schema_loads_no_request_framing(tmp_path: Path) -> None:
+    # the chat framings count a step's tools and response schema, and load with the first
+    # step that has one
+    shutil.copytree(EXAMPLES, tmp_path / "ws")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n"
+           "    print(main(['check', 'ws', '--no-cache']))\n")
+    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(modules, set) and "budgetlens.contract.check" in modules
+    assert sorted(m for m in modules if m.startswith("budgetlens.request")) == []
+    chat = tmp_path / "ws" / "pipelines" / "chat.yaml"
+    text = chat.read_text("utf-8")
+    assert "    type: call_model\n" in text
+    chat.write_text(text.replace(
+        "    type: call_model\n",
+        "    type: call_model\n    tools: [{type: function, function: {name: f}}]\n", 1),
+        "utf-8")
+    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(modules, set) and "budgetlens.request.framing" in modules

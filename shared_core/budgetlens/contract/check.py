@@ -352,7 +352,8 @@ class _PipelineCheck(_CheckState):
         model (contract/terms.py)."""
         info = own.model if own is not None else self.plan.limits.model
         name = info.name if info is not None else None
-        framing = framing_for(info, counter.tokenizer.name)
+        framing = (framing_for(info, counter.tokenizer.name)  # only what counts needs it
+                   if sp.tools is not None or sp.schema is not None else None)
         tools, schema = (self.spec_term(sp, spec, framing, counter, name)
                          for spec in (sp.tools, sp.schema))
         reasoning, in_output = sp.reasoning, False

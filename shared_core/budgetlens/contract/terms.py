@@ -34,14 +34,15 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetlens.contract.near_miss import suggest
 from budgetlens.contract.results import Term
 from budgetlens.models.registry import ModelInfo
-from budgetlens.request.framing import Framing, schema_tokens, tools_tokens
-from budgetlens.request.limits import framing_of
 from budgetlens.source import Location, Severity
+
+if TYPE_CHECKING:
+    from budgetlens.request.framing import Framing
 
 TOOLS, RESPONSE_SCHEMA, REASONING = "tools", "response_schema", "reasoning"
 #: The step keys this module reads (``near_miss``: a near miss of one is an error).
@@ -113,6 +114,10 @@ def load_json(text: str, key: str) -> Any:
 # ------------------------------------------------------------------------------ counting
 def framing_for(info: ModelInfo | None, tokenizer: str) -> Framing:
     """The chat framing a step's model is counted with (none named: the generic one)."""
+    # lazy: start-up speed (request.limits, request.framing: only a step with tools or a
+    # response schema needs them)
+    from budgetlens.request.limits import framing_of
+
     return framing_of(info.name if info is not None else "", info, tokenizer)
 
 
@@ -134,6 +139,8 @@ def _rule(key: str, framing: Framing, exact: bool, tokenizer: str, model: str | 
 def spec_term(spec: TermSpec, value: Any, framing: Framing, count: Callable[[str], int],
               tokenizer: str, model: str | None) -> Term:
     """The term of ``spec`` whose value (inline or read from its file) is ``value``."""
+    from budgetlens.request.framing import schema_tokens, tools_tokens  # lazy, as framing_for
+
     if spec.key == TOOLS:
         tokens, exact = tools_tokens(value, framing, count)
         what = f"{len(value)} definition{'s' if len(value) != 1 else ''}"
