@@ -197,7 +197,8 @@ def test_a_built_encoding_is_not_freed_one_rank_at_a_time_at_exit(tmp_path: Path
     assert "encoding freed" in plain.stderr
 
 
-def test_a_check_without_a_model_or_target_reads_no_registry(tmp_path: Path) -> None:
+def test_a_check_without_a_model_reads_no_registry_and_no_gateway_table(
+        tmp_path: Path) -> None:
     # the bundled registry (and corrections.json) is read on first use: about 25 M
     # instructions of a one-pipeline check (docs/performance.md)
     shutil.copytree(EXAMPLES, tmp_path / "ws")
@@ -207,10 +208,15 @@ def test_a_check_without_a_model_or_target_reads_no_registry(tmp_path: Path) -> 
            "    code = main(['check', 'ws', '--no-cache'])\n"
            "from budgetlens.models import registry\n"
            "print(code, registry.load_registry.cache_info().currsize)\n")
-    assert _modules_after(run, cwd=tmp_path, env=env)["printed"] == ["1 0"]
+    plain = _modules_after(run, cwd=tmp_path, env=env)
+    assert plain["printed"] == ["1 0"]
+    assert "budgetlens.models.gateways" not in plain["modules"]  # no gateway, no variant
     config = tmp_path / "ws" / "config.json"
-    config.write_text(config.read_text("utf-8").replace("{", '{"model": "gpt-4o",', 1), "utf-8")
-    assert _modules_after(run, cwd=tmp_path, env=env)["printed"] == ["1 1"]
+    config.write_text(config.read_text("utf-8").replace(
+        "{", '{"model": "gpt-4o", "gateway": "github-models",', 1), "utf-8")
+    named = _modules_after(run, cwd=tmp_path, env=env)
+    assert named["printed"] == ["1 1"]
+    assert "budgetlens.models.gateways" in named["modules"]
 
 
 def test_a_check_without_tools_or_a_schema_loads_no_request_framing(tmp_path: Path) -> None:

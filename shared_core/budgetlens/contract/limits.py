@@ -12,23 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetlens import codes
 from budgetlens.contract.config import LoadedConfig
 from budgetlens.contract.frozen import quick_init
 from budgetlens.contract.results import Term
-from budgetlens.models.gateways import (
-    GatewayCap,
-    gateway_cap,
-    gateway_names,
-    gateway_unsourced,
-    variant,
-    variant_names,
-)
 from budgetlens.models.registry import ModelInfo, Registry, load_registry
 from budgetlens.models.resolution import query_of
 from budgetlens.source import Diagnostic, Location, Related, Severity
+
+if TYPE_CHECKING:
+    from budgetlens.models.gateways import GatewayCap
 
 SERVING_KEYS = ("max_model_len", "num_ctx")
 
@@ -205,6 +200,10 @@ def _variant_window(window: Term | None, info: ModelInfo | None, wanted: object,
                          f"{what} variant {wanted!r} needs a registry model (model: ...);"
                          " the window is used as it is"))
         return window
+    # lazy: start-up speed (the gateway and variant tables: only a variant or a gateway
+    # named needs them)
+    from budgetlens.models.gateways import variant, variant_names
+
     found = variant(info.name, wanted) if isinstance(wanted, str) else None
     if found is None:
         known = variant_names(info.name)
@@ -225,6 +224,12 @@ def _gateway(limits: ModelLimits, wanted: object, loc: Location,
     sourced cap for (information)."""
     if wanted is None:
         return limits
+    from budgetlens.models.gateways import (  # lazy, as in _variant_window
+        gateway_cap,
+        gateway_names,
+        gateway_unsourced,
+    )
+
     if not isinstance(wanted, str) or wanted not in gateway_names():
         out.append(_diag(loc, Severity.WARNING, codes.GATEWAY_UNKNOWN,
                          f"{what} gateway {wanted!r} is not in the gateway table (gateways:"
