@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from budgetlens import __version__, codes
 from budgetlens.contract import escape
-from budgetlens.rules import REPOSITORY_URL, help_uri
 from budgetlens.serialize import RawJSON, dumps, to_jsonable
 from budgetlens.source import Diagnostic, Range, Severity
 from budgetlens_cli import ci_formats, lint_options
@@ -167,6 +166,8 @@ def _sarif_rule(code: str) -> dict[str, Any]:
     rule: dict[str, Any] = {"id": code, "shortDescription": {"text": info.summary},
                             "fullDescription": {"text": full},
                             "help": {"text": help_text}}
+    from budgetlens.rules import help_uri  # lazy, as in sarif_output
+
     uri = help_uri(code)
     if uri is not None:
         rule["helpUri"] = uri
@@ -182,6 +183,8 @@ def _sarif_location(file: str, rng: Range) -> dict[str, Any]:
 
 
 def sarif_output(diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    from budgetlens.rules import REPOSITORY_URL  # lazy: start-up speed (SARIF only)
+
     used = sorted({d.code for d in diagnostics})
     rules = [_sarif_rule(c) for c in used if c in codes.CODES]
     results = []

@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 from types import MappingProxyType
@@ -35,6 +34,8 @@ from budgetlens.contract import escape
 from budgetlens.source import Diagnostic, Severity, unique_diagnostics
 
 if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
     from budgetlens.contract.results import PipelineReport
 
 GITHUB_COMMAND = MappingProxyType({Severity.ERROR: "error", Severity.WARNING: "warning",
@@ -175,6 +176,8 @@ def _testcase(suite: ET.Element, name: str, failing: list[Diagnostic],
     """Add a testcase; a ``<failure>`` when ``failing`` has diagnostics or ``unfit`` says why
     it does not fit; ``others`` (warnings that do not fail) in its ``<system-out>``. True
     when it failed."""
+    import xml.etree.ElementTree as ET  # lazy: start-up speed (the JUnit output only)
+
     case = ET.SubElement(suite, "testcase", classname=suite.get("name", ""),
                          name=escape.xml_text(name))
     shown = [_head(d) for d in others]
@@ -223,6 +226,8 @@ def junit_suite_of(pipeline: str, steps: Iterable[JunitStep],
     ``fail_on`` or worse fails its step's testcase (or ``(file)``'s); a warning below it is
     written to the testcase's ``<system-out>``. A step that does not fit fails as it did,
     unless its BL050/BL052 was suppressed or deselected (its name in ``hidden``)."""
+    import xml.etree.ElementTree as ET  # lazy, as in _testcase
+
     mine = unique_diagnostics(diagnostics)
     failing = [d for d in mine if _rank(d.severity) <= _rank(fail_on)]
     others = [d for d in mine if d not in failing and d.severity is Severity.WARNING]
@@ -256,6 +261,8 @@ def junit_output(reports: list[PipelineReport]) -> str:
 
 def junit_document(suites: list[tuple[tuple[ET.Element, int], int]]) -> str:
     """The JUnit XML of the testsuites (each with its failures) and their test counts."""
+    import xml.etree.ElementTree as ET  # lazy, as in _testcase
+
     root = ET.Element("testsuites", name="budgetlens")
     failed = 0
     for (suite, failures), _ in suites:

@@ -239,3 +239,20 @@ def test_a_check_without_tools_or_a_schema_loads_no_request_framing(tmp_path: Pa
         "utf-8")
     modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
     assert isinstance(modules, set) and "budgetlens.request.framing" in modules
+
+
+def test_a_text_check_loads_neither_xml_nor_the_rule_texts(tmp_path: Path) -> None:
+    # ElementTree writes the JUnit output, the rule texts give SARIF its help addresses
+    shutil.copytree(EXAMPLES, tmp_path / "ws")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n"
+           "    print(main(['check', 'ws', '--no-cache'{more}]))\n")
+    modules = _modules_after(run.format(more=""), cwd=tmp_path, env=env)["modules"]
+    assert isinstance(modules, set) and "budgetlens.contract.check" in modules
+    assert sorted(m for m in modules if m.split(".")[0] == "xml" or m == "budgetlens.rules") \
+        == []
+    for fmt, loaded in (("junit", "xml.etree.ElementTree"), ("sarif", "budgetlens.rules")):
+        more = f", '--format', '{fmt}'"
+        modules = _modules_after(run.format(more=more), cwd=tmp_path, env=env)["modules"]
+        assert isinstance(modules, set) and loaded in modules
