@@ -256,3 +256,23 @@ def test_a_text_check_loads_neither_xml_nor_the_rule_texts(tmp_path: Path) -> No
         more = f", '--format', '{fmt}'"
         modules = _modules_after(run.format(more=more), cwd=tmp_path, env=env)["modules"]
         assert isinstance(modules, set) and loaded in modules
+
+
+def test_a_check_without_a_margin_percentage_loads_no_fractions(tmp_path: Path) -> None:
+    # fractions (and decimal, which it loads) count a margin's percentage only
+    shutil.copytree(EXAMPLES, tmp_path / "ws")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n"
+           "    print(main(['check', 'ws', '--no-cache']))\n")
+    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(modules, set) and "budgetlens.contract.check" in modules
+    assert {"fractions", "decimal"} & modules == set()
+    chat = tmp_path / "ws" / "pipelines" / "chat.yaml"
+    text = chat.read_text("utf-8")
+    assert "settings:\n" in text
+    chat.write_text(text.replace("settings:\n",
+                                 "settings:\n  budget_safety_margin_tokens: \"2% + 128\"\n", 1),
+                    "utf-8")
+    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    assert isinstance(modules, set) and "fractions" in modules

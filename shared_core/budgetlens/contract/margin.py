@@ -19,13 +19,18 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from budgetlens.contract.results import Term
 
+if TYPE_CHECKING:
+    from fractions import Fraction
+
 #: The percentage of the input an approximate count gets by default: above the 11% drift
-#: earendil-works/pi#9101 measured between an approximate count and the provider's.
-APPROXIMATE_PERCENT = Fraction(12)
+#: earendil-works/pi#9101 measured between an approximate count and the provider's. A whole
+#: number: ``fractions`` (and ``decimal``, which it loads) is imported only when a margin
+#: has a percentage (start-up speed: about 10 M instructions, docs/performance.md).
+APPROXIMATE_PERCENT = 12
 #: The margin's constant when the pipeline sets none (``budget_safety_margin_tokens``).
 DEFAULT_MARGIN_TOKENS = 128
 #: The default margin of an approximate count, ``"12% + 128"``: the one rule of the check
@@ -40,6 +45,8 @@ _TEXT = re.compile(r"\s*(?:(?P<pct>\d+(?:\.\d+)?)\s*%)?\s*(?:(?P<plus>\+)\s*"
 def parse_margin(text: str) -> tuple[Fraction, int] | None:
     """The percentage and the constant of ``"2% + 128"`` (``"5%"``: no constant; a plain
     ``"128"`` is read as the number); ``None`` when the text is neither."""
+    from fractions import Fraction  # lazy: start-up speed (see APPROXIMATE_PERCENT)
+
     stripped = text.strip()
     if stripped.isdigit():
         return Fraction(0), int(stripped)
@@ -68,7 +75,9 @@ def step_margin(base: Term, percent: Fraction | None, input_tokens: int, *,
     approximately under the default margin (``default``) gets ``APPROXIMATE_PERCENT``."""
     why = ""
     if percent is None and approximate and default:
-        percent, why = APPROXIMATE_PERCENT, " (default for approximate counts)"
+        from fractions import Fraction  # lazy, as in parse_margin
+
+        percent, why = Fraction(APPROXIMATE_PERCENT), " (default for approximate counts)"
     if not percent:
         return base
     extra = margin_tokens(percent, 0, input_tokens)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from budgetlens import codes
@@ -77,6 +76,8 @@ from budgetlens.tokens.core import (
 )
 
 if TYPE_CHECKING:
+    from fractions import Fraction  # loaded by a margin with a percentage (margin.py)
+
     from budgetlens.formats.mapping import MappingSpec
 
 _T = TypeVar("_T")

@@ -17,7 +17,7 @@ import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from budgetlens import codes
 from budgetlens.contract.cache import BudgetCache
@@ -53,6 +53,9 @@ from budgetlens.models.registry import Registry
 from budgetlens.source import Diagnostic, FixData, Location, Related, Severity
 from budgetlens.yamldoc.parse import YamlPath
 from budgetlens.yamldoc.scalar import string_range
+
+if TYPE_CHECKING:
+    from fractions import Fraction  # loaded by a margin with a percentage (margin.py)
 
 
 class CheckStopped(Exception):
