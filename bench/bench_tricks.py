@@ -646,6 +646,7 @@ _GC_OFF = ("import gc; gc.disable = lambda: None; gc.freeze = lambda: None; ")
 _REPLAY_OFF = "import budgetlens_cli.cache as c; c.replay = lambda *a: None; "
 #: No persistent count: the check builds its encoding, as a first check does.
 _NO_COUNTS = "import os; os.environ['BUDGETLENS_NO_CACHE'] = '1'; "
+_GC_START_ON = "import budgetlens_cli.main as m; m._start_paused = lambda a: False; "
 _KEEP_OFF = _NO_COUNTS + "import budgetlens_cli.main as m; m._kept_tokenizers = lambda: []; "
 _PYDANTIC_SHAPES = (  # _no_light_shapes, for a whole process
     "from budgetlens.contract.shapes import Shape\n"
@@ -733,6 +734,9 @@ def process_rows(ws: Path, tiny: Path) -> list[Row]:
         Row("light-shapes", "check (1 pipeline, --no-cache)",
             _cli(["check", str(tiny), "--no-cache"]),
             _cli(["check", str(tiny), "--no-cache"], _PYDANTIC_SHAPES)),
+        Row("gc-cli-start", "check (1 pipeline, --no-cache)",
+            _cli(["check", str(tiny), "--no-cache"]),
+            _cli(["check", str(tiny), "--no-cache"], _GC_START_ON)),
         Row("keep-encodings", "check (1 pipeline, no count kept, --no-cache)",
             _cli(["check", str(tiny), "--no-cache"], _NO_COUNTS),
             _cli(["check", str(tiny), "--no-cache"], _KEEP_OFF)),

@@ -8,6 +8,9 @@ counted with ``gc.get_objects``.
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -198,3 +201,43 @@ def test_the_process_freezes_its_heap_before_it_exits(workspace: Path) -> None:
     assert seen["frozen"] > 1000  # the modules, the caches
     assert seen["enabled"] is True
     assert seen["frozen_after_argv_call"] == 0
+
+
+
+_OWN_PROCESS = """
+import gc, sys
+from budgetlens_cli import main as cli
+{patch}
+found, seen = [], []
+gc.callbacks.append(lambda phase, info: found.append(info["generation"]) if phase == "start"
+                    else None)
+real = cli._check_recording
+def watched(argv, args):
+    seen.extend([len(found), gc.get_freeze_count()])
+    return real(argv, args)
+cli._check_recording = watched
+sys.argv = ["budgetlens", "check", "ws", "-j", "1", "--no-cache"]
+code = cli.main()  # the process's own command line
+gc.callbacks.clear()
+print(code, *seen, file=sys.stderr)
+"""
+
+
+def _own_process(cwd: Path, patch: str = "") -> list[int]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    proc = subprocess.run([sys.executable, "-c", _OWN_PROCESS.format(patch=patch)],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return [int(n) for n in proc.stderr.splitlines()[-1].split()]
+
+
+def test_a_check_of_its_own_process_loads_without_collections(workspace: Path) -> None:
+    # loading the checker's modules started about twenty collections (2 ms of a
+    # one-pipeline check): they load with the collector off, and are frozen before the run
+    code, collections, frozen = _own_process(workspace.parent)
+    assert (code, collections) == (1, 0)  # 1: broken.yaml
+    assert frozen > 1000  # the modules loaded
+    # the watch sees them: with the pause off, loading starts collections, nothing frozen
+    code, collections, frozen = _own_process(workspace.parent,
+                                             "cli._start_paused = lambda argv: False")
+    assert code == 1 and collections > 0 and frozen == 0
