@@ -123,12 +123,20 @@ def text_of(path: str) -> str | None:
 
 
 def apply(args: argparse.Namespace, results: Sequence[PipelineResult],
-          diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+          diagnostics: Sequence[Diagnostic],
+          uncommented: set[str] | None = None) -> list[Diagnostic]:
     """The run's diagnostics as shown: selection, per-file ignores and suppression comments
-    applied, then the BL080 warnings of the comments that suppressed nothing."""
+    applied, then the BL080 warnings of the comments that suppressed nothing. A file in
+    ``uncommented`` (the check read it, with no ``budgetlens:`` in it) is not read again:
+    it has no comment."""
     settings = ConfigLint(text_of, getattr(args, "config", None), cli_layer(args))
+
+    def comments_text(path: str) -> str | None:
+        if uncommented and os.path.normpath(path) in uncommented:
+            return ""
+        return text_of(path)
     try:
-        return apply_lint(diagnostics, settings, text_of, [r.pipeline for r in results])
+        return apply_lint(diagnostics, settings, comments_text, [r.pipeline for r in results])
     except LintError as exc:
         raise UsageError(str(exc)) from None
 

@@ -216,6 +216,50 @@ def test_a_comment_in_a_prompt_text_file_is_prompt_text(
     assert f"= system_prompt: {counted} at ws/prompts/helper.txt:1:1" in out
 
 
+def _opens(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """Every ``os.open`` of a file named ``name`` from now on (the check's reads and the
+    lint pass's both open through it)."""
+    import os
+
+    opened: list[str] = []
+    original = os.open
+
+    def counting(path: object, *args: object, **kwargs: object) -> int:
+        if os.path.basename(os.fsdecode(path)) == name:  # type: ignore[arg-type]
+            opened.append(os.fsdecode(path))  # type: ignore[arg-type]
+        return original(path, *args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "open", counting)
+    return opened
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_checked_pipeline_without_a_comment_is_opened_once(
+        ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, cache: bool) -> None:
+    """The lint pass knows a pipeline the check read has no suppression comment: it does
+    not open it again (with the result cache on or off). (The text output opens a file
+    again to print its lines under its diagnostics; ``--statistics`` prints none.)"""
+    opened = _opens(monkeypatch, "small.yaml")
+    argv = ["--cache-dir", str(tmp_path / "cache")] if cache else ["--no-cache"]
+    code = main(["check", "ws", "-j", "1", "--statistics", *argv])
+    out = capsys.readouterr().out
+    assert [line.split("\t")[:2] for line in out.splitlines()] == [
+        ["1", "BL042"], ["1", "BL050"], ["1", "BL105"]]
+    assert code == 1
+    assert len(opened) == 1, opened
+
+
+def test_a_checked_pipeline_with_a_comment_is_still_read_for_it(
+        ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    comment_line(ws / "pipelines/small.yaml", 18, "# budgetlens: ignore[BL050]")
+    opened = _opens(monkeypatch, "small.yaml")
+    code, out, _ = run(capsys, "ws", "--statistics")
+    assert [line.split("\t")[:2] for line in out.splitlines()] == [
+        ["1", "BL042"], ["1", "BL105"]]
+    assert code == 0
+    assert len(opened) == 2, opened  # the check's read, then the lint pass's
+
+
 def test_config_json_takes_no_comment_but_per_file_ignores(
         ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """config.json is strict JSON: its diagnostics are turned off by file."""
