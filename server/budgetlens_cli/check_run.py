@@ -285,7 +285,7 @@ class _NotingFiles(RunFiles):
 
     def _note(self, path: Path, text: str) -> None:
         if self.uncommented is not None and SUPPRESSION_MARK not in text:
-            self.uncommented.add(os.path.normpath(path))
+            self.uncommented.add(str(path))
 
 
 #: What every suppression comment holds (``budgetlens.contract.lint.SUPPRESSION``).

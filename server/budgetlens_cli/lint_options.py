@@ -132,7 +132,7 @@ def apply(args: argparse.Namespace, results: Sequence[PipelineResult],
     settings = ConfigLint(text_of, getattr(args, "config", None), cli_layer(args))
 
     def comments_text(path: str) -> str | None:
-        if uncommented and os.path.normpath(path) in uncommented:
+        if uncommented and path in uncommented:
             return ""
         return text_of(path)
     try:

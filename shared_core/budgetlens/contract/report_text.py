@@ -28,8 +28,12 @@ def display_width(text: str) -> int:
 COLUMNS = ("fixed", "history", "context", "output", "margin", "total", "window", "headroom")
 
 
+#: The heads of ``COLUMNS``, each right-aligned in 10 columns as its numbers are.
+_HEADS = "".join(f"{c:>10}" for c in COLUMNS)
+
+
 def _header(width: int) -> str:
-    return "  " + "step".ljust(width) + "".join(f"{c:>10}" for c in COLUMNS) + "  fits"
+    return "  " + "step".ljust(width) + _HEADS + "  fits"
 
 
 def _approximate_notes(report: PipelineReport) -> list[str]:
@@ -52,17 +56,18 @@ def budget_table(report: PipelineReport) -> list[str]:
         return []
     # a step id comes from the pipeline: shown on one line, its control characters escaped
     names = [escape.text(s.step) for s in report.steps]
-    width = max(4, *(display_width(name) for name in names))
+    widths = [display_width(name) for name in names]
+    width = max(4, *widths)
     rows = [_header(width)]
-    for s, shown in zip(report.steps, names, strict=True):
-        name = shown + " " * (width - display_width(shown))
+    for s, shown, shown_width in zip(report.steps, names, widths, strict=True):
+        name = shown + " " * (width - shown_width)
         fits = "  yes" if s.fits else "  NO"
         if not (s.approximate or s.window.missing or s.context.missing
                 or s.output_source is OutputSource.MISSING):
             # every number known (nearly every step of a run): the columns of ``COLUMNS``
-            numbers = (s.fixed.value, s.history.value, s.context.value, s.output.value,
-                       s.margin.value, s.total, s.window.value, s.headroom)
-            rows.append("  " + name + "".join(f"{n:>10}" for n in numbers) + fits)
+            rows.append(f"  {name}{s.fixed.value:>10}{s.history.value:>10}"
+                        f"{s.context.value:>10}{s.output.value:>10}{s.margin.value:>10}"
+                        f"{s.total:>10}{s.window.value:>10}{s.headroom:>10}{fits}")
             continue
         # the numbers of ``s.numbers``, read directly
         b: dict[str, Any] = {"fixed": s.fixed.value, "history": s.history.value,
@@ -102,6 +107,8 @@ def _term_notes(report: PipelineReport, names: list[str]) -> list[str]:
     holds besides the prompts, its thinking budget and its model's input limit."""
     out = []
     for s, name in zip(report.steps, names, strict=True):
+        if s.tools is None and s.response_schema is None and s.reasoning is None:
+            continue  # no request term, no thinking budget (nearly every step): no line
         parts = [f"{label} {t.value:,} ({escape.text(t.source)})"
                  for label, t in s.request_terms()]
         if s.reasoning is not None:
