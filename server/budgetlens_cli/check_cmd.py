@@ -257,14 +257,14 @@ def _run(args: argparse.Namespace) -> tuple[int, RunStats]:
     store = open_store(args)
     piece = fragment_of(args)
     spec = CheckSpec(args.policy, args.tokenizer, args.config, piece, targets, store is not None)
-    uncommented: set[str] = set()  # files the check read with no suppression comment
+    uncommented = lint_options.Uncommented()  # what the lint pass need not read again
     results, stats = check_results(pipelines, lambda: options_from(args), piece, store, targets,
                             jobs=getattr(args, "jobs", None), spec=spec,
-                            uncommented=uncommented)
+                            note=uncommented.note)
     diagnostics = unique_diagnostics([*(d for r in results for d in r.diagnostics),
                                       *(d for r in results if r.matrix is not None
                                         for d in r.matrix.diagnostics)])
-    diagnostics = lint_options.apply(args, results, diagnostics, uncommented)
+    diagnostics = lint_options.apply(args, results, diagnostics, uncommented.paths)
     write_output(sys.stdout, args, results, diagnostics)
     save_store(store)
     failed = lint_options.exit_status(args, diagnostics)

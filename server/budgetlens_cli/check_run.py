@@ -194,13 +194,13 @@ class _Checker:
     def __init__(self, make_options: Callable[[], CheckOptions], piece: str | None,
                  targets: list[str] | None,
                  hashes: result_cache.ContentHashes | None,
-                 uncommented: set[str] | None = None) -> None:
+                 note: Callable[[str, str], None] | None = None) -> None:
         self.make_options = make_options
         self.piece = piece
         self.targets = targets
         self.hashes = hashes
         self.files = _NotingFiles(result_cache.HashingFiles(hashes) if hashes is not None
-                                  else DiskFiles(), uncommented)
+                                  else DiskFiles(), note)
         if hashes is not None:  # a file is resolved once, for the check and its hash
             hashes.resolve_with(self.files.abspath, self.files.realpath)
         self.cache = BudgetCache(keep_results=False)
@@ -264,32 +264,25 @@ class _Checker:
 
 
 class _NotingFiles(RunFiles):
-    """The run's ``RunFiles`` (folders resolved once), which also notes in ``uncommented``
-    each file the check read whose text holds no ``budgetlens:`` comment: the lint pass
-    then knows it has no suppression comment without reading it again
-    (``lint_options.apply``). A file with one is read again by the lint pass as before."""
+    """The run's ``RunFiles`` (folders resolved once), which also tells ``note`` the path
+    and text of each file the check reads: the lint pass then need not read a file again
+    to know it has no suppression comment (``lint_options.Uncommented``)."""
 
-    def __init__(self, base: FileSource, uncommented: set[str] | None) -> None:
+    def __init__(self, base: FileSource, note: Callable[[str, str], None] | None) -> None:
         super().__init__(base, resolve_by_folder=True)
-        self.uncommented = uncommented
+        self.note = note
 
     def read_text(self, path: Path) -> str:
         text = super().read_text(path)
-        self._note(path, text)
+        if self.note is not None:
+            self.note(str(path), text)
         return text
 
     def read_text_utf8(self, path: Path) -> tuple[str, bytes | None]:
         got = super().read_text_utf8(path)
-        self._note(path, got[0])
+        if self.note is not None:
+            self.note(str(path), got[0])
         return got
-
-    def _note(self, path: Path, text: str) -> None:
-        if self.uncommented is not None and SUPPRESSION_MARK not in text:
-            self.uncommented.add(str(path))
-
-
-#: What every suppression comment holds (``budgetlens.contract.lint.SUPPRESSION``).
-SUPPRESSION_MARK = "budgetlens:"
 
 
 #: The checker a forked worker starts from (set in the parent just before the workers start:
@@ -327,18 +320,17 @@ def check_results(pipelines: Sequence[Path], make_options: Callable[[], CheckOpt
                   store: result_cache.ResultCache | None = None,
                   targets: list[str] | None = None, *, jobs: int | None = 1,
                   spec: CheckSpec | None = None,
-                  uncommented: set[str] | None = None,
+                  note: Callable[[str, str], None] | None = None,
                   ) -> tuple[list[PipelineResult], RunStats]:
     """The result of every pipeline: from ``store`` when none of its inputs changed, else
     checked and put in ``store`` (by this process: workers only send results). With
     ``jobs`` > 1 (None: the usable CPUs) and a ``spec``, when at least ``MIN_PARALLEL``
     pipelines need checking they are checked in worker processes, the first one here (it
     warms the caches that forked workers start with). Also returns what the run did.
-    ``uncommented`` gets the files this process read with no suppression comment
+    ``note`` is told the path and text of each file this process reads
     (``_NotingFiles``)."""
     run = _Run(pipelines, piece, store)
-    checker = _Checker(make_options, piece, targets, store.hashes if store else None,
-                       uncommented)
+    checker = _Checker(make_options, piece, targets, store.hashes if store else None, note)
     if jobs is None and spec is not None and len(run.todo) >= MIN_PARALLEL:
         jobs = jobs_default()  # not before: a cached run loads no multiprocessing
     parallel = jobs is not None and jobs > 1 and spec is not None \

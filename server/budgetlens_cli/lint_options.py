@@ -29,6 +29,7 @@ from budgetlens.contract.lint import (
     LintError,
     apply_lint,
     check_selectors,
+    reads_comments,
     split_codes,
 )
 from budgetlens.source import Diagnostic, Severity
@@ -120,6 +121,18 @@ def text_of(path: str) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+class Uncommented:
+    """The files the check read whose text holds no suppression comment (``note``, told
+    each text the check read): ``apply`` gives each no comment without reading it again."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+
+    def note(self, path: str, text: str) -> None:
+        if reads_comments(path) and "budgetlens:" not in text:
+            self.paths.add(path)
 
 
 def apply(args: argparse.Namespace, results: Sequence[PipelineResult],

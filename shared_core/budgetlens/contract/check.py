@@ -546,10 +546,14 @@ class _RequestTerms:
 
     @property
     def fixed(self) -> int:
+        if self.tools is None and self.schema is None:  # nearly every step
+            return 0
         return sum(t.value for t in (self.tools, self.schema) if t is not None)
 
     @property
     def fixed_label(self) -> str:
+        if self.tools is None and self.schema is None:
+            return ""
         return "".join(f" + {label}" for label, t in (("tools", self.tools),
                                                       ("response schema", self.schema))
                        if t is not None)

@@ -294,7 +294,8 @@ class _Planner(_StepPlanner):
 
     def adopt(self, diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> None:
         """Diagnostics of a file the pipeline reads, as this pipeline's."""
-        self.diags.extend(replace(d, pipeline=self.pipe) for d in diagnostics)
+        if diagnostics:  # (most files have none)
+            self.diags.extend(replace(d, pipeline=self.pipe) for d in diagnostics)
 
     def load_file(self, path: str) -> PipelineFile:
         _poll(self.stop)

@@ -322,7 +322,7 @@ class _StepPlanner:
         ``gateway`` or ``variant`` (limits.py); None without."""
         extra = at.step.model_extra or {}
         name = extra.get("model")
-        terms = any(extra.get(key) is not None for key in _STEP_LIMIT_KEYS)
+        terms = bool(extra) and any(extra.get(key) is not None for key in _STEP_LIMIT_KEYS)
         if name is None and not terms:  # the pipeline's, without a diagnostic
             return None
         own = step_limits(name, at.location("model"), shared.config, self.limits,
