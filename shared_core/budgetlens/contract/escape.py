@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import re
 
-#: The characters ``visible`` leaves as they are: printable ones (``str.isprintable``: not
-#: a control, format, separator other than the space, surrogate or unassigned character).
-_PLAIN = re.compile(r"[\x20-\x7e]*")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -47,7 +44,7 @@ def visible(text: str, keep: str = "") -> str:
     diagnostics' ``repr`` quoting decides) written as its escape: ``\\n``, ``\\x1b``,
     ``\\u2028``; a newline never starts a new line. The characters of ``keep`` stay (a tab
     in a quoted source line)."""
-    if _PLAIN.fullmatch(text) or text.isprintable():
+    if text.isprintable():  # (no control, format, surrogate or unassigned character)
         return text
     return "".join(ch if ch.isprintable() or ch in keep else _shown(ch) for ch in text)
 
