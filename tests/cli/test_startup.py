@@ -158,6 +158,22 @@ def test_the_chosen_subcommand_is_the_first_word() -> None:
     assert chosen_subcommand([]) == ""
 
 
+#: A ``check`` of ``ws`` in a fresh interpreter, its text output swallowed (``{more}``: more
+#: arguments, ``{after}``: code run after it).
+_CHECK_RUN = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n"
+              "    code = main(['check', 'ws', '--no-cache'{more}])\n"
+              "{after}")
+
+
+def _checked_modules(ws_parent: Path, more: str = "", after: str = "print(code)\n"
+                     ) -> dict[str, object]:
+    """The modules (and what was printed) after a ``check`` of ``ws_parent / "ws"``, with
+    no ``BUDGETLENS_`` setting of the environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
+    return _modules_after(_CHECK_RUN.format(more=more, after=after), cwd=ws_parent, env=env)
+
+
 _EXIT_WATCH = """
 import gc, os, sys, weakref
 from budgetlens_cli import main as cli
@@ -202,19 +218,15 @@ def test_a_check_without_a_model_reads_no_registry_and_no_gateway_table(
     # the bundled registry (and corrections.json) is read on first use: about 25 M
     # instructions of a one-pipeline check (docs/performance.md)
     shutil.copytree(EXAMPLES, tmp_path / "ws")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
-    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
-           "with contextlib.redirect_stdout(io.StringIO()):\n"
-           "    code = main(['check', 'ws', '--no-cache'])\n"
-           "from budgetlens.models import registry\n"
-           "print(code, registry.load_registry.cache_info().currsize)\n")
-    plain = _modules_after(run, cwd=tmp_path, env=env)
+    after = ("from budgetlens.models import registry\n"
+             "print(code, registry.load_registry.cache_info().currsize)\n")
+    plain = _checked_modules(tmp_path, after=after)
     assert plain["printed"] == ["1 0"]
     assert "budgetlens.models.gateways" not in plain["modules"]  # no gateway, no variant
     config = tmp_path / "ws" / "config.json"
     config.write_text(config.read_text("utf-8").replace(
         "{", '{"model": "gpt-4o", "gateway": "github-models",', 1), "utf-8")
-    named = _modules_after(run, cwd=tmp_path, env=env)
+    named = _checked_modules(tmp_path, after=after)
     assert named["printed"] == ["1 1"]
     assert "budgetlens.models.gateways" in named["modules"]
 
@@ -223,11 +235,7 @@ def test_a_check_without_tools_or_a_schema_loads_no_request_framing(tmp_path: Pa
     # the chat framings count a step's tools and response schema, and load with the first
     # step that has one
     shutil.copytree(EXAMPLES, tmp_path / "ws")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
-    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
-           "with contextlib.redirect_stdout(io.StringIO()):\n"
-           "    print(main(['check', 'ws', '--no-cache']))\n")
-    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    modules = _checked_modules(tmp_path)["modules"]
     assert isinstance(modules, set) and "budgetlens.contract.check" in modules
     assert sorted(m for m in modules if m.startswith("budgetlens.request")) == []
     chat = tmp_path / "ws" / "pipelines" / "chat.yaml"
@@ -237,35 +245,27 @@ def test_a_check_without_tools_or_a_schema_loads_no_request_framing(tmp_path: Pa
         "    type: call_model\n",
         "    type: call_model\n    tools: [{type: function, function: {name: f}}]\n", 1),
         "utf-8")
-    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    modules = _checked_modules(tmp_path)["modules"]
     assert isinstance(modules, set) and "budgetlens.request.framing" in modules
 
 
 def test_a_text_check_loads_neither_xml_nor_the_rule_texts(tmp_path: Path) -> None:
     # ElementTree writes the JUnit output, the rule texts give SARIF its help addresses
     shutil.copytree(EXAMPLES, tmp_path / "ws")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
-    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
-           "with contextlib.redirect_stdout(io.StringIO()):\n"
-           "    print(main(['check', 'ws', '--no-cache'{more}]))\n")
-    modules = _modules_after(run.format(more=""), cwd=tmp_path, env=env)["modules"]
+    modules = _checked_modules(tmp_path)["modules"]
     assert isinstance(modules, set) and "budgetlens.contract.check" in modules
     assert sorted(m for m in modules if m.split(".")[0] == "xml" or m == "budgetlens.rules") \
         == []
     for fmt, loaded in (("junit", "xml.etree.ElementTree"), ("sarif", "budgetlens.rules")):
         more = f", '--format', '{fmt}'"
-        modules = _modules_after(run.format(more=more), cwd=tmp_path, env=env)["modules"]
+        modules = _checked_modules(tmp_path, more=more)["modules"]
         assert isinstance(modules, set) and loaded in modules
 
 
 def test_a_check_without_a_margin_percentage_loads_no_fractions(tmp_path: Path) -> None:
     # fractions (and decimal, which it loads) count a margin's percentage only
     shutil.copytree(EXAMPLES, tmp_path / "ws")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETLENS_")}
-    run = ("import contextlib, io\nfrom budgetlens_cli.main import main\n"
-           "with contextlib.redirect_stdout(io.StringIO()):\n"
-           "    print(main(['check', 'ws', '--no-cache']))\n")
-    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    modules = _checked_modules(tmp_path)["modules"]
     assert isinstance(modules, set) and "budgetlens.contract.check" in modules
     assert {"fractions", "decimal"} & modules == set()
     chat = tmp_path / "ws" / "pipelines" / "chat.yaml"
@@ -274,5 +274,5 @@ def test_a_check_without_a_margin_percentage_loads_no_fractions(tmp_path: Path) 
     chat.write_text(text.replace("settings:\n",
                                  "settings:\n  budget_safety_margin_tokens: \"2% + 128\"\n", 1),
                     "utf-8")
-    modules = _modules_after(run, cwd=tmp_path, env=env)["modules"]
+    modules = _checked_modules(tmp_path)["modules"]
     assert isinstance(modules, set) and "fractions" in modules
