@@ -37,7 +37,7 @@ import attrs
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.contract.lint import ConfigLint, apply_lint, reads_comments
+from budgetlens.contract.lint import COMMENT_SUFFIXES, ConfigLint, lint_pass
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import (
@@ -174,15 +174,29 @@ def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic
     BL013 at a bad ``lint`` block (not applied; ``budgetlens check`` stops with bad usage
     on it). A pipeline the background index has not checked yet is read once it is: its
     comments have nothing to suppress before. ``index.lint_memo`` keeps the comments and
-    blocks read, for the next analysis."""
+    blocks read, and each file's result, for the next analysis: a pipeline not checked
+    again keeps its result (its report, so its text, is the same)."""
     memo = index.lint_memo
     settings = ConfigLint(index.text_of, strict=False, memo=memo)
-    # unsorted: each file's warnings come out together, and ``collect`` groups by file
-    scanned = {p for p in (*index.snapshot.overlay, *index.reports) if reads_comments(p)}
-    shown = apply_lint(reported, settings, index.lint_text, scanned, memo)
-    for folder in {os.path.dirname(p) for p in index.pipelines}:  # a bad lint block is
+    # grouped by file, not sorted: ``collect`` groups by file
+    shown = lint_pass(reported, settings, index.lint_text, lint_versions(index), memo)
+    for folder in memo.folders(index.pipelines):  # a bad lint block is
         settings.in_folder(folder)  # shown even with nothing to filter
     return shown + settings.problems()
+
+
+def lint_versions(index: WorkspaceIndex) -> dict[str, object]:
+    """The files the lint pass reads for comments (open buffers and checked pipelines),
+    each with its version (``lint_pass``): the fingerprint (a ``stat``) its last check
+    read a pipeline by, so a pipeline re-checked for a prompt's edit is not read again;
+    None for an open buffer or another name of one (read each pass)."""
+    overlay, aliased = index.snapshot.overlay, index.links.aliased
+    out: dict[str, object] = {p: None for p in overlay if p.endswith(COMMENT_SUFFIXES)}
+    for path, report in index.reports.items():
+        if path not in out and path.endswith(COMMENT_SUFFIXES):
+            read = report.input_fingerprints
+            out[path] = None if path in aliased or read is None else read.get(path)
+    return out
 
 
 def to_lsp(index: WorkspaceIndex, diags: list[Diagnostic], conv: Converter | None = None

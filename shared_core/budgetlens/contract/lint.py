@@ -21,16 +21,19 @@
   suppressed nothing on its line) is a BL080 warning at the comment; BL080 is itself
   subject to selection.
 
-``apply_lint`` is the one function both the CLI and the language server call.
+``apply_lint`` is the function the CLI calls. The language server calls ``lint_pass``
+after each analysis: the same result, file by file, with each file's part kept and reused
+while its diagnostics, comments and settings are the same.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import operator
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from budgetlens import codes
@@ -227,7 +230,7 @@ class ConfigLint:
     def __call__(self, path: str) -> LintSettings:
         got = self._by_path.get(path)
         if got is None:
-            got = self._by_path[path] = self.in_folder(os.path.dirname(os.path.abspath(path)))
+            got = self._by_path[path] = self.in_folder(self.memo.folder(path))
         return got
 
     def in_folder(self, folder: str) -> LintSettings:
@@ -265,6 +268,32 @@ class LintMemo:
     def __init__(self) -> None:
         self._comments: dict[str, tuple[str, list[Suppression]]] = {}
         self._blocks: dict[str, tuple[str | None, LintSettings | LintError]] = {}
+        #: each file's part of the last ``lint_pass``
+        self._parts: dict[str, _Part] = {}
+        #: the folder of each absolute path asked (``folder``)
+        self._folders: dict[str, str] = {}
+        #: the paths ``folders`` was last asked for, and their folders
+        self._folders_of: tuple[frozenset[str], set[str]] = (frozenset(), set())
+
+    def folder(self, path: str) -> str:
+        """The absolute folder of ``path`` (kept for an absolute path)."""
+        got = self._folders.get(path)
+        if got is None:
+            got = os.path.dirname(os.path.abspath(path))
+            if os.path.isabs(path):
+                if len(self._folders) > 2 * len(self._parts) + 1024:
+                    self._folders.clear()
+                self._folders[path] = got
+        return got
+
+    def folders(self, paths: Collection[str]) -> set[str]:
+        """The folders of ``paths`` (``os.path.dirname``), kept while the paths are the same:
+        the server asks for those of every pipeline after each analysis."""
+        kept, found = self._folders_of
+        if kept != paths:
+            found = {os.path.dirname(p) for p in paths}
+            self._folders_of = (frozenset(paths), found)
+        return found
 
     def comments(self, path: str, text: str) -> list[Suppression]:
         """The suppression comments of ``path`` whose text is ``text``."""
@@ -438,6 +467,103 @@ def apply_lint(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], 
 
 #: The comments of a file with none: shared, since nothing is ever marked used in it.
 _NO_COMMENTS = _Used([])
+#: No suppression comments (never changed).
+_NONE: list[Suppression] = []
+
+
+@dataclass
+class _Part:
+    """One file's part of a lint pass: its diagnostics left and its BL080 warnings, with
+    what they were made from (reused while those are the same objects)."""
+
+    version: object
+    scanned: bool
+    comments: list[Suppression]
+    diagnostics: tuple[Diagnostic, ...]
+    settings: LintSettings | None
+    kept: list[Diagnostic]
+    warnings: list[Diagnostic]
+
+    def same(self, scanned: bool, comments: list[Suppression],
+             diagnostics: tuple[Diagnostic, ...], settings: LintSettings | None) -> bool:
+        return (self.scanned is scanned
+                and (self.comments is comments or not (self.comments or comments))
+                and len(self.diagnostics) == len(diagnostics)
+                and all(map(operator.is_, self.diagnostics, diagnostics))
+                and (self.settings is settings or self.settings == settings))
+
+
+def lint_pass(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], LintSettings],
+              text_of: Callable[[str], str | None], scanned: Mapping[str, object],
+              memo: LintMemo) -> list[Diagnostic]:
+    """``apply_lint`` for the language server, which lints after every analysis: the same
+    diagnostics, in the same order within each file (not across files). ``scanned`` maps
+    each file read for comments to its version: a value equal to the last one while the
+    file's text is the same (the server gives the fingerprint its check read the pipeline
+    by), or None (read it each pass). A file whose version, diagnostics (the same objects)
+    and settings did not change gets its part of the last pass; a scanned file with no
+    diagnostic and no comment costs two lookups."""
+    groups: dict[str, list[Diagnostic]] = {}
+    for d in diagnostics:
+        group = groups.get(d.file)
+        if group is None:
+            groups[d.file] = [d]
+        else:
+            group.append(d)
+    kept: list[Diagnostic] = []
+    warnings: list[Diagnostic] = []
+    for path, group in groups.items():
+        part = _file_part(memo, path, path in scanned, scanned.get(path), tuple(group),
+                          settings_for, text_of)
+        kept.extend(part.kept)
+        warnings.extend(part.warnings)
+    parts = memo._parts
+    count = len(groups)
+    for path, version in scanned.items():
+        if path in groups:
+            continue
+        count += 1
+        last = parts.get(path)
+        if last is not None and version is not None and last.version == version \
+                and not last.comments and not last.diagnostics:
+            continue  # the usual case: no comment, no diagnostic, the same text
+        warnings.extend(_file_part(memo, path, True, version, (), settings_for,
+                                   text_of).warnings)
+    if len(parts) > count:  # files gone since the last pass
+        current = {*groups, *scanned}
+        memo._parts = {p: part for p, part in parts.items() if p in current}
+        memo.keep(current)
+    return _without_hidden_parents(diagnostics, kept) + warnings
+
+
+def _file_part(memo: LintMemo, path: str, scanned: bool, version: object,
+               diagnostics: tuple[Diagnostic, ...],
+               settings_for: Callable[[str], LintSettings],
+               text_of: Callable[[str], str | None]) -> _Part:
+    """The part of ``path``: the last pass's if made from the same things, else made."""
+    part = memo._parts.get(path)
+    if part is not None and version is not None and part.version == version:
+        comments = part.comments
+    elif reads_comments(path):
+        text = text_of(path)
+        comments = memo.comments(path, text) if text else _NONE
+    else:
+        comments = _NONE
+    settings = settings_for(path) if diagnostics or comments else None
+    if part is not None and part.same(scanned, comments, diagnostics, settings):
+        part.version = version
+        return part
+    kept: list[Diagnostic] = []
+    warnings: list[Diagnostic] = []
+    if settings is not None:
+        on = [d for d in diagnostics if settings.enabled(d.code, d.file)]
+        used = _Used(comments) if comments else _NO_COMMENTS
+        kept = [d for d in on if not used.suppress(d)]
+        if comments and (scanned or on):  # apply_lint reads a file only for these
+            warnings = list(_unused(path, used, settings))
+    part = memo._parts[path] = _Part(version, scanned, comments, diagnostics, settings,
+                                     kept, warnings)
+    return part
 
 
 def _without_hidden_parents(diagnostics: Sequence[Diagnostic], kept: list[Diagnostic],
