@@ -186,16 +186,15 @@ def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic
 
 
 def lint_versions(index: WorkspaceIndex) -> dict[str, object]:
-    """The files the lint pass reads for comments (open buffers and checked pipelines),
-    each with its version (``lint_pass``): the fingerprint (a ``stat``) its last check
-    read a pipeline by, so a pipeline re-checked for a prompt's edit is not read again;
-    None for an open buffer or another name of one (read each pass)."""
-    overlay, aliased = index.snapshot.overlay, index.links.aliased
-    out: dict[str, object] = {p: None for p in overlay if p.endswith(COMMENT_SUFFIXES)}
-    for path, report in index.reports.items():
-        if path not in out and path.endswith(COMMENT_SUFFIXES):
-            read = report.input_fingerprints
-            out[path] = None if path in aliased or read is None else read.get(path)
+    """The files the lint pass reads for comments (checked pipelines and open buffers),
+    each with its version (``lint_pass``): a pipeline's report, for which
+    ``WorkspaceIndex.lint_text`` gives the same text; None for an open buffer or another
+    name of one (read each pass). A copy of the reports, not a loop: the pass runs after
+    every analysis, over every pipeline."""
+    out: dict[str, object] = dict(index.reports)
+    for path in (*index.snapshot.overlay, *index.links.aliased):
+        if path.endswith(COMMENT_SUFFIXES):
+            out[path] = None
     return out
 
 

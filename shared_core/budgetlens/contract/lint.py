@@ -498,9 +498,9 @@ def lint_pass(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], L
               memo: LintMemo) -> list[Diagnostic]:
     """``apply_lint`` for the language server, which lints after every analysis: the same
     diagnostics, in the same order within each file (not across files). ``scanned`` maps
-    each file read for comments to its version: a value equal to the last one while the
-    file's text is the same (the server gives the fingerprint its check read the pipeline
-    by), or None (read it each pass). A file whose version, diagnostics (the same objects)
+    each file read for comments to its version: the same object as the last pass's while
+    the file's text is the same (the server gives the pipeline's report), or None (read it
+    each pass). A file whose version, diagnostics (the same objects)
     and settings did not change gets its part of the last pass; a scanned file with no
     diagnostic and no comment costs two lookups."""
     groups: dict[str, list[Diagnostic]] = {}
@@ -524,7 +524,7 @@ def lint_pass(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], L
             continue
         count += 1
         last = parts.get(path)
-        if last is not None and version is not None and last.version == version \
+        if last is not None and version is not None and last.version is version \
                 and not last.comments and not last.diagnostics:
             continue  # the usual case: no comment, no diagnostic, the same text
         warnings.extend(_file_part(memo, path, True, version, (), settings_for,
@@ -542,7 +542,7 @@ def _file_part(memo: LintMemo, path: str, scanned: bool, version: object,
                text_of: Callable[[str], str | None]) -> _Part:
     """The part of ``path``: the last pass's if made from the same things, else made."""
     part = memo._parts.get(path)
-    if part is not None and version is not None and part.version == version:
+    if part is not None and version is not None and part.version is version:
         comments = part.comments
     elif reads_comments(path):
         text = text_of(path)

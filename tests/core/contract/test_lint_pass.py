@@ -29,7 +29,7 @@ def _by_file(diags: list[Diagnostic]) -> dict[str, list[Diagnostic]]:
 
 
 class _Workspace:
-    """Three pipelines and a config.json, as texts with versions (the server's fingerprints)."""
+    """Three pipelines and a config.json, as texts with versions (the server's reports)."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.config = str(tmp_path / "config.json")
@@ -41,7 +41,8 @@ class _Workspace:
             self.b: "steps:\n  - y  # budgetlens: ignore[BL061]\n",  # suppresses nothing
             self.c: "steps:\n  - z\n",
         }
-        self.versions: dict[str, object] = {p: 1 for p in (self.a, self.b, self.c)}
+        #: the version of each file: a new object when its text changes
+        self.versions: dict[str, object] = {p: object() for p in (self.a, self.b, self.c)}
         self.diags = [_bl050(self.a, 1), _bl050(self.c, 1)]
         self.reads: Counter[str] = Counter()
         self.memo = LintMemo()
@@ -52,9 +53,7 @@ class _Workspace:
 
     def edit(self, path: str, text: str) -> None:
         self.texts[path] = text
-        version = self.versions[path]
-        assert isinstance(version, int)
-        self.versions[path] = version + 1
+        self.versions[path] = object()
 
     def run(self) -> list[Diagnostic]:
         return lint_pass(self.diags, ConfigLint(self.text_of, memo=self.memo), self.text_of,
