@@ -37,7 +37,7 @@ import attrs
 from lsprotocol import types
 
 from budgetlens import codes
-from budgetlens.contract.lint import ConfigLint, lint_pass
+from budgetlens.contract.lint import COMMENT_SUFFIXES, ConfigLint, lint_pass
 from budgetlens.contract.policy import Policy
 from budgetlens.contract.results import PipelineReport, StepBudget
 from budgetlens.source import (
@@ -188,12 +188,13 @@ def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic
 def lint_versions(index: WorkspaceIndex) -> dict[str, object]:
     """The files the lint pass reads for comments (checked pipelines and open buffers),
     each with its version (``lint_pass``): a pipeline's report, for which
-    ``WorkspaceIndex.lint_text`` gives the same text; an open buffer's text (and that of
-    another name of one). A copy, not a loop: the pass runs after every analysis, over
-    every pipeline. A file that holds no comments (a prompt text) has none to read."""
+    ``WorkspaceIndex.lint_text`` gives the same text; None for an open buffer or another
+    name of one (read each pass). A copy of the reports, not a loop: the pass runs after
+    every analysis, over every pipeline."""
     out: dict[str, object] = dict(index.reports)
-    out.update(index.links.aliased)
-    out.update(index.snapshot.overlay)
+    for path in (*index.snapshot.overlay, *index.links.aliased):
+        if path.endswith(COMMENT_SUFFIXES):
+            out[path] = None
     return out
 
 

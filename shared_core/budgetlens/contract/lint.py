@@ -35,7 +35,6 @@ import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
 
 from budgetlens import codes
 from budgetlens.source import Diagnostic, Range, Severity
@@ -271,10 +270,6 @@ class LintMemo:
         self._blocks: dict[str, tuple[str | None, LintSettings | LintError]] = {}
         #: each file's part of the last ``lint_pass``
         self._parts: dict[str, _Part] = {}
-        #: the files the last ``lint_pass`` scanned, with their versions
-        self.versions: Mapping[str, object] = {}
-        #: the files whose part has a comment or a diagnostic (visited at every pass)
-        self.notable: set[str] = set()
         #: the folder of each absolute path asked (``folder``)
         self._folders: dict[str, str] = {}
         #: the paths ``folders`` was last asked for, and their folders
@@ -503,11 +498,11 @@ def lint_pass(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], L
               memo: LintMemo) -> list[Diagnostic]:
     """``apply_lint`` for the language server, which lints after every analysis: the same
     diagnostics, in the same order within each file (not across files). ``scanned`` maps
-    each file read for comments to its version: an object (never None) that stays the
-    same object while the file's text does (the server gives a pipeline's report, an open
-    buffer's text). A file whose version, diagnostics (the same objects) and settings did
-    not change gets its part of the last pass. A scanned file with neither a diagnostic nor
-    a comment is not visited while its version is the same."""
+    each file read for comments to its version: the same object as the last pass's while
+    the file's text is the same (the server gives the pipeline's report), or None (read it
+    each pass). A file whose version, diagnostics (the same objects)
+    and settings did not change gets its part of the last pass; a scanned file with no
+    diagnostic and no comment costs two lookups."""
     groups: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
         group = groups.get(d.file)
@@ -522,28 +517,23 @@ def lint_pass(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], L
                           settings_for, text_of)
         kept.extend(part.kept)
         warnings.extend(part.warnings)
-    for path in dict.fromkeys([*_changed(memo.versions, scanned), *memo.notable]):
-        if path not in groups and path in scanned:
-            warnings.extend(_file_part(memo, path, True, scanned[path], (), settings_for,
-                                       text_of).warnings)
-    memo.versions = dict(scanned)
-    if len(memo._parts) > len(scanned) + len(groups.keys() - scanned.keys()):
-        current = {*groups, *scanned}  # files gone since the last pass: dropped
-        memo._parts = {p: part for p, part in memo._parts.items() if p in current}
-        memo.notable &= current
+    parts = memo._parts
+    count = len(groups)
+    for path, version in scanned.items():
+        if path in groups:
+            continue
+        count += 1
+        last = parts.get(path)
+        if last is not None and version is not None and last.version is version \
+                and not last.comments and not last.diagnostics:
+            continue  # the usual case: no comment, no diagnostic, the same text
+        warnings.extend(_file_part(memo, path, True, version, (), settings_for,
+                                   text_of).warnings)
+    if len(parts) > count:  # files gone since the last pass
+        current = {*groups, *scanned}
+        memo._parts = {p: part for p, part in parts.items() if p in current}
         memo.keep(current)
     return _without_hidden_parents(diagnostics, kept) + warnings
-
-
-#: The version of a file the last pass did not scan.
-_NEW = object()
-
-
-def _changed(last: Mapping[str, object], scanned: Mapping[str, object]) -> Iterator[str]:
-    """The files of ``scanned`` whose version is not the same object as in ``last``: found
-    by C iterators (``map``, ``compress``), not a loop of Python code over every file."""
-    return compress(scanned, map(operator.is_not, map(last.get, scanned, repeat(_NEW)),
-                                 scanned.values()))
 
 
 def _file_part(memo: LintMemo, path: str, scanned: bool, version: object,
@@ -573,10 +563,6 @@ def _file_part(memo: LintMemo, path: str, scanned: bool, version: object,
             warnings = list(_unused(path, used, settings))
     part = memo._parts[path] = _Part(version, scanned, comments, diagnostics, settings,
                                      kept, warnings)
-    if comments or diagnostics:
-        memo.notable.add(path)
-    else:
-        memo.notable.discard(path)
     return part
 
 
