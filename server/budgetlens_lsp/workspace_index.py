@@ -210,13 +210,6 @@ def is_pipeline_path(path: str) -> bool:
             == "pipelines") or path.endswith(PROMPT_SUFFIXES)
 
 
-def _same_read(old: PipelineReport, new: PipelineReport, path: str) -> bool:
-    """Whether two checks read the file ``path`` by the same fingerprint (a ``stat``)."""
-    was, now = old.input_fingerprints, new.input_fingerprints
-    fingerprint = was.get(path) if was is not None else None
-    return fingerprint is not None and now is not None and now.get(path) == fingerprint
-
-
 class WorkspaceIndex:
     def __init__(self) -> None:
         self.snapshot = Snapshot()
@@ -268,15 +261,12 @@ class WorkspaceIndex:
     def lint_text(self, path: str) -> str | None:
         """:meth:`text_of` for the lint pass, which reads every checked pipeline after each
         analysis: a pipeline not open is read (stat'ed) again only once it was checked
-        again (a new report), since a change on disk is what has it checked again; and not
-        even then if that check read it by the same fingerprint (checked again for an
-        input it uses, such as a prompt being edited)."""
+        again (a new report), since a change on disk is what has it checked again."""
         report = self.reports.get(path)
         if report is None or path in self.snapshot.overlay or path in self.links.aliased:
             return self.text_of(path)
         kept = self._lint_texts.get(path)
-        if kept is not None and (kept[0] is report or _same_read(kept[0], report, path)):
-            self._lint_texts[path] = (report, kept[1])
+        if kept is not None and kept[0] is report:
             return kept[1]
         text = self.text_of(path)
         self._lint_texts[path] = (report, text)

@@ -33,7 +33,7 @@ import json
 import operator
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from budgetlens import codes
@@ -230,7 +230,7 @@ class ConfigLint:
     def __call__(self, path: str) -> LintSettings:
         got = self._by_path.get(path)
         if got is None:
-            got = self._by_path[path] = self.in_folder(self.memo.folder(path))
+            got = self._by_path[path] = self.in_folder(os.path.dirname(os.path.abspath(path)))
         return got
 
     def in_folder(self, folder: str) -> LintSettings:
@@ -270,30 +270,6 @@ class LintMemo:
         self._blocks: dict[str, tuple[str | None, LintSettings | LintError]] = {}
         #: each file's part of the last ``lint_pass``
         self._parts: dict[str, _Part] = {}
-        #: the folder of each absolute path asked (``folder``)
-        self._folders: dict[str, str] = {}
-        #: the paths ``folders`` was last asked for, and their folders
-        self._folders_of: tuple[frozenset[str], set[str]] = (frozenset(), set())
-
-    def folder(self, path: str) -> str:
-        """The absolute folder of ``path`` (kept for an absolute path)."""
-        got = self._folders.get(path)
-        if got is None:
-            got = os.path.dirname(os.path.abspath(path))
-            if os.path.isabs(path):
-                if len(self._folders) > 2 * len(self._parts) + 1024:
-                    self._folders.clear()
-                self._folders[path] = got
-        return got
-
-    def folders(self, paths: Collection[str]) -> set[str]:
-        """The folders of ``paths`` (``os.path.dirname``), kept while the paths are the same:
-        the server asks for those of every pipeline after each analysis."""
-        kept, found = self._folders_of
-        if kept != paths:
-            found = {os.path.dirname(p) for p in paths}
-            self._folders_of = (frozenset(paths), found)
-        return found
 
     def comments(self, path: str, text: str) -> list[Suppression]:
         """The suppression comments of ``path`` whose text is ``text``."""
@@ -500,9 +476,9 @@ def lint_pass(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], L
     diagnostics, in the same order within each file (not across files). ``scanned`` maps
     each file read for comments to its version: the same object as the last pass's while
     the file's text is the same (the server gives the pipeline's report), or None (read it
-    each pass). A file whose version, diagnostics (the same objects)
-    and settings did not change gets its part of the last pass; a scanned file with no
-    diagnostic and no comment costs two lookups."""
+    each pass). A file whose version, diagnostics (the same objects) and settings did not
+    change gets its part of the last pass; a scanned file with no diagnostic and no
+    comment costs two lookups."""
     groups: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
         group = groups.get(d.file)

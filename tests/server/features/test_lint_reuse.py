@@ -1,9 +1,7 @@
 """The lint pass after each analysis (``diagnostics.linted``) lints again only the files
-whose result may have changed: a pipeline not checked again keeps its result, and one
-checked again for a shared prompt's edit is not read again (its text did not change). A
-pipeline whose text changed on disk is read and linted again. Counted with the index's disk
-reads and the settings' filter, in a workspace written here: each pipeline over budget, its
-BL050 suppressed by a comment."""
+whose result may have changed: a pipeline not checked again keeps its result. A pipeline
+whose text changed on disk is read and linted again. Counted with the settings' filter, in
+a workspace written here: each pipeline over budget, its BL050 suppressed by a comment."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ import pytest
 from budgetlens.contract import lint
 from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.state import Analysis
-from budgetlens_lsp.workspace_index import IndexMode, Snapshot, WorkspaceIndex, norm
+from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
 
 PIPELINE = """\
 settings:
@@ -27,19 +25,6 @@ steps:
     max_output_tokens: {out}
 """
 COUNT = 8
-
-
-@pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """The disk reads of the index, by path (each a stat, and a read if it changed)."""
-    counted: Counter[str] = Counter()
-    real = WorkspaceIndex._disk_text
-
-    def disk_text(self: WorkspaceIndex, path: str) -> str | None:
-        counted[path] += 1
-        return real(self, path)
-    monkeypatch.setattr(WorkspaceIndex, "_disk_text", disk_text)
-    return counted
 
 
 @pytest.fixture
@@ -90,24 +75,6 @@ def test_a_pipeline_not_checked_again_is_not_linted_again(
                            frozenset({opened}), IndexMode.INCREMENTAL)
     assert {p: filtered[p] for p in others} == before
     assert filtered[opened] > 1  # the edited one is linted again
-    assert all(_codes(analysis, p) == [] for p in paths)  # every BL050 still suppressed
-
-
-def test_pipelines_checked_again_for_a_prompt_are_not_read_again(
-        tmp_path: Path, reads: Counter[str]) -> None:
-    root, prompt, paths = _workspace(tmp_path)
-    analysis = Analysis()
-    text = Path(prompt).read_text()
-    diagnostics.update(analysis, Snapshot(overlay={prompt: text}, roots=(root,)),
-                       frozenset({prompt}), IndexMode.FULL)
-    before = {p: reads[p] for p in paths}
-    reports = dict(analysis.index.reports)
-    for version in range(3):  # three edits of the prompt every pipeline uses
-        edited = text + "Answer in French.\n" * (version + 1)
-        diagnostics.update(analysis, Snapshot(overlay={prompt: edited}, roots=(root,)),
-                           frozenset({prompt}), IndexMode.INCREMENTAL)
-    assert all(analysis.index.reports[p] is not reports[p] for p in paths)  # re-checked
-    assert {p: reads[p] for p in paths} == before
     assert all(_codes(analysis, p) == [] for p in paths)  # every BL050 still suppressed
 
 
