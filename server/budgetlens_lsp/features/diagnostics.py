@@ -180,7 +180,7 @@ def linted(index: WorkspaceIndex, reported: list[Diagnostic]) -> list[Diagnostic
     settings = ConfigLint(index.text_of, strict=False, memo=memo)
     # grouped by file, not sorted: ``collect`` groups by file
     shown = lint_pass(reported, settings, index.lint_text, lint_versions(index), memo)
-    for folder in {os.path.dirname(p) for p in index.pipelines}:  # a bad lint block is
+    for folder in memo.folders(index.pipelines):  # a bad lint block is
         settings.in_folder(folder)  # shown even with nothing to filter
     return shown + settings.problems()
 

@@ -33,7 +33,7 @@ import json
 import operator
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from budgetlens import codes
@@ -230,7 +230,7 @@ class ConfigLint:
     def __call__(self, path: str) -> LintSettings:
         got = self._by_path.get(path)
         if got is None:
-            got = self._by_path[path] = self.in_folder(os.path.dirname(os.path.abspath(path)))
+            got = self._by_path[path] = self.in_folder(self.memo.folder(path))
         return got
 
     def in_folder(self, folder: str) -> LintSettings:
@@ -270,6 +270,30 @@ class LintMemo:
         self._blocks: dict[str, tuple[str | None, LintSettings | LintError]] = {}
         #: each file's part of the last ``lint_pass``
         self._parts: dict[str, _Part] = {}
+        #: the folder of each absolute path asked (``folder``)
+        self._folders: dict[str, str] = {}
+        #: the paths ``folders`` was last asked for, and their folders
+        self._folders_of: tuple[frozenset[str], set[str]] = (frozenset(), set())
+
+    def folder(self, path: str) -> str:
+        """The absolute folder of ``path`` (kept for an absolute path)."""
+        got = self._folders.get(path)
+        if got is None:
+            got = os.path.dirname(os.path.abspath(path))
+            if os.path.isabs(path):
+                if len(self._folders) > 2 * len(self._parts) + 1024:
+                    self._folders.clear()
+                self._folders[path] = got
+        return got
+
+    def folders(self, paths: Collection[str]) -> set[str]:
+        """The folders of ``paths`` (``os.path.dirname``), kept while the paths are the same:
+        the server asks for those of every pipeline after each analysis."""
+        kept, found = self._folders_of
+        if kept != paths:
+            found = {os.path.dirname(p) for p in paths}
+            self._folders_of = (frozenset(paths), found)
+        return found
 
     def comments(self, path: str, text: str) -> list[Suppression]:
         """The suppression comments of ``path`` whose text is ``text``."""
