@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from budgetlens import codes
-from budgetlens.contract import lint
 from budgetlens.contract.lint import ConfigLint, LintMemo, apply_lint, lint_pass
 from budgetlens.source import Diagnostic, Range, Severity
+from tests.workspaces.lint import count_filtered
 
 
 def _bl050(path: str, line: int) -> Diagnostic:
@@ -68,14 +68,7 @@ class _Workspace:
 @pytest.fixture
 def enabled(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """The files whose diagnostics were filtered by their settings, with how often."""
-    asked: Counter[str] = Counter()
-    real = lint.LintSettings.enabled
-
-    def counted(self: lint.LintSettings, code: str, path: str) -> bool:
-        asked[path] += 1
-        return real(self, code, path)
-    monkeypatch.setattr(lint.LintSettings, "enabled", counted)
-    return asked
+    return count_filtered(monkeypatch)
 
 
 def test_an_unchanged_file_is_not_read_or_filtered_again(

@@ -18,18 +18,8 @@ from budgetlens_lsp.workspace_index import (
     IndexMode,
     Snapshot,
     WorkspaceIndex,
-    norm,
 )
-
-PIPELINE = """\
-settings:
-  max_context_tokens: 1000
-steps:
-  - id: s  # budgetlens: ignore[BL050]
-    type: call_model
-    prompt_key: sys
-    max_output_tokens: {out}
-"""
+from tests.workspaces.lint import suppressed_workspace
 
 
 @pytest.fixture
@@ -49,17 +39,8 @@ COUNT = SMALL_RECHECK + 40  # a whole re-check of more than this goes to the bac
 
 
 def _workspace(tmp_path: Path) -> tuple[str, list[str]]:
-    (tmp_path / "config.json").write_text(
-        '{"model_context_window": 2048, "model_max_tokens": 8192}')
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "sys.txt").write_text("You are terse.\n")
-    (tmp_path / "pipelines").mkdir()
-    paths = []
-    for i in range(COUNT):
-        path = tmp_path / "pipelines" / f"p{i:02d}.yaml"
-        path.write_text(PIPELINE.format(out=2000 + i))
-        paths.append(norm(path))
-    return norm(tmp_path), paths
+    root, _, paths = suppressed_workspace(tmp_path, COUNT)
+    return root, paths
 
 
 def test_a_pipeline_not_checked_yet_is_not_read_for_comments(

@@ -10,49 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from budgetlens.contract import lint
 from budgetlens_lsp.features import diagnostics
 from budgetlens_lsp.features.state import Analysis
-from budgetlens_lsp.workspace_index import IndexMode, Snapshot, norm
+from budgetlens_lsp.workspace_index import IndexMode, Snapshot
+from tests.workspaces.lint import SUPPRESSED_PIPELINE, count_filtered, suppressed_workspace
 
-PIPELINE = """\
-settings:
-  max_context_tokens: 1000
-steps:
-  - id: s  # budgetlens: ignore[BL050]
-    type: call_model
-    prompt_key: sys
-    max_output_tokens: {out}
-"""
+PIPELINE = SUPPRESSED_PIPELINE
 COUNT = 8
 
 
 @pytest.fixture
 def filtered(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """The files whose diagnostics the lint pass filtered by their settings, how often."""
-    asked: Counter[str] = Counter()
-    real = lint.LintSettings.enabled
-
-    def enabled(self: lint.LintSettings, code: str, path: str) -> bool:
-        asked[path] += 1
-        return real(self, code, path)
-    monkeypatch.setattr(lint.LintSettings, "enabled", enabled)
-    return asked
+    return count_filtered(monkeypatch)
 
 
 def _workspace(tmp_path: Path) -> tuple[str, str, list[str]]:
-    (tmp_path / "config.json").write_text(
-        '{"model_context_window": 2048, "model_max_tokens": 8192}')
-    (tmp_path / "prompts").mkdir()
-    prompt = tmp_path / "prompts" / "sys.txt"
-    prompt.write_text("You are terse.\n")
-    (tmp_path / "pipelines").mkdir()
-    paths = []
-    for i in range(COUNT):
-        path = tmp_path / "pipelines" / f"p{i:02d}.yaml"
-        path.write_text(PIPELINE.format(out=2000 + i))
-        paths.append(norm(path))
-    return norm(tmp_path), norm(prompt), paths
+    return suppressed_workspace(tmp_path, COUNT)
 
 
 def _codes(analysis: Analysis, path: str) -> list[str]:
