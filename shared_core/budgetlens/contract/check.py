@@ -311,18 +311,52 @@ class _PipelineCheck(_CheckState):
             prompt = self.prompt_tokens(sp, sp.prompt_file, counter)
         self.diags.extend(sp.after)
         at = sp.at
-        terms = self.request_terms(sp, own, shared, counter) if sp.request_terms else _NO_TERMS
-        fixed = Term(prompt.value + template.value + shared.overhead.value + terms.fixed,
-                     "system prompt + template + format overhead" + terms.fixed_label,
-                     shared.inherited, sp.location)
+        fixed = prompt.value + template.value + shared.overhead.value
         history, output, source = sp.history, sp.output, sp.output_source
         context, window = sp.context or shared.context, shared.window
         approximate = (own.approximate and not self.explicit_tokenizer(shared)) \
             if own is not None and own.model is not self.plan.limits.model else self.approximate
-        margin = step_margin(shared.margin, shared.margin_percent,
-                             fixed.value + history.value + context.value,
-                             approximate=approximate,
-                             default=shared.margin.source == TermSource.DEFAULT)
+        margin = shared.margin
+        if shared.margin_percent is not None or approximate:  # else: the constant as set
+            margin = step_margin(margin, shared.margin_percent,
+                                 fixed + history.value + context.value,
+                                 approximate=approximate,
+                                 default=margin.source == TermSource.DEFAULT)
+        # a step with neither tools, a response schema, a thinking budget nor a model of
+        # its own (nearly every step) sets none of the fields that follow: they keep their
+        # defaults, and none of their calls is made (docs/performance.md, plain-step)
+        limits = self.plan.limits
+        plain = own is None and not sp.request_terms and limits.cap is None \
+            and limits.max_input is None
+        if plain:
+            total = fixed + history.value + context.value + output.value + margin.value
+            return StepBudget(
+                pipeline=self.pipe, step=at.name, index=at.index, location=sp.location,
+                defined_in=at.owner.path, system_prompt=prompt, template=template,
+                format_overhead=shared.overhead,
+                fixed=Term(fixed, _FIXED_LABEL, shared.inherited, sp.location),
+                history=history, context=context, output=output, output_source=source,
+                margin=margin, window=window, total=total, headroom=window.value - total,
+                fits=(window.value >= total and not window.missing and not context.missing
+                      and source is not OutputSource.MISSING),
+                prompt_file=sp.prompt_file, use_history=bool(at.step.use_history),
+                name_location=sp.name_location, output_floor=sp.output_floor,
+                approximate=approximate, own_context=sp.context is not None)
+        return self.full_step_budget(sp, own, shared, counter, prompt, template, fixed,
+                                     context, margin, approximate)
+
+    # long-function: the fields of a step that a plain step leaves at their defaults
+    def full_step_budget(self, sp: _StepPlan, own: ModelLimits | None, shared: _Shared,
+                         counter: TokenCounter, prompt: Term, template: Term, fixed_value: int,
+                         context: Term, margin: Term, approximate: bool) -> StepBudget:
+        """``step_budget`` of a step with request terms, its own model, or a pipeline with
+        a gateway cap or an input limit."""
+        at = sp.at
+        terms = self.request_terms(sp, own, shared, counter) if sp.request_terms else _NO_TERMS
+        fixed = Term(fixed_value + terms.fixed, _FIXED_LABEL + terms.fixed_label,
+                     shared.inherited, sp.location)
+        history, output, source = sp.history, sp.output, sp.output_source
+        window = shared.window
         total = fixed.value + history.value + context.value + output.value + margin.value \
             + terms.added
         headroom = window.value - total
@@ -439,8 +473,10 @@ class _PipelineCheck(_CheckState):
                 own = s.model is not None or s.own_window
                 self.step_contract(i, s, policy, clamp, s.window if own else window,
                                    s.context if s.own_context else context_floor)
-                self.input_contract(s)
-            self.gateway_contract(s)
+                if s.max_input is not None:  # nearly every step has none: no call
+                    self.input_contract(s)
+            if s.gateway_cap is not None:
+                self.gateway_contract(s)
 
     def gateway_contract(self, s: StepBudget) -> None:
         """BL067 when a step's input (everything but its output: fixed + history + context
@@ -458,6 +494,7 @@ class _PipelineCheck(_CheckState):
                  f" history {s.history.value:,} + context {s.context.value:,} + margin"
                  f" {s.margin.value:,}), above the {cap.value:,}-token request cap of"
                  f" {cap.source} (over by {sent - cap.value:,})", s.step, related)
+
     def input_contract(self, s: StepBudget) -> None:
         """BL054 when what the step sends (fixed + history + context + margin) is above its
         model's input limit, naming the biggest term."""
@@ -574,6 +611,7 @@ class _RequestTerms:
 
 
 _NO_TERMS = _RequestTerms()
+_FIXED_LABEL = "system prompt + template + format overhead"
 
 
 def _violation_data(s: StepBudget) -> ClampFix:

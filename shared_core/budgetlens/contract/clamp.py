@@ -132,11 +132,12 @@ def _clamp(steps: Sequence[StepBudget], *, context: int, window: int, ceiling: i
     pinned = {i: s.context.value for i, s in enumerate(steps) if s.own_context}
     out_floor = {i: floor_below(outputs[i], s.output_floor.value if s.output_floor else None)
                  for i, s in enumerate(steps)}
-    unfit = [i for i, s in enumerate(steps)
-             if _base(s) + pinned.get(i, context) + outputs[i] > win[i]
-             and _base(s) + pinned.get(i, context_floor) + out_floor[i] > win[i]]
+    base = [_base(s) for s in steps]
+    unfit = [i for i in range(len(steps))
+             if base[i] + pinned.get(i, context) + outputs[i] > win[i]
+             and base[i] + pinned.get(i, context_floor) + out_floor[i] > win[i]]
     fittable = [i for i in range(len(steps)) if i not in unfit]
-    room = {i: win[i] - _base(steps[i]) - outputs[i] for i in fittable}  # context each allows
+    room = {i: win[i] - base[i] - outputs[i] for i in fittable}  # context each allows
     needy = min((i for i in fittable if room[i] < context and i not in pinned),
                 key=lambda i: (room[i], i), default=None)
     if target is not None:
@@ -149,7 +150,7 @@ def _clamp(steps: Sequence[StepBudget], *, context: int, window: int, ceiling: i
                              window=full if needy is None else win[needy])
     for i in fittable:
         window = win[i]  # each step's own window (a step may name its own model)
-        allowed = window - _base(steps[i]) - pinned.get(i, new_context)
+        allowed = window - base[i] - pinned.get(i, new_context)
         if allowed < out_floor[i]:  # only a ``target`` above what this step allows does this
             unfit.append(i)
         elif outputs[i] > allowed:

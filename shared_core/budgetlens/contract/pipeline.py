@@ -283,7 +283,7 @@ def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
     """Near-miss keys of a call_model step and of its user_parts. A mapping whose keys are
     all known has none (most steps): it is not looked at key by key."""
     out: list[Diagnostic] = []
-    if not raw.keys() <= _known(Step, *STEP_EXTRA_KEYS, *STEP_TERM_KEYS):
+    if not raw.keys() <= _step_keys():
         out += check_mapping(path, doc, base,
                              model_keys(Step, *STEP_EXTRA_KEYS, *STEP_TERM_KEYS),
                              budget=_STEP_BUDGET_KEYS)
@@ -306,6 +306,13 @@ def _call_model_keys(path: str, doc: YamlDocument, base: YamlPath,
 @functools.lru_cache(maxsize=8)
 def _known(model: type[Shape], *extra: str) -> frozenset[str]:
     return frozenset(model_keys(model, *extra))
+
+
+@functools.lru_cache(maxsize=1)
+def _step_keys() -> frozenset[str]:
+    """A call_model step's known keys: ``_known`` of them, without hashing its twenty
+    arguments for every step."""
+    return _known(Step, *STEP_EXTRA_KEYS, *STEP_TERM_KEYS)
 
 
 def key_diagnostics(path: str, doc: YamlDocument) -> list[Diagnostic]:

@@ -339,7 +339,10 @@ class _StepPlanner:
         """The step's own context: 0 with ``use_context: false``, its own
         ``max_context_tokens`` (the pipeline's is not charged to it); ``None``: the
         pipeline's. A wrong value is BL005 and the pipeline's is used."""
-        use = (at.step.model_extra or {}).get("use_context")
+        extra = at.step.model_extra
+        if not extra:  # no key of its own (nearly every step)
+            return None
+        use = extra.get("use_context")
         if use is not None and type(use) is not bool:
             self.add(at.location("use_context"), Severity.ERROR, codes.INVALID_VALUE,
                      f"use_context of step {at.name!r} must be true or false, got {use!r};"
@@ -352,6 +355,8 @@ class _StepPlanner:
 
     def own_history(self, at: _At, shared: _Shared) -> Term | None:
         """The step's own ``max_history_tokens`` (for a use_history step), else None."""
+        if not at.step.model_extra:
+            return None
         return self.own_tokens(at, shared, "max_history_tokens", "settings.max_history_tokens")
 
     def own_tokens(self, at: _At, shared: _Shared, key: str, fallback: str) -> Term | None:
