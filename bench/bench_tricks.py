@@ -277,6 +277,14 @@ def _no_intent_map_memo() -> None:
     _patch(packer, "default_intent_map", packer.default_intent_map.__wrapped__)
 
 
+def _no_plain_step() -> None:
+    """Every step's budget is made the full way (``full_step_budget``: each request term,
+    the margin and the limits looked at), as for a step with tools or a model of its own."""
+    from budgetlens.contract import check
+
+    _patch(check, "_plain", lambda *args: False)
+
+
 def _default_gc() -> None:
     """The analysis runs with the collector's default thresholds, on, nothing frozen."""
     os.environ["BENCH_TRICKS_DEFAULT_GC"] = "1"
@@ -303,6 +311,7 @@ PLAIN: dict[str, Callable[[], None]] = {
     "lazy-lines": _eager_lines,
     "one-reading": _no_one_reading,
     "intent-map-memo": _no_intent_map_memo,
+    "plain-step": _no_plain_step,
 }
 
 
@@ -762,6 +771,7 @@ CALL_ROWS = [
     Row("read-capped", "core-check"), Row("lazy-lines", "core-check"),
     Row("lazy-lines", "core-edit"), Row("one-reading", "cli-check"),
     Row("intent-map-memo", "pack"),
+    Row("plain-step", "core-edit"), Row("plain-step", "lsp-prompt"),
 ]
 
 

@@ -293,9 +293,10 @@ class _PipelineCheck(_CheckState):
                               **kwargs)
 
     # ------------------------------------------------------------------------ one step
-    # long-function: one step's arithmetic, read top to bottom (the step model's limits first)
     def step_budget(self, sp: _StepPlan, template: Term, shared: _Shared,
                     counter: TokenCounter) -> StepBudget:
+        """A step's budget: its model's limits and counter first (a model of its own), its
+        prompt counted, then the plain or the full arithmetic."""
         _poll(self.stop)
         own = sp.own
         if own is not None:
@@ -310,53 +311,50 @@ class _PipelineCheck(_CheckState):
         if sp.prompt_file is not None:
             prompt = self.prompt_tokens(sp, sp.prompt_file, counter)
         self.diags.extend(sp.after)
-        at = sp.at
-        fixed = prompt.value + template.value + shared.overhead.value
-        history, output, source = sp.history, sp.output, sp.output_source
-        context, window = sp.context or shared.context, shared.window
         approximate = (own.approximate and not self.explicit_tokenizer(shared)) \
             if own is not None and own.model is not self.plan.limits.model else self.approximate
-        margin = shared.margin
-        if shared.margin_percent is not None or approximate:  # else: the constant as set
-            margin = step_margin(margin, shared.margin_percent,
-                                 fixed + history.value + context.value,
-                                 approximate=approximate,
-                                 default=margin.source == TermSource.DEFAULT)
-        # a step with neither tools, a response schema, a thinking budget nor a model of
-        # its own (nearly every step) sets none of the fields that follow: they keep their
-        # defaults, and none of their calls is made (docs/performance.md, plain-step)
-        limits = self.plan.limits
-        plain = own is None and not sp.request_terms and limits.cap is None \
-            and limits.max_input is None
-        if plain:
-            total = fixed + history.value + context.value + output.value + margin.value
-            return StepBudget(
-                pipeline=self.pipe, step=at.name, index=at.index, location=sp.location,
-                defined_in=at.owner.path, system_prompt=prompt, template=template,
-                format_overhead=shared.overhead,
-                fixed=Term(fixed, _FIXED_LABEL, shared.inherited, sp.location),
-                history=history, context=context, output=output, output_source=source,
-                margin=margin, window=window, total=total, headroom=window.value - total,
-                fits=(window.value >= total and not window.missing and not context.missing
-                      and source is not OutputSource.MISSING),
-                prompt_file=sp.prompt_file, use_history=bool(at.step.use_history),
-                name_location=sp.name_location, output_floor=sp.output_floor,
-                approximate=approximate, own_context=sp.context is not None)
-        return self.full_step_budget(sp, own, shared, counter, prompt, template, fixed,
-                                     context, margin, approximate)
+        if _plain(sp, own, shared, self.plan.limits, approximate):
+            return self.plain_step_budget(sp, shared, prompt, template, approximate)
+        return self.full_step_budget(sp, own, shared, counter, prompt, template, approximate)
 
-    # long-function: the fields of a step that a plain step leaves at their defaults
+    def plain_step_budget(self, sp: _StepPlan, shared: _Shared, prompt: Term, template: Term,
+                          approximate: bool) -> StepBudget:
+        """``full_step_budget`` of a plain step (``_plain``), without the calls of the terms
+        it does not have: their fields keep their defaults (docs/performance.md,
+        plain-step)."""
+        at, history, output, source = sp.at, sp.history, sp.output, sp.output_source
+        context, window, margin = sp.context or shared.context, shared.window, shared.margin
+        fixed = prompt.value + template.value + shared.overhead.value
+        total = fixed + history.value + context.value + output.value + margin.value
+        return StepBudget(
+            pipeline=self.pipe, step=at.name, index=at.index, location=sp.location,
+            defined_in=at.owner.path, system_prompt=prompt, template=template,
+            format_overhead=shared.overhead,
+            fixed=Term(fixed, _FIXED_LABEL, shared.inherited, sp.location),
+            history=history, context=context, output=output, output_source=source,
+            margin=margin, window=window, total=total, headroom=window.value - total,
+            fits=(window.value >= total and not window.missing and not context.missing
+                  and source is not OutputSource.MISSING),
+            prompt_file=sp.prompt_file, use_history=bool(at.step.use_history),
+            name_location=sp.name_location, output_floor=sp.output_floor,
+            approximate=approximate, own_context=sp.context is not None)
+
+    # long-function: one step's arithmetic, read top to bottom
     def full_step_budget(self, sp: _StepPlan, own: ModelLimits | None, shared: _Shared,
-                         counter: TokenCounter, prompt: Term, template: Term, fixed_value: int,
-                         context: Term, margin: Term, approximate: bool) -> StepBudget:
-        """``step_budget`` of a step with request terms, its own model, or a pipeline with
-        a gateway cap or an input limit."""
+                         counter: TokenCounter, prompt: Term, template: Term,
+                         approximate: bool) -> StepBudget:
+        """A step's budget, every term counted: its request terms (tools, response schema,
+        thinking budget), its own model's limits, its margin, its gateway's cap."""
         at = sp.at
         terms = self.request_terms(sp, own, shared, counter) if sp.request_terms else _NO_TERMS
-        fixed = Term(fixed_value + terms.fixed, _FIXED_LABEL + terms.fixed_label,
-                     shared.inherited, sp.location)
+        fixed = Term(prompt.value + template.value + shared.overhead.value + terms.fixed,
+                     _FIXED_LABEL + terms.fixed_label, shared.inherited, sp.location)
         history, output, source = sp.history, sp.output, sp.output_source
-        window = shared.window
+        context, window = sp.context or shared.context, shared.window
+        margin = step_margin(shared.margin, shared.margin_percent,
+                             fixed.value + history.value + context.value,
+                             approximate=approximate,
+                             default=shared.margin.source == TermSource.DEFAULT)
         total = fixed.value + history.value + context.value + output.value + margin.value \
             + terms.added
         headroom = window.value - total
@@ -612,6 +610,16 @@ class _RequestTerms:
 
 _NO_TERMS = _RequestTerms()
 _FIXED_LABEL = "system prompt + template + format overhead"
+
+
+def _plain(sp: _StepPlan, own: ModelLimits | None, shared: _Shared, limits: ModelLimits,
+           approximate: bool) -> bool:
+    """A step with no request term (tools, response schema, thinking budget), no model of
+    its own, and a pipeline with no gateway cap, no input limit and a constant margin
+    (exact counts): nearly every step. Its budget needs none of those terms' calls."""
+    return (own is None and not sp.request_terms and limits.cap is None
+            and limits.max_input is None and shared.margin_percent is None
+            and not approximate)
 
 
 def _violation_data(s: StepBudget) -> ClampFix:
