@@ -11,7 +11,7 @@ for a ``call_model`` step that names its own ``model``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from budgetlens import codes
@@ -248,9 +248,7 @@ def _gateway(limits: ModelLimits, wanted: object, loc: Location,
 
 def _with(base: ModelLimits, **changes: Any) -> ModelLimits:
     """``base`` with ``changes`` (every other field kept, whatever fields it has)."""
-    values = {f.name: getattr(base, f.name) for f in fields(ModelLimits)}
-    values.update(changes)
-    return ModelLimits(**values)
+    return replace(base, **changes)
 
 
 def input_limit(info: ModelInfo | None, window: Term | None,
