@@ -532,7 +532,8 @@ async def measure_rss(server: Server, root: Path, document: Path, edits: int, lo
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     srv = servers(peer=not args.no_peer)
-    work = WORK / f"lsp-{os.getpid()}"  # private: other benchmarks share bench/.work
+    # private: other benchmarks share bench/.work
+    work = (args.work_dir or WORK) / f"lsp-{os.getpid()}"
     work.mkdir(parents=True)
     try:
         return await measure_all(args, srv, work)
@@ -840,6 +841,11 @@ def main() -> None:
     parser.add_argument("--rows", default=",".join(ROWS),
                         help="the rows to measure, comma-separated, from: " + ", ".join(ROWS)
                              + " (default: all)")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="where to generate the workspaces (default: bench/.work, inside"
+                             " the checkout, which its .gitignore ignores: a server that"
+                             " honours .gitignore reads it; a folder outside any repository"
+                             " measures the same servers without that)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the generated workspaces and logs (bench/.work/lsp-PID)")
     parser.add_argument("--default-switch-interval", action="store_true",
