@@ -230,18 +230,22 @@ class _StepPlanner:
     # ------------------------------------------------------------------------ one step
     def step_plan(self, at: _At, shared: _Shared) -> _StepPlan:
         _poll(self.stop)
-        own = self.step_model(at, shared)
+        # a step with no key of its own (nearly every step) has no model, terms or context
+        # of its own: none of their look-ups is made
+        extra = bool(at.step.model_extra)
+        own = self.step_model(at, shared) if extra else None
         prompt_file, prompt, key_location = self.prompt_term(at, shared)
         before = self.take()
         template, template_location = self.template_term(at)
-        context = self.step_context(at, shared)
+        context = self.step_context(at, shared) if extra else None
         history = self.history_term(at, shared)
         output, source = self.output_term(at, shared)
         self.check_ceiling(at, output, source, own.ceiling if own else shared.ceiling)
         ceiling = (own.ceiling or shared.ceiling) if own else shared.ceiling
         limit = output.value if ceiling is None else min(output.value, ceiling.value)
-        tools, schema, reasoning = (self.term_spec(at, TOOLS), self.term_spec(at, RESPONSE_SCHEMA),
-                                    self.reasoning_term(at))
+        tools, schema, reasoning = (
+            (self.term_spec(at, TOOLS), self.term_spec(at, RESPONSE_SCHEMA),
+             self.reasoning_term(at)) if extra else (None, None, None))
         return _StepPlan(
             at=at, location=at.location(), name_location=at.name_location,
             prompt_file=prompt_file, prompt=prompt, prompt_key_location=key_location,
