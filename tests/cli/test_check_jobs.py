@@ -438,8 +438,11 @@ def test_an_exception_in_the_parent_stops_every_worker() -> None:
     # the autouse fixture asserts no child is left
 
 
+#: Each script takes Ctrl-C as a terminal gives it, even when the test runner was started
+#: with SIGINT ignored (a shell's background job is): Python then keeps ``SIG_IGN``.
 _POOL_SCRIPT = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {repo!r})
 from budgetlens_cli import workers
 from tests.cli.test_check_jobs import _sleep
@@ -447,7 +450,8 @@ print("started", flush=True)
 workers.run_chunks(_sleep, None, [[i] for i in range(8)], 2, lambda *a: None, {method!r})
 """
 _CHECK_SCRIPT = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {repo!r})
 from budgetlens_cli import check_run, workers
 from budgetlens_cli.main import main
