@@ -285,6 +285,23 @@ def _no_plain_step() -> None:
     _patch(check, "_plain", lambda *args: False)
 
 
+def _no_lint_parts() -> None:
+    """The server's lint pass makes each file's part again at every pass (the ``LintMemo``
+    keeps no part from the last pass), and takes every pipeline's folder again."""
+    from budgetlens.contract import lint
+
+    real = lint._file_part
+
+    def file_part(memo: Any, path: str, *args: Any) -> Any:
+        memo._parts.pop(path, None)
+        return real(memo, path, *args)
+    _patch(lint, "_file_part", file_part)
+
+    def folders(self: Any, paths: Any) -> set[str]:
+        return {os.path.dirname(p) for p in paths}
+    _patch(lint.LintMemo, "folders", folders)
+
+
 def _default_gc() -> None:
     """The analysis runs with the collector's default thresholds, on, nothing frozen."""
     os.environ["BENCH_TRICKS_DEFAULT_GC"] = "1"
@@ -312,6 +329,7 @@ PLAIN: dict[str, Callable[[], None]] = {
     "one-reading": _no_one_reading,
     "intent-map-memo": _no_intent_map_memo,
     "plain-step": _no_plain_step,
+    "lint-parts": _no_lint_parts,
 }
 
 
@@ -772,6 +790,7 @@ CALL_ROWS = [
     Row("lazy-lines", "core-edit"), Row("one-reading", "cli-check"),
     Row("intent-map-memo", "pack"),
     Row("plain-step", "core-edit"), Row("plain-step", "lsp-prompt"),
+    Row("lint-parts", "lsp-prompt"),
 ]
 
 
