@@ -234,7 +234,7 @@ def _gateway(limits: ModelLimits, wanted: object, loc: Location,
         out.append(_diag(loc, Severity.WARNING, codes.GATEWAY_UNKNOWN,
                          f"{what} gateway {wanted!r} is not in the gateway table (gateways:"
                          f" {', '.join(gateway_names())}); no gateway cap is checked"))
-        return _with(limits, gateway=None, gateway_location=None, cap=None)
+        return replace(limits, gateway=None, gateway_location=None, cap=None)
     model = limits.model.name if limits.model is not None else None
     cap = gateway_cap(wanted, model)
     if cap is None:
@@ -243,12 +243,7 @@ def _gateway(limits: ModelLimits, wanted: object, loc: Location,
                          f"gateway {wanted} has no recorded cap for"
                          f" {model or 'this model'} ({unsourced}); no gateway cap is"
                          " checked"))
-    return _with(limits, gateway=wanted, gateway_location=loc, cap=cap)
-
-
-def _with(base: ModelLimits, **changes: Any) -> ModelLimits:
-    """``base`` with ``changes`` (every other field kept, whatever fields it has)."""
-    return replace(base, **changes)
+    return replace(limits, gateway=wanted, gateway_location=loc, cap=cap)
 
 
 def input_limit(info: ModelInfo | None, window: Term | None,
@@ -306,7 +301,7 @@ def config_limits(config: LoadedConfig | None, target: str | None = None,
                          max_input=None if chosen else input_limit(info, window, model_loc))
     limits = _gateway(limits, extra.get("gateway"), config.location("gateway"), out,
                       "config.json")
-    return _with(limits, diagnostics=tuple(out))
+    return replace(limits, diagnostics=tuple(out))
 
 
 def step_limits(name: object, loc: Location, config: LoadedConfig | None,
@@ -338,7 +333,7 @@ def step_limits(name: object, loc: Location, config: LoadedConfig | None,
     if base.gateway is not None:  # config.json's gateway, for this step's model
         out: list[Diagnostic] = []
         own = _gateway(own, base.gateway, loc, out, "config.json")
-        own = _with(own, gateway_location=base.gateway_location, diagnostics=tuple(out))
+        own = replace(own, gateway_location=base.gateway_location, diagnostics=tuple(out))
     return own
 
 
@@ -361,7 +356,7 @@ def step_terms(own: ModelLimits, step: Mapping[str, Any], config: LoadedConfig |
         limits = block_limits(serving, f"{label}.serving", "pipeline",
                               lambda k: where("serving", k))
         if limits:
-            own = _with(own, window=bind_serving(own.unserved or own.window, limits,
+            own = replace(own, window=bind_serving(own.unserved or own.window, limits,
                                                  own.name, out, "this step is"))
     elif serving is not None:
         out.append(_diag(where("serving"), Severity.ERROR, codes.INVALID_VALUE,
@@ -376,9 +371,9 @@ def step_terms(own: ModelLimits, step: Mapping[str, Any], config: LoadedConfig |
     if step.get("gateway") is not None:
         own = _gateway(own, step.get("gateway"), where("gateway"), out, "step")
     if own.window is not before:
-        own = _with(own, max_input=None if own.variant else input_limit(own.model, own.window,
+        own = replace(own, max_input=None if own.variant else input_limit(own.model, own.window,
                                                                         where()))
-    return _with(own, diagnostics=(*own.diagnostics, *out))
+    return replace(own, diagnostics=(*own.diagnostics, *out))
 
 
 def _step_variant(own: ModelLimits, wanted: object, config: LoadedConfig | None,
@@ -389,14 +384,14 @@ def _step_variant(own: ModelLimits, wanted: object, config: LoadedConfig | None,
     start = own.unserved if own.unserved is not None else own.window
     window = _variant_window(start, own.model, wanted, loc, out, "step")
     if window is not start:
-        own = _with(own, variant=str(wanted))
+        own = replace(own, variant=str(wanted))
     if config is not None and window is not None:
         name = own.model.name if own.model is not None else own.name
-        return _with(own, unserved=window, window=_serving(config, window, name, None,
+        return replace(own, unserved=window, window=_serving(config, window, name, None,
                                                            own.model, registry))
-    return _with(own, unserved=window, window=window)
+    return replace(own, unserved=window, window=window)
 
 
 def replace_diagnostics(base: ModelLimits,
                         diagnostics: tuple[Diagnostic, ...] = ()) -> ModelLimits:
-    return _with(base, diagnostics=diagnostics)
+    return replace(base, diagnostics=diagnostics)

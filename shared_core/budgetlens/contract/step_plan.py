@@ -230,14 +230,14 @@ class _StepPlanner:
     # ------------------------------------------------------------------------ one step
     def step_plan(self, at: _At, shared: _Shared) -> _StepPlan:
         _poll(self.stop)
-        # a step with no key of its own (nearly every step) has no model, terms or context
-        # of its own: none of their look-ups is made
+        # a step with no key of its own (nearly every step) has no model or terms of its
+        # own: none of their look-ups is made (``step_context`` checks the same itself)
         extra = bool(at.step.model_extra)
         own = self.step_model(at, shared) if extra else None
         prompt_file, prompt, key_location = self.prompt_term(at, shared)
         before = self.take()
         template, template_location = self.template_term(at)
-        context = self.step_context(at, shared) if extra else None
+        context = self.step_context(at, shared)
         history = self.history_term(at, shared)
         output, source = self.output_term(at, shared)
         self.check_ceiling(at, output, source, own.ceiling if own else shared.ceiling)
