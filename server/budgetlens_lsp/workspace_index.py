@@ -24,6 +24,10 @@ already replaced. Such an update is superseded, so it is held, never published (
 ``features/diagnostics.py``). Without a slice (tests, a direct caller) an update checks
 everything at once, as before.
 
+The open pipelines come first at start too. The first update, when every open file is a
+pipeline, checks only those and leaves the search of the roots to the next update
+(:meth:`WorkspaceIndex._open_first`), so the first diagnostics wait for no walk.
+
 Silence means "checked and fine", never "could not check": when checking a pipeline or
 analysing a JSON buffer raises, the file is recorded in :attr:`WorkspaceIndex.failures`
 (shown by the diagnostics feature as a BL009 error: the exception in one line; the
@@ -233,6 +237,10 @@ class WorkspaceIndex:
         self._carry: set[str] = set()  # urgent pipelines an interrupted update did not reach
         self._round: set[str] = set()  # pipelines of the running whole re-check left to check
         self._round_total = 0
+        #: the open pipelines were checked before the first search of the roots: the next
+        #: update searches them (``_open_first``)
+        self._search_due = False
+        self._searched = False
         self._sources: dict[str | None, FileSource] = {}  # one per root, for one update
         #: the project root of each folder of pipelines, for one update (as ``_sources``)
         self._project_roots: dict[str, str | None] = {}
@@ -427,14 +435,23 @@ class WorkspaceIndex:
         self.snapshot = snapshot
         self._sources = {}
         self._project_roots = {}
-        mode = self._settings_mode(snapshot, mode)
+        requested, mode = mode, self._settings_mode(snapshot, mode)
+        # the search the last update left (``_open_first``): the pipelines that update
+        # checked are current, unless something changed since
+        fresh = set(self.reports) if self._search_due and mode is IndexMode.INCREMENTAL \
+            and not changed else set()
+        if self._search_due:
+            mode = IndexMode.FULL
         closed = frozenset(old_overlay) - frozenset(snapshot.overlay)
         changed = changed | self.links.start_update(snapshot.overlay, changed, closed,
                                                     mode is not IndexMode.INCREMENTAL)
-        self._track_pipelines(mode, closed)
-        affected = self._affected(changed, mode)
+        self._track_pipelines(mode, closed, requested)
+        affected = self._affected(changed, mode) - fresh
         gone = self._forget_gone()
-        urgent = self._plan(affected, changed, mode)
+        urgent = self._plan(affected, changed, mode, len(fresh))
+        if progress is not None and mode is not IndexMode.INCREMENTAL:
+            # a round begins: how many it checks (the fresh ones count as checked)
+            progress(self._round_total - len(self._round), self._round_total)
         checked = self._run_checks(urgent, progress)
         self._sources = {}  # per update: no file facts kept across updates
         self.links.end_checks()
@@ -450,15 +467,17 @@ class WorkspaceIndex:
                        json=frozenset(json_changed), closed=closed,
                        republish=tuple(sorted(p for p in always if p.endswith(ANALYZED_SUFFIXES)
                                               or snapshot.is_json(p))),
-                       more=bool(self.backlog or self._carry))
+                       more=bool(self.backlog or self._carry or self._search_due))
 
-    def _plan(self, affected: set[str], changed: frozenset[str], mode: IndexMode) -> set[str]:
+    def _plan(self, affected: set[str], changed: frozenset[str], mode: IndexMode,
+              fresh: int = 0) -> set[str]:
         """The urgent pipelines of this update; the rest of a whole re-check goes to the
-        backlog (a new whole re-check replaces the old backlog)."""
+        backlog (a new whole re-check replaces the old backlog). ``fresh``: pipelines of
+        the round that are current already (``_open_first``)."""
         urgent = set(affected)
         if mode is not IndexMode.INCREMENTAL:
             self._round = set(affected)
-            self._round_total = len(affected)
+            self._round_total = len(affected) + fresh
             self.backlog = set()
             if len(affected) > SMALL_RECHECK:
                 urgent = affected & self._priority(changed)
@@ -515,14 +534,33 @@ class WorkspaceIndex:
             return IndexMode.FULL
         return mode
 
-    def _track_pipelines(self, mode: IndexMode, closed: frozenset[str]) -> None:
+    def _track_pipelines(self, mode: IndexMode, closed: frozenset[str],
+                         requested: IndexMode) -> None:
         if mode is not IndexMode.INCREMENTAL:
-            self.discover()
+            if self._open_first(requested):
+                self._search_due = True
+            else:
+                self.discover()
+                self._search_due = False
         for path in closed:  # an unsaved new pipeline that was closed is gone
             if path in self.pipelines and not os.path.isfile(path):
                 self.pipelines.discard(path)
         # open pipeline files count even before discovery sees them on disk
         self.pipelines.update(p for p in self.snapshot.overlay if is_pipeline_path(p))
+
+    def _open_first(self, requested: IndexMode) -> bool:
+        """Whether this first whole check checks only the open pipelines, and leaves the
+        search of the roots to the next update. The first diagnostics then wait for no walk
+        of the workspace (nor for reading its .gitignore files). Only for the first update,
+        with background work allowed and no whole re-check asked for, and only when every
+        open file is a pipeline: an open prompt's diagnostics come from the pipelines that
+        read it."""
+        snap = self.snapshot
+        if self._searched or self._search_due or snap.background_slice is None \
+                or requested is IndexMode.FULL:
+            return False
+        analyzed = [p for p in snap.overlay if p.endswith(ANALYZED_SUFFIXES) or snap.is_json(p)]
+        return bool(analyzed) and all(is_pipeline_path(p) for p in analyzed)
 
     def _affected(self, changed: frozenset[str], mode: IndexMode) -> set[str]:
         """The pipelines to check again."""
@@ -603,7 +641,8 @@ class WorkspaceIndex:
                               cache=self.cache, stop=None if superseded is never else superseded)
 
     def _progress(self, path: str, progress: ProgressHook | None) -> None:
-        """Report (checked, to check) of the running whole re-check, every 25 and at the end."""
+        """Report (checked, to check) of the running whole re-check, every 25 and at the end
+        (and (0, to check) when it is planned)."""
         if path not in self._round:
             return
         self._round.discard(path)
@@ -623,6 +662,7 @@ class WorkspaceIndex:
             except OSError:
                 log.warning("cannot list pipelines under %s", root)
         self.pipelines = found
+        self._searched = True
 
     def _store(self, path: str, report: PipelineReport,
                edges_and_links: tuple[frozenset[str], Links]) -> None:

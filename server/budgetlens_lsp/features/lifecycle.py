@@ -12,16 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
 
-from budgetlens.contract.discovery import default_excluded, find_pipelines
 from budgetlens_lsp.convert import encoding_name
 from budgetlens_lsp.features.state import ClientFeatures, ServerState
 from budgetlens_lsp.settings import parse_settings
-from budgetlens_lsp.workspace_index import IndexMode, ProgressHook, norm
+from budgetlens_lsp.workspace_index import IndexMode, norm
 
 log = logging.getLogger(__name__)
 
@@ -126,62 +124,74 @@ async def register_watchers(ctx: ServerState) -> None:
             log.warning("client/registerCapability failed: %s", exc)
 
 
-async def _begin_progress(ctx: ServerState) -> str | None:
-    """A ``$/progress`` token when the client shows progress and the workspace is large."""
-    session = ctx.session
-    if not (ctx.client.progress and session.roots):
-        return None
-    count = await session.run(lambda: sum(len(find_pipelines(r, default_excluded()))
-                                                 for r in session.roots))
-    if count <= LARGE_WORKSPACE:
-        return None
-    token = f"budgetlens-index-{uuid.uuid4()}"
-    try:
-        await asyncio.wait_for(ctx.server.work_done_progress.create_async(token),
-                               CLIENT_TIMEOUT)
-        ctx.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title="budgetlens: checking pipelines", percentage=0,
-            message=f"0/{count}", cancellable=False))
-    except Exception as exc:
-        log.warning("progress not available: %s", exc)
-        return None
-    return token
+class IndexProgress:
+    """The ``$/progress`` of the first indexing. It begins with the index's first report
+    of a round of more than :data:`LARGE_WORKSPACE` pipelines: the index counts them when it
+    plans the round, so no walk of the workspace runs before the first diagnostics."""
 
+    def __init__(self, ctx: ServerState) -> None:
+        self._ctx = ctx
+        self._loop = asyncio.get_running_loop()
+        self._begun: asyncio.Task[str | None] | None = None
+        self._latest: tuple[int, int] = (0, 0)
 
-def _progress_hook(ctx: ServerState, token: str | None
-                   ) -> Callable[[], ProgressHook | None]:
-    """What the session asks for a progress reporter (called on the loop; the reporter it
-    returns runs on the analysis thread and hands each report to the loop)."""
-    loop = asyncio.get_running_loop()
-    progress = ctx.server.work_done_progress
+    def report(self, done: int, total: int) -> None:
+        """A ``ProgressHook``: called on the analysis thread, handed to the loop."""
+        self._loop.call_soon_threadsafe(self._on_report, done, total)
 
-    def hook() -> ProgressHook | None:
-        if token is None:
+    def _on_report(self, done: int, total: int) -> None:
+        self._latest = (done, total)
+        if self._begun is None:
+            if total > LARGE_WORKSPACE:
+                self._begun = asyncio.ensure_future(self._begin(total))
+        elif self._begun.done() and (token := self._begun.result()) is not None:
+            self._send(token)
+
+    async def _begin(self, total: int) -> str | None:
+        token = f"budgetlens-index-{uuid.uuid4()}"
+        progress = self._ctx.server.work_done_progress
+        try:
+            await asyncio.wait_for(progress.create_async(token), CLIENT_TIMEOUT)
+            progress.begin(token, types.WorkDoneProgressBegin(
+                title="budgetlens: checking pipelines", percentage=0,
+                message=f"0/{total}", cancellable=False))
+        except Exception as exc:
+            log.warning("progress not available: %s", exc)
             return None
+        if self._latest[0]:  # reports that came while the client created the token
+            self._send(token)
+        return token
 
-        def report(done: int, total: int) -> None:
-            loop.call_soon_threadsafe(lambda: progress.report(
-                token, types.WorkDoneProgressReport(
-                    message=f"{done}/{total}", percentage=int(100 * done / max(total, 1)))))
-        return report
-    return hook
+    def _send(self, token: str) -> None:
+        done, total = self._latest
+        self._ctx.server.work_done_progress.report(token, types.WorkDoneProgressReport(
+            message=f"{done}/{total}", percentage=int(100 * done / max(total, 1))))
+
+    async def end(self) -> None:
+        if self._begun is not None and (token := await self._begun) is not None:
+            self._ctx.server.work_done_progress.end(
+                token, types.WorkDoneProgressEnd(message="done"))
 
 
 async def index_workspace(ctx: ServerState) -> None:
     session = ctx.session
-    token = await _begin_progress(ctx)
     # documents opened meanwhile are analysed and published first: a whole re-check marked
     # now would overtake (hold) their analysis and delay the first diagnostics until the
     # whole workspace is checked
     await session.flush()
-    session.progress_hook = _progress_hook(ctx, token)
-    session.mark_dirty([], IndexMode.FULL)
+    progress = IndexProgress(ctx) if ctx.client.progress and session.roots else None
+    if progress is not None:
+        session.progress_hook = lambda: progress.report
+    # before any analysis, asking for the search is enough: the first update checks
+    # everything anyway (the settings are new to the index), and may check the documents
+    # opened with it first (``WorkspaceIndex._open_first``)
+    session.mark_dirty([], IndexMode.FULL if session.analyses else IndexMode.REDISCOVER)
     try:
         await session.flush()
     finally:
         session.progress_hook = None
-        if token is not None:
-            ctx.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        if progress is not None:
+            await progress.end()
 
 
 def shutdown(ctx: ServerState, params: Any) -> None:
