@@ -232,6 +232,8 @@ class WorkspaceIndex:
         self._settings_key: tuple[object, ...] | None = None
         self._notified: set[tuple[str, str]] = set()  # (stage, exception type) told once
         self._messages: deque[str] = deque()  # for window/showMessage, taken by the server
+        #: messages of failures met before the first search, by kind (``notify_failure``)
+        self._held_messages: dict[tuple[str, str], str] = {}
         self._retry_all = False
         self.backlog: set[str] = set()  # pipelines to check in the background
         self._carry: set[str] = set()  # urgent pipelines an interrupted update did not reach
@@ -382,14 +384,28 @@ class WorkspaceIndex:
 
     def notify_failure(self, path: str, stage: Stage, exc: BaseException) -> None:
         """Queue the message of a failure, once per kind (stage and exception type), not
-        once per keystroke."""
+        once per keystroke. It names the first file of that kind the checks met. Until the
+        first search is done (``_open_first``) the message waits: the search's round checks
+        in path order, so which file it names does not depend on which was open."""
         kind = (stage.value, type(exc).__name__)
-        if kind not in self._notified:
-            self._notified.add(kind)
-            self._messages.append(
-                f"budgetlens could not check {os.path.basename(path) or path}: "
+        if kind in self._notified:
+            return
+        text = (f"budgetlens could not check {os.path.basename(path) or path}: "
                 f"{one_line(exc)}. Files it cannot check show a {codes.INTERNAL_ERROR} error"
                 " instead of their diagnostics; details in the server log.")
+        if self._search_due:
+            self._held_messages.setdefault(kind, text)
+            return
+        self._notified.add(kind)
+        self._messages.append(text)
+
+    def _release_messages(self) -> None:
+        """Queue the held messages of kinds the search's round did not meet again."""
+        held, self._held_messages = self._held_messages, {}
+        for kind, text in held.items():
+            if kind not in self._notified:
+                self._notified.add(kind)
+                self._messages.append(text)
 
     # --- updating --------------------------------------------------------------------------
     def update(self, snapshot: Snapshot, changed: frozenset[str],
@@ -453,6 +469,8 @@ class WorkspaceIndex:
             # a round begins: how many it checks (the fresh ones count as checked)
             progress(self._round_total - len(self._round), self._round_total)
         checked = self._run_checks(urgent, progress)
+        if self._held_messages and not self._search_due:
+            self._release_messages()
         self._sources = {}  # per update: no file facts kept across updates
         self.links.end_checks()
         self._project_roots = {}

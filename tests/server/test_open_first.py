@@ -48,6 +48,13 @@ def _workspace(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
     return root, (norm(root),)
 
 
+def _opened(root: Path, roots: tuple[str, ...], name: str) -> tuple[str, Snapshot]:
+    """The path of the pipeline ``name``, and a session's snapshot with it open."""
+    opened = norm(root / "pipelines" / name)
+    return opened, Snapshot(overlay={opened: Path(opened).read_text("utf-8")}, roots=roots,
+                            background_slice=60.0)
+
+
 def _names(index: WorkspaceIndex) -> set[str]:
     return {Path(p).name for p in index.reports}
 
@@ -57,9 +64,7 @@ def test_the_open_pipeline_is_checked_before_the_search(
     root, roots = _workspace(tmp_path)
     calls = Calls(monkeypatch)
     index = WorkspaceIndex()
-    opened = norm(root / "pipelines/long_report.yaml")
-    snap = Snapshot(overlay={opened: Path(opened).read_text("utf-8")}, roots=roots,
-                    background_slice=60.0)
+    opened, snap = _opened(root, roots, "long_report.yaml")
     first = index.update(snap, frozenset([opened]), IndexMode.INCREMENTAL)
     assert calls.searches == 0
     assert _names(index) == {"long_report.yaml"} and first.more
@@ -77,9 +82,7 @@ def test_the_search_round_counts_the_open_pipeline_as_checked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root, roots = _workspace(tmp_path)
     index = WorkspaceIndex()
-    opened = norm(root / "pipelines/chat.yaml")
-    snap = Snapshot(overlay={opened: Path(opened).read_text("utf-8")}, roots=roots,
-                    background_slice=60.0)
+    opened, snap = _opened(root, roots, "chat.yaml")
     index.update(snap, frozenset([opened]), IndexMode.INCREMENTAL)
     reports: list[tuple[int, int]] = []
     index.update(snap, frozenset(), IndexMode.INCREMENTAL, progress=lambda d, t:
@@ -120,3 +123,21 @@ def test_otherwise_the_first_update_searches_first(
     mode = IndexMode.FULL if case == "whole re-check asked" else IndexMode.INCREMENTAL
     results = index.update(snap, frozenset(overlay), mode)
     assert calls.searches == 1 and _names(index) == ALL and not results.more
+
+
+def test_a_failure_is_told_once_naming_the_first_file_in_path_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, roots = _workspace(tmp_path)
+
+    def broken(path: str, **kwargs: Any) -> Any:
+        raise RuntimeError("broken")
+    monkeypatch.setattr(workspace_index, "check_pipeline", broken)
+    index = WorkspaceIndex()
+    opened, snap = _opened(root, roots, "long_report.yaml")
+    index.update(snap, frozenset([opened]), IndexMode.INCREMENTAL)
+    assert set(index.failures) == {opened}
+    assert index.take_messages() == []  # held until the search
+    index.update(snap, frozenset(), IndexMode.INCREMENTAL)
+    assert {Path(p).name for p in index.failures} == ALL
+    [message] = index.take_messages()
+    assert message.startswith("budgetlens could not check base.yaml: RuntimeError: broken.")
