@@ -8,7 +8,7 @@
 - ``serve`` loads with the cyclic collector off and freezes what it loaded;
 - the heap is frozen after the analysis's results are delivered, not before;
 - documents opened before the workspace index are analysed and delivered before the whole
-  re-check starts;
+  re-check starts, and so are those opened while the index waits for the client's settings;
 - a warm start (the prompts counted before, in the persistent count cache) publishes its
   first diagnostics without building the tokenizer's encoding;
 - valid config.json and pipeline files (a ``settings.injection`` block included) are checked
@@ -160,16 +160,22 @@ async def test_the_heap_is_frozen_after_the_results_are_delivered(
     assert events == ["analyse full []", "deliver", "freeze"]
 
 
-async def test_documents_opened_before_the_index_are_delivered_before_the_whole_recheck(
-        ) -> None:
-    events: list[str] = []
+def _recorded_server(events: list[str]) -> tuple[Session[Any], ServerState]:
+    """A session whose analyses and deliveries are recorded in ``events``, and a server
+    state around it whose client shows no progress."""
     session: Session[Any] = Session(_Recorder(events))
 
     async def deliver(results: Any) -> None:
         events.append("deliver")
     session.on_results = deliver
-    ctx = ServerState(cast(Any, SimpleNamespace(work_done_progress=None)),
-                        session, Analysis())
+    return session, ServerState(cast(Any, SimpleNamespace(work_done_progress=None)),
+                                session, Analysis())
+
+
+async def test_documents_opened_before_the_index_are_delivered_before_the_whole_recheck(
+        ) -> None:
+    events: list[str] = []
+    session, ctx = _recorded_server(events)
     session.open("file:///w/pipelines/a.yaml", 1, "steps: []\n", "yaml")
     await lifecycle.index_workspace(ctx)  # the client has no progress: no token
     await asyncio.sleep(0)
@@ -311,3 +317,27 @@ def test_valid_pipelines_and_config_are_checked_without_pydantic(tmp_path: Path)
               8, 41, 8, 44)]
     assert printed[5] == f"wrong_injection {list(PYDANTIC)} {wrong!r}"
     assert set(PYDANTIC) <= modules
+
+
+async def _one_turn() -> None:
+    """Let every task that can run do so once (one turn of the event loop)."""
+    turned = asyncio.Event()
+    asyncio.get_running_loop().call_soon(turned.set)
+    await turned.wait()
+
+
+async def test_the_index_waits_for_the_clients_settings() -> None:
+    events: list[str] = []
+    session, ctx = _recorded_server(events)
+    settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    indexing = asyncio.ensure_future(lifecycle.index_workspace(ctx, settled))
+    await _one_turn()
+    # the client opens a document, then answers workspace/configuration
+    session.open("file:///w/pipelines/a.yaml", 1, "steps: []\n", "yaml")
+    await _one_turn()
+    assert not indexing.done()
+    settled.set_result(None)
+    await indexing
+    session.shutdown()
+    assert events == ["analyse incremental ['file:///w/pipelines/a.yaml']", "deliver",
+                      "analyse full ['file:///w/pipelines/a.yaml']", "deliver"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from lsprotocol import types
@@ -95,11 +96,14 @@ async def initialized(ctx: ServerState, params: types.InitializedParams) -> None
         _, problems = parse_settings(ctx.init_settings)
         if problems:
             ctx.message("budgetlens: invalid initializationOptions: " + "; ".join(problems))
-    # indexing starts at once; the client's answers about watchers and settings arrive
-    # meanwhile (a settings change re-checks everything)
-    jobs = [index_workspace(ctx), register_watchers(ctx)]
-    if ctx.client.configuration:
-        jobs.append(pull_configuration(ctx))
+    # indexing waits for the client's settings, when it has any to give: a whole check
+    # with other settings would be thrown away. Their answer also comes after the documents
+    # the client opened right after ``initialized``, so those are checked first.
+    settled = asyncio.ensure_future(pull_configuration(ctx)) \
+        if ctx.client.configuration else None
+    jobs: list[Awaitable[None]] = [index_workspace(ctx, settled), register_watchers(ctx)]
+    if settled is not None:
+        jobs.append(settled)
     for outcome in await asyncio.gather(*jobs, return_exceptions=True):
         if isinstance(outcome, BaseException):
             log.error("initialization step failed: %r", outcome)
@@ -173,8 +177,13 @@ class IndexProgress:
                 token, types.WorkDoneProgressEnd(message="done"))
 
 
-async def index_workspace(ctx: ServerState) -> None:
+async def index_workspace(ctx: ServerState, settled: asyncio.Future[None] | None = None
+                          ) -> None:
+    """Check the whole workspace, once ``settled`` (the pull of the client's settings) is
+    done."""
     session = ctx.session
+    if settled is not None:
+        await asyncio.wait([settled])
     # documents opened meanwhile are analysed and published first: a whole re-check marked
     # now would overtake (hold) their analysis and delay the first diagnostics until the
     # whole workspace is checked
