@@ -15,14 +15,18 @@ with the few overrides that make every request get an answer.
   pygls swallows the ``SystemExit``).
 
 It also keeps pygls from keeping its own copy of changed buffers (see
-:meth:`BudgetLensProtocol.lsp_text_document__did_change`).
+:meth:`BudgetLensProtocol.lsp_text_document__did_change`), and from keeping every
+notification's future (see :meth:`BudgetLensProtocol._execute_handler`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
+from collections import deque
 from collections.abc import Generator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +107,8 @@ class BudgetLensProtocol(LanguageServerProtocol):
         self.initialize_received = False
         #: None until ``exit``; then 0 after ``shutdown``, else 1.
         self.exit_code: int | None = None
+        #: ids of notifications whose handler is done, forgotten at the next message
+        self._finished: deque[Any] = deque()
 
     # --- writing --------------------------------------------------------------------------
     def _serialize_message(self, data: Any) -> Any:
@@ -136,6 +142,8 @@ class BudgetLensProtocol(LanguageServerProtocol):
 
     # --- dispatching ----------------------------------------------------------------------
     def handle_message(self, message: Any) -> None:
+        while self._finished:  # see _execute_handler
+            self._request_futures.pop(self._finished.popleft(), None)
         method = getattr(message, "method", "")
         is_request = getattr(message, "id", None) is not None and bool(method)
         refusal = self._refusal(method, is_request)
@@ -167,6 +175,25 @@ class BudgetLensProtocol(LanguageServerProtocol):
         if self.initialize_received and method == types.INITIALIZE and is_request:
             return JsonRpcInvalidRequest(message="initialize may be sent only once")
         return None
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any,
+                         args: tuple[Any, ...] | None = None,
+                         kwargs: dict[str, Any] | None = None) -> None:
+        """pygls's, except that a notification's future is forgotten once it is done.
+
+        pygls 2.1.1 keeps the future of every handler it runs in ``_request_futures``, by
+        message id, and takes it out when it answers a request. A notification gets a made-up
+        id and no answer, so its future stayed: about 1.8 KiB for every ``didChange``,
+        without end (bench_lsp's RSS row). Its id is forgotten at the next message, not at
+        once: pygls's ``shutdown`` cancels the futures while it walks through them, and a
+        cancelled future calls back at once (on a worker thread for threaded handlers)."""
+        if callback == self._check_handler_result:  # the callback of a notification
+            callback = functools.partial(self._notification_done, msg_id)
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+
+    def _notification_done(self, msg_id: Any, future: Future[Any]) -> None:
+        self._finished.append(msg_id)
+        self._check_handler_result(future)
 
     # --- life cycle -----------------------------------------------------------------------
     @lsp_method(types.EXIT)
