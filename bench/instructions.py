@@ -8,7 +8,9 @@ measure on a shared machine. Two ways to count:
   only inside those calls and writes one dump after each (``--toggle-collect=ffi_call``,
   ``--dump-after=ffi_call``). The child must make no other ``ffi_call``; the exact number of
   dumps checks that.
-- ``process``: the whole run of a command (start-up, work, exit).
+- ``process``: the whole run of a command (start-up, work, exit);
+- a running process between two points: ``callgrind_control -z`` zeroes its counters and
+  ``-d`` dumps them (bench_lsp_counted.py; :func:`dump_total` reads the dump).
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ def counted(fn: Callable[[], object]) -> None:
 def _totals(text: str) -> int:
     m = re.search(r"^(?:totals|summary): (\d+)", text, re.M)
     return int(m.group(1)) if m else 0
+
+
+def dump_total(path: str) -> int:
+    """The instructions of one callgrind dump (``callgrind_control -d`` writes one)."""
+    with open(path, encoding="utf-8") as f:
+        total = _totals(f.read())
+    if total <= 0:
+        raise RuntimeError(f"no instruction count in {path}")
+    return total
 
 
 def call_counts(argv: Sequence[str], need: int, env: dict[str, str] | None = None,

@@ -147,7 +147,8 @@ class LspProcess:
     def notify(self, method: str, params: Any) -> None:
         self._write({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def initialize(self, root: Path, initialization_options: Any = None) -> Any:
+    async def initialize(self, root: Path, initialization_options: Any = None,
+                         timeout: float = 60.0) -> Any:
         result = await self.request("initialize", {
             "processId": os.getpid(),
             "rootUri": root.as_uri(),
@@ -165,7 +166,7 @@ class LspProcess:
                 "window": {"workDoneProgress": True},
                 "general": {"positionEncodings": ["utf-16"]},
             },
-        })
+        }, timeout)
         self.notify("initialized", {})
         return result
 
