@@ -18,11 +18,13 @@ The reference is the bare pygls server (bench/floor_server.py) under the same ed
 checkout's server is counted with ``--server LABEL=PYTHON`` (its interpreter, which imports
 its own ``budgetlens_lsp``); ratios are to the first server named.
 
-Scenarios: ``example`` (an edit of examples/pipelines/long_report.yaml) and ``big`` (an edit
-of the 500-step pipeline with a 5-level extends chain, bench/workspaces.py).
+Scenarios: ``example`` (an edit of examples/pipelines/long_report.yaml), ``big`` (an edit
+of the 500-step pipeline with a 5-level extends chain) and ``many`` (an edit of the prompt
+that 200 of 1,000 pipelines read; the code lens answer waits for all of them), from
+bench/workspaces.py as bench_lsp.py makes them.
 
     python bench/bench_lsp_counted.py
-    python bench/bench_lsp_counted.py --server before=../before/.venv/bin/python
+    python bench/bench_lsp_counted.py --server before=../before/.venv/bin/python --scenarios many
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_lsp import OURS_SETTINGS, number_edit
+from bench_lsp import OURS_SETTINGS, number_edit, prompt_edit
 from instructions import ENV, dump_total
 from lsp_client import LspProcess
-from workspaces import make_big
+from workspaces import make_big, make_many
 
 BENCH = Path(__file__).resolve().parent
 EXAMPLES = BENCH.parent / "examples"
@@ -54,18 +56,23 @@ ANSWER_S = 600.0
 Edit = Callable[[str, int], tuple[str, list[dict[str, Any]]]]
 
 
-def scenario(name: str, work: Path, steps: int) -> tuple[Path, Path, Edit]:
-    """The workspace, the edited document and the edit of one scenario."""
+def scenario(name: str, work: Path, steps: int) -> tuple[Path, Path, str, Edit]:
+    """The workspace, the edited document, its language and the edit of one scenario."""
     if name == "example":
         root = work / "example"
         shutil.copytree(EXAMPLES, root)
-        return root, root / "pipelines" / "long_report.yaml", number_edit("max_context_tokens")
+        return (root, root / "pipelines" / "long_report.yaml", "yaml",
+                number_edit("max_context_tokens"))
+    if name == "many":
+        root = work / "many"
+        shared, _ = make_many(root)
+        return root, shared, "plaintext", prompt_edit
     root = work / "big"
-    return root, make_big(root, steps), number_edit("max_context_tokens")
+    return root, make_big(root, steps), "yaml", number_edit("max_context_tokens")
 
 
-async def count_edits(command: list[str], root: Path, document: Path, edit: Edit,
-                      warm: int, edits: int, out: Path) -> int:
+async def count_edits(command: list[str], root: Path, document: Path, language: str,
+                      edit: Edit, warm: int, edits: int, out: Path) -> int:
     """Instructions of ``edits`` edits of ``document`` in the server ``command`` (module
     docstring, steps 1-3)."""
     cg = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command]
@@ -77,7 +84,7 @@ async def count_edits(command: list[str], root: Path, document: Path, edit: Edit
         await client.start()
         await client.initialize(root, {}, ANSWER_S)
         text = document.read_text("utf-8")
-        uri = client.did_open(document, "yaml", text)
+        uri = client.did_open(document, language, text)
         if not await client.wait_for(lambda: bool(client.published_since(0, uri)), ANSWER_S):
             raise RuntimeError(f"no diagnostics for {document} after didOpen")
         for _ in range(2):  # the start-up's background work answers before the lens
@@ -139,8 +146,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", action="append", default=[], metavar="LABEL=PYTHON",
                         help="also count this interpreter's budgetlens_lsp")
-    parser.add_argument("--scenarios", default="example,big",
-                        help="comma-separated, from: example, big (default: both)")
+    parser.add_argument("--scenarios", default="example,big,many",
+                        help="comma-separated, from: example, big, many (default: all)")
     parser.add_argument("--warm", type=int, default=3, help="edits before counting (3)")
     parser.add_argument("--edits", type=int, default=10, help="edits counted (10)")
     parser.add_argument("--steps", type=int, default=500, help="steps of the big pipeline")
@@ -160,9 +167,9 @@ def main() -> None:
             figures[name] = {}
             for label, command in targets.items():
                 work = Path(folder) / f"{name}-{label}"
-                root, document, edit = scenario(name, work, args.steps)
-                total = asyncio.run(count_edits(command, root, document, edit, warm, edits,
-                                                Path(folder) / f"cg-{name}-{label}"))
+                root, document, language, edit = scenario(name, work, args.steps)
+                total = asyncio.run(count_edits(command, root, document, language, edit,
+                                                warm, edits, Path(folder) / f"cg-{name}-{label}"))
                 figures[name][label] = total / edits
     report(figures)
     if args.json:
