@@ -357,7 +357,7 @@ def step_terms(own: ModelLimits, step: Mapping[str, Any], config: LoadedConfig |
                               lambda k: where("serving", k))
         if limits:
             own = replace(own, window=bind_serving(own.unserved or own.window, limits,
-                                                 own.name, out, "this step is"))
+                                                   own.name, out, "this step is"))
     elif serving is not None:
         out.append(_diag(where("serving"), Severity.ERROR, codes.INVALID_VALUE,
                          f"{label}.serving must be a mapping (max_model_len, num_ctx), got"
@@ -371,8 +371,8 @@ def step_terms(own: ModelLimits, step: Mapping[str, Any], config: LoadedConfig |
     if step.get("gateway") is not None:
         own = _gateway(own, step.get("gateway"), where("gateway"), out, "step")
     if own.window is not before:
-        own = replace(own, max_input=None if own.variant else input_limit(own.model, own.window,
-                                                                        where()))
+        own = replace(own, max_input=None if own.variant
+                      else input_limit(own.model, own.window, where()))
     return replace(own, diagnostics=(*own.diagnostics, *out))
 
 
@@ -388,7 +388,7 @@ def _step_variant(own: ModelLimits, wanted: object, config: LoadedConfig | None,
     if config is not None and window is not None:
         name = own.model.name if own.model is not None else own.name
         return replace(own, unserved=window, window=_serving(config, window, name, None,
-                                                           own.model, registry))
+                                                             own.model, registry))
     return replace(own, unserved=window, window=window)
 
 
