@@ -89,24 +89,35 @@ class Server:
     init_options: Any = None
 
 
-#: budgetlens serve, exactly as `budgetlens serve` runs it, with the session's log at INFO
-#: (one line per analysis, so the benchmark can count the versions analysed).
-LOGGED_SERVE = (
+#: budgetlens serve, exactly as `budgetlens serve` runs it.
+SERVE = (
     "import argparse, logging\n"
     "from budgetlens_lsp.serve import add_arguments, run\n"
-    "logging.getLogger('budgetlens_lsp.session').setLevel(logging.INFO)\n"
     "parser = argparse.ArgumentParser()\n"
     "add_arguments(parser)\n"
     "run(parser.parse_args([]))\n")
+#: The same with the session's log at INFO (one line per analysis, so the benchmark can
+#: count the versions analysed).
+LOGGED_SERVE = ("import logging\n"
+                "logging.getLogger('budgetlens_lsp.session').setLevel(logging.INFO)\n"
+                + SERVE)
 
 
-def servers(peer: bool = True) -> dict[str, Server]:
+#: With --pygls-stdin: the server reads standard input with pygls's own reader (threads).
+PYGLS_STDIN = ("import budgetlens_lsp.stdio as _stdio\n"
+               "_stdio.loop_readable = lambda *args: False  # pygls's reader\n")
+
+
+def servers(peer: bool = True, pygls_stdin: bool = False) -> dict[str, Server]:
     budgetlens = shutil.which("budgetlens", path=f"{Path(sys.executable).parent}{os.pathsep}"
                                                  f"{os.environ.get('PATH', '')}")
     if budgetlens is None:
         sys.exit("budgetlens is not installed (pip install -e . in the venv)")
+    ours = [budgetlens, "serve"]
+    if pygls_stdin:  # `serve` as LOGGED_SERVE runs it, without the log
+        ours = [sys.executable, "-c", PYGLS_STDIN + SERVE]
     out = {
-        "budgetlens": Server("budgetlens", [budgetlens, "serve"], OURS_SETTINGS, {}),
+        "budgetlens": Server("budgetlens", ours, OURS_SETTINGS, {}),
         "budgetlens-logged": Server("budgetlens", [sys.executable, "-c", LOGGED_SERVE],
                                     OURS_SETTINGS, {}),
         "floor": Server("pygls floor", [sys.executable, str(BENCH / "floor_server.py")], {}),
@@ -531,7 +542,7 @@ async def measure_rss(server: Server, root: Path, document: Path, edits: int, lo
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    srv = servers(peer=not args.no_peer)
+    srv = servers(peer=not args.no_peer, pygls_stdin=args.pygls_stdin)
     # private: other benchmarks share bench/.work
     work = (args.work_dir or WORK) / f"lsp-{os.getpid()}"
     work.mkdir(parents=True)
@@ -852,9 +863,15 @@ def main() -> None:
                         help="start the logged server (the typing rows') with Python's thread"
                              " switch interval, not session.SWITCH_INTERVAL_S: the ledger's"
                              " plain version of that trick (docs/performance.md)")
+    parser.add_argument("--pygls-stdin", action="store_true",
+                        help="start budgetlens with pygls's own reader of standard input (a"
+                             " thread pool), not the event loop's (budgetlens_lsp.stdio): the"
+                             " ledger's plain version of that trick (docs/performance.md)")
     args = parser.parse_args()
+    global LOGGED_SERVE
+    if args.pygls_stdin:
+        LOGGED_SERVE = PYGLS_STDIN + LOGGED_SERVE
     if args.default_switch_interval:
-        global LOGGED_SERVE
         LOGGED_SERVE = ("import budgetlens_lsp.session as _session\n"
                         "_session.SWITCH_INTERVAL_S = 0.005  # Python's default\n"
                         + LOGGED_SERVE)

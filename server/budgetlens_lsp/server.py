@@ -25,7 +25,7 @@ from pygls.lsp.server import LanguageServer
 from budgetlens.tokens import core as tokens_core
 from budgetlens.tokens import counts as token_counts
 from budgetlens.tokens.core import DEFAULT_TOKENIZER, get_tokenizer
-from budgetlens_lsp import __version__
+from budgetlens_lsp import __version__, stdio
 from budgetlens_lsp.features import (
     actions,
     commands,
@@ -83,10 +83,15 @@ class BudgetLensServer(LanguageServer):
         task.add_done_callback(self._tasks.discard)
 
     def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
-        """pygls's stdio loop; after ``exit`` the process ends with the code LSP
+        """pygls's stdio loop, with standard input read by the event loop when it is a
+        pipe or a socket (``stdio``); after ``exit`` the process ends with the code LSP
         prescribes (0 after ``shutdown``, 1 without: ``protocol.BudgetLensProtocol``)."""
+        source, sink = stdin or sys.stdin.buffer, stdout or sys.stdout.buffer
         try:
-            super().start_io(stdin, stdout)
+            if stdio.loop_readable(source, sink):
+                stdio.serve(self, source, sink)
+            else:
+                super().start_io(stdin, stdout)
         finally:
             save_counts()  # the counts added since the last write
         code = self.protocol.exit_code if isinstance(self.protocol, BudgetLensProtocol) \

@@ -46,8 +46,10 @@ CORE_LAYERS: dict[str, int] = {
 SERVER_LAYERS: dict[str, int] = {
     # the package itself holds nothing but __version__
     "budgetlens_lsp": 0,
-    # 1. conversion and settings (the core only); the JSON-RPC life cycle (pygls only)
+    # 1. conversion and settings (the core only); the JSON-RPC life cycle and standard
+    # input read by the event loop (pygls only)
     "budgetlens_lsp.convert": 10, "budgetlens_lsp.settings": 10, "budgetlens_lsp.protocol": 10,
+    "budgetlens_lsp.stdio": 10,
     # 1.5 symbolic links: which names lead to which files (the index's bookkeeping)
     "budgetlens_lsp.links": 15,
     # 2. analysis over the core, returns plain data, imports no feature
