@@ -21,8 +21,7 @@ import stat
 import threading
 from typing import IO, Any, BinaryIO
 
-from pygls.io_ import StdoutWriter, run_async
-from pygls.protocol import JsonRPCProtocol
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 
 log = logging.getLogger(__name__)
 
@@ -71,20 +70,27 @@ class LoopReader:
             return exc.partial
 
 
-async def _serve(stop: threading.Event, stdin: IO[bytes], protocol: JsonRPCProtocol,
-                 on_error: Any) -> None:
+async def _serve(server: Any, stop: threading.Event, stdin: BinaryIO) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), stdin)
     try:
-        await run_async(stop_event=stop, reader=LoopReader(reader), protocol=protocol,
-                        logger=log, error_handler=on_error)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    except (OSError, ValueError) as exc:  # the loop cannot watch it after all
+        log.warning("standard input is read by pygls's threads: the event loop cannot"
+                    " watch it (%s)", exc)
+        await run_async(stop_event=stop, reader=StdinAsyncReader(stdin, server.thread_pool),
+                        protocol=server.protocol, logger=log,
+                        error_handler=server.report_server_error)
+        return
+    try:
+        await run_async(stop_event=stop, reader=LoopReader(reader), protocol=server.protocol,
+                        logger=log, error_handler=server.report_server_error)
     finally:
         transport.close()
 
 
-def serve(server: Any, stdin: IO[bytes], stdout: BinaryIO) -> None:
+def serve(server: Any, stdin: BinaryIO, stdout: BinaryIO) -> None:
     """pygls's ``start_io`` with ``stdin`` read by the loop (``loop_readable``):
     the same writer, the same message loop, the same ends (the input closed, ``exit``,
     a lost client)."""
@@ -92,7 +98,7 @@ def serve(server: Any, stdin: IO[bytes], stdout: BinaryIO) -> None:
     server._stop_event = stop = threading.Event()  # what pygls's shutdown sets
     server.protocol.set_writer(StdoutWriter(stdout))
     try:
-        asyncio.run(_serve(stop, stdin, server.protocol, server.report_server_error))
+        asyncio.run(_serve(server, stop, stdin))
     except BrokenPipeError:
         log.error("Connection to the client is lost! Shutting down the server.")
     except (KeyboardInterrupt, SystemExit):

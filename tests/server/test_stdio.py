@@ -7,6 +7,7 @@ messages, their answers and the exit code are the same either way."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -35,10 +36,11 @@ def _notification(method: str, params: Any) -> bytes:
     return _framed({"jsonrpc": "2.0", "method": method, "params": params})
 
 
-SESSION = (_request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})
-           + _notification("initialized", {})
-           + _request(2, "shutdown", None)
-           + _notification("exit", None))
+INITIALIZE = {"processId": None, "rootUri": None, "capabilities": {}}
+AFTER_INITIALIZE = (_notification("initialized", {})
+                    + _request(2, "shutdown", None)
+                    + _notification("exit", None))
+SESSION = _request(1, "initialize", INITIALIZE) + AFTER_INITIALIZE
 
 
 def _bodies(data: bytes) -> list[dict[str, Any]]:
@@ -96,6 +98,7 @@ def _serve_over_pipes(data: bytes) -> tuple[Served, list[dict[str, Any]]]:
     writer.join(HANG_GUARD)
     served.join()
     from_server.close()
+    stdin.close()  # pygls's reader leaves it open; the loop's closed it already
     return served, _bodies(answer)
 
 
@@ -105,6 +108,24 @@ def test_a_pipe_is_read_by_the_loop_without_pygls_threads() -> None:
     assert bodies[0]["result"]["serverInfo"]["name"] == "budgetlens"
     assert served.code == 0  # exit after shutdown, as LSP prescribes
     assert not served.pool_made  # pygls's reader would have made its pool
+
+
+def test_a_body_larger_than_the_read_buffer_is_read_whole() -> None:
+    big = {**INITIALIZE, "initializationOptions": {"padding": "x" * (3 * stdio.LINE_LIMIT)}}
+    served, bodies = _serve_over_pipes(_request(1, "initialize", big) + AFTER_INITIALIZE)
+    assert [b.get("id") for b in bodies] == [1, 2]
+    assert served.code == 0
+
+
+def test_a_pipe_the_loop_cannot_watch_falls_back_to_pygls_reader(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("not watchable")
+    monkeypatch.setattr(asyncio.SelectorEventLoop, "connect_read_pipe", refuse)
+    served, bodies = _serve_over_pipes(SESSION)
+    assert [b.get("id") for b in bodies] == [1, 2]
+    assert served.code == 0
+    assert served.pool_made
 
 
 def test_a_regular_file_keeps_pygls_reader() -> None:
