@@ -1,8 +1,8 @@
 """LSP benchmark by instructions: what an edit costs a whole server, counted by callgrind.
 
-bench_lsp.py times. On a shared machine its wall-clock rows move by about 10% between
-runs, and it reads a server's CPU time from /proc in 10 ms ticks. This bench counts
-instead, so two versions can be compared whatever else the machine does:
+bench_lsp.py times. On a shared machine its wall-clock rows, and the server's CPU time it
+reads from /proc, move by about 10% between runs. This bench counts instead, so two
+versions can be compared whatever else the machine does:
 
 1. a server starts under callgrind, opens the scenario's document and finishes its start-up
    (its diagnostics, then the answer to a code lens request, which waits for the analysis);
