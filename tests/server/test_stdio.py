@@ -81,6 +81,17 @@ class Served:
         return self.server._thread_pool is not None
 
 
+def _read_to_end(stream: IO[bytes]) -> bytes:
+    """All of ``stream`` up to its end (the server closed it), or a failed test if it
+    never ends."""
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(stream.read()), daemon=True)
+    reader.start()
+    reader.join(HANG_GUARD)
+    assert not reader.is_alive(), "hung: the server's output never ended"
+    return got[0]
+
+
 def _pipes() -> tuple[IO[bytes], IO[bytes], IO[bytes], IO[bytes]]:
     """(server's stdin, client's end of it, server's stdout, client's end of it)."""
     r_in, w_in = os.pipe()
@@ -94,7 +105,7 @@ def _serve_over_pipes(data: bytes) -> tuple[Served, list[dict[str, Any]]]:
     served = Served(stdin, stdout)
     writer = threading.Thread(target=lambda: (to_server.write(data), to_server.close()))
     writer.start()  # a large write fills the pipe: the server reads while it is written
-    answer = from_server.read()  # to the end: the server closed its stdout
+    answer = _read_to_end(from_server)
     writer.join(HANG_GUARD)
     served.join()
     from_server.close()
@@ -135,7 +146,7 @@ def test_a_regular_file_keeps_pygls_reader() -> None:
         r_out, w_out = os.pipe()
         with open(path, "rb") as stdin, os.fdopen(r_out, "rb") as from_server:
             served = Served(stdin, os.fdopen(w_out, "wb"))
-            answer = from_server.read()
+            answer = _read_to_end(from_server)
             served.join()
     assert [b.get("id") for b in _bodies(answer)] == [1, 2]
     assert served.code == 0
