@@ -224,6 +224,7 @@ class Latencies:
     missing: int = 0
     note: str = ""
     cpu_s: float = 0.0  # the server's CPU time over the edits (their analyses included)
+    switches: int = 0  # the server's context switches over the edits, all threads
     steal_percent: float | None = None  # the machine's CPU time stolen over the edits
 
     def quantile(self, q: float) -> float | None:
@@ -294,7 +295,7 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
     await flush(client, uri)
     await settle(client)
     targets = set(wait_uris) if wait_uris else {uri}
-    cpu_before = cpu_seconds(client)
+    cpu_before, switches_before = cpu_seconds(client), context_switches(client)
     machine_before = cpu_times()
     for i in range(edits):
         text, changes = edit(text, i)
@@ -320,6 +321,7 @@ async def measure_edits(client: LspProcess, document: Path, language: str, edits
                 break
         await settle(client)
     result.cpu_s = cpu_seconds(client) - cpu_before
+    result.switches = context_switches(client) - switches_before
     result.steal_percent = steal_percent(machine_before, cpu_times())
     return result
 
@@ -391,6 +393,20 @@ def cpu_seconds(client: LspProcess) -> float:
         fields = Path(f"/proc/{client.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return 0.0
+
+
+def context_switches(client: LspProcess) -> int:
+    """The server's context switches so far, voluntary and not, over its threads (Linux
+    /proc; 0 elsewhere): each time a thread sleeps to wait for another counts one."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{client.pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                for line in Path(f"/proc/{client.pid}/task/{task}/status").read_text() \
+                        .splitlines():
+                    if "ctxt_switches:" in line:  # voluntary_ and nonvoluntary_
+                        total += int(line.split()[1])
+    return total
 
 
 def analysis_outcomes(log: Path) -> dict[str, int]:
@@ -573,6 +589,7 @@ def lat_row(lat: Latencies, rss: int | None, targets: list[str] | None) -> dict[
             "peak_rss_kib": rss, "waited_for": len(targets) if targets else 1,
             "values_ms": [round(v, 2) for v in lat.values_ms],
             "server_cpu_ms_per_edit": round(lat.cpu_s * 1000 / max(1, len(lat.values_ms)), 1),
+            "server_switches_per_edit": round(lat.switches / max(1, len(lat.values_ms)), 1),
             "steal_percent": lat.steal_percent}
 
 
