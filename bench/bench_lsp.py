@@ -91,7 +91,7 @@ class Server:
 
 #: budgetlens serve, exactly as `budgetlens serve` runs it.
 SERVE = (
-    "import argparse, logging\n"
+    "import argparse\n"
     "from budgetlens_lsp.serve import add_arguments, run\n"
     "parser = argparse.ArgumentParser()\n"
     "add_arguments(parser)\n"
@@ -373,6 +373,17 @@ def analyses_in(log: Path) -> int:
         return 0
 
 
+def _thread_files(client: LspProcess, name: str) -> list[str]:
+    """The ``/proc`` file ``name`` of each of the server's threads (none off Linux, or once
+    the server is gone; a thread that ends meanwhile is left out)."""
+    texts = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{client.pid}/task"):
+            with contextlib.suppress(OSError):
+                texts.append(Path(f"/proc/{client.pid}/task/{task}/{name}").read_text())
+    return texts
+
+
 def cpu_seconds(client: LspProcess) -> float:
     """CPU time of the server process so far, all its threads (Linux /proc; 0 elsewhere).
 
@@ -380,15 +391,10 @@ def cpu_seconds(client: LspProcess) -> float:
     (user + system, in clock ticks of 10 ms: an edit of the example is a third of one).
     A thread that ended since the last reading takes its time with it; the server's
     threads (the loop, the analysis thread) live as long as it does."""
-    total, found = 0, False
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{client.pid}/task"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                total += int(Path(f"/proc/{client.pid}/task/{task}/schedstat")
-                             .read_text().split()[0])
-                found = True
-    if found:
-        return total / 1e9
+    with contextlib.suppress(ValueError, IndexError):
+        runs = [int(text.split()[0]) for text in _thread_files(client, "schedstat")]
+        if runs:
+            return sum(runs) / 1e9
     with contextlib.suppress(OSError, ValueError, IndexError):
         fields = Path(f"/proc/{client.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -398,15 +404,9 @@ def cpu_seconds(client: LspProcess) -> float:
 def context_switches(client: LspProcess) -> int:
     """The server's context switches so far, voluntary and not, over its threads (Linux
     /proc; 0 elsewhere): each time a thread sleeps to wait for another counts one."""
-    total = 0
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{client.pid}/task"):
-            with contextlib.suppress(OSError, ValueError):
-                for line in Path(f"/proc/{client.pid}/task/{task}/status").read_text() \
-                        .splitlines():
-                    if "ctxt_switches:" in line:  # voluntary_ and nonvoluntary_
-                        total += int(line.split()[1])
-    return total
+    return sum(int(line.split()[1]) for text in _thread_files(client, "status")
+               for line in text.splitlines()
+               if "ctxt_switches:" in line)  # voluntary_ and nonvoluntary_
 
 
 def analysis_outcomes(log: Path) -> dict[str, int]:

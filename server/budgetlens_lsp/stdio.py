@@ -73,22 +73,23 @@ class LoopReader:
 
 async def _serve(server: Any, stop: threading.Event, stdin: BinaryIO) -> None:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    buffer = asyncio.StreamReader(limit=LINE_LIMIT)
+    transport: asyncio.BaseTransport | None = None
+    reader: LoopReader | StdinAsyncReader
     try:
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), stdin)
+            lambda: asyncio.StreamReaderProtocol(buffer), stdin)
+        reader = LoopReader(buffer)
     except (OSError, ValueError) as exc:  # the loop cannot watch it after all
         log.warning("standard input is read by pygls's threads: the event loop cannot"
                     " watch it (%s)", exc)
-        await run_async(stop_event=stop, reader=StdinAsyncReader(stdin, server.thread_pool),
-                        protocol=server.protocol, logger=log,
-                        error_handler=server.report_server_error)
-        return
+        reader = StdinAsyncReader(stdin, server.thread_pool)
     try:
-        await run_async(stop_event=stop, reader=LoopReader(reader), protocol=server.protocol,
+        await run_async(stop_event=stop, reader=reader, protocol=server.protocol,
                         logger=log, error_handler=server.report_server_error)
     finally:
-        transport.close()
+        if transport is not None:
+            transport.close()
 
 
 def serve(server: Any, stdin: BinaryIO, stdout: BinaryIO) -> None:
